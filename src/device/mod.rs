@@ -1,0 +1,6 @@
+//! Devices (`cpu`, `cuda:N`), the registry of devices, and their backends.
+
+/// Set up the device registry once per process; `simulate` is `--simulate-cuda`'s value.
+pub fn init(_simulate: Option<&str>) -> Result<(), String> {
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! torchlet: a Rhai tensor language over a PyTorch-exact CUDA caching allocator.
+//!
+//! Data flows one way: front end → `session` → `script` → `tensor`/`autograd` → `device` → `alloc`.
+
+pub mod device;
+pub mod kernel;
+pub mod repl;
+pub mod runner;
+pub mod script;
+pub mod session;

@@ -1,0 +1,91 @@
+//! The `torchlet` command line: REPL, script runner, Jupyter kernel.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// See and control GPU memory in tensor code.
+#[derive(Parser, Debug)]
+#[command(name = "torchlet", version, about)]
+struct Cli {
+    /// Simulate CUDA devices in host memory: one size per device (default 16GiB), e.g. 16GiB,8GiB.
+    #[arg(long, global = true, value_name = "SIZE[,SIZE…]", num_args = 0..=1,
+          default_missing_value = "16GiB", env = "TORCHLET_SIMULATE_CUDA")]
+    simulate_cuda: Option<String>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a .rhai script, or a snippet with -e.
+    Run(RunArgs),
+    /// Serve as a Jupyter kernel, or install the kernelspec.
+    Kernel(KernelArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Code to run instead of a file.
+    #[arg(
+        short = 'e',
+        long = "eval",
+        value_name = "CODE",
+        conflicts_with = "file"
+    )]
+    code: Option<String>,
+    /// The script to run.
+    #[arg(required_unless_present = "code")]
+    file: Option<PathBuf>,
+    /// Arguments the script sees as `ARGS`.
+    #[arg(trailing_var_arg = true)]
+    args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct KernelArgs {
+    /// The connection file Jupyter passes (kernel.json's argv).
+    #[arg(long, short = 'f', value_name = "FILE")]
+    connection_file: Option<PathBuf>,
+    #[command(subcommand)]
+    action: Option<KernelAction>,
+}
+
+#[derive(Subcommand, Debug)]
+enum KernelAction {
+    /// Install the kernelspec so Jupyter front ends list torchlet.
+    Install(torchlet::kernel::InstallArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(message) = torchlet::device::init(cli.simulate_cuda.as_deref()) {
+        eprintln!("torchlet: {message}");
+        return ExitCode::from(2);
+    }
+    let result = match cli.command {
+        None => torchlet::repl::run(),
+        Some(Command::Run(args)) => {
+            torchlet::runner::run(args.file.as_deref(), args.code.as_deref(), &args.args)
+        }
+        Some(Command::Kernel(KernelArgs {
+            action: Some(KernelAction::Install(install)),
+            ..
+        })) => torchlet::kernel::install(&install),
+        Some(Command::Kernel(KernelArgs {
+            connection_file: Some(file),
+            ..
+        })) => torchlet::kernel::run(&file),
+        Some(Command::Kernel(_)) => {
+            Err("kernel: pass --connection-file FILE, or `kernel install`".into())
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("torchlet: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

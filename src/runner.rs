@@ -1,0 +1,45 @@
+//! `torchlet run`: run a script file, a snippet, or standard input, and report errors as FILE:LINE:COL.
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use crate::session::{Session, SessionOptions, StdioFrontend};
+
+/// Run a file (or `code`, if given) to the end; exit code 1 on error.
+pub fn run(file: Option<&Path>, code: Option<&str>, _args: &[String]) -> Result<ExitCode, String> {
+    let (source_name, text) = match (code, file) {
+        (Some(code), _) => ("<-e>".to_string(), code.to_string()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            (path.display().to_string(), text)
+        }
+        (None, None) => return Err("run: give a FILE or -e CODE".into()),
+    };
+    Ok(run_source(&source_name, &text))
+}
+
+/// Read all of standard input and run it as one script.
+pub fn run_stdin() -> Result<ExitCode, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
+    Ok(run_source("<stdin>", &text))
+}
+
+fn run_source(source_name: &str, text: &str) -> ExitCode {
+    let options = SessionOptions {
+        source_name: Some(source_name.to_string()),
+    };
+    let mut session = Session::new(options, Rc::new(StdioFrontend));
+    let outcome = session.execute(text);
+    match outcome.error {
+        None => ExitCode::SUCCESS,
+        Some(error) => {
+            eprintln!("{}", error.located());
+            ExitCode::FAILURE
+        }
+    }
+}

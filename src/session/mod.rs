@@ -1,0 +1,145 @@
+//! One interpreter session: a persistent scope, `execute(code)`, completion, and an interrupt flag.
+//!
+//! Every front end (the script runner, the REPL, the Jupyter kernel) drives a `Session` and sees
+//! nothing below it. Output produced while code runs goes to the session's `Frontend` as it
+//! happens, so a notebook shows `print` lines before a long cell finishes.
+
+mod frontend;
+mod outcome;
+
+pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
+pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Options a front end chooses when it opens a session.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Name shown in error positions (`FILE:LINE:COL`), e.g. the script's path or `<cell>`.
+    pub source_name: Option<String>,
+}
+
+/// A handle that stops the code a session is running, from any thread.
+#[derive(Clone, Debug, Default)]
+pub struct InterruptHandle(Arc<AtomicBool>);
+
+impl InterruptHandle {
+    /// Ask the running code to stop at its next operation.
+    pub fn interrupt(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    /// Whether an interrupt is pending.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+    fn clear(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// One interpreter session with a scope that persists between `execute` calls.
+pub struct Session {
+    engine: rhai::Engine,
+    scope: rhai::Scope<'static>,
+    /// Functions defined by earlier inputs, kept so later inputs can call them.
+    functions: rhai::AST,
+    interrupt: InterruptHandle,
+    frontend: Rc<dyn Frontend>,
+    options: SessionOptions,
+}
+
+impl Session {
+    /// Open a session whose output goes to `frontend`.
+    pub fn new(options: SessionOptions, frontend: Rc<dyn Frontend>) -> Session {
+        let interrupt = InterruptHandle::default();
+        let engine = crate::script::new_engine(frontend.clone(), interrupt.clone());
+        Session {
+            engine,
+            scope: rhai::Scope::new(),
+            functions: rhai::AST::empty(),
+            interrupt,
+            frontend,
+            options,
+        }
+    }
+
+    /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
+    pub fn execute(&mut self, code: &str) -> Outcome {
+        self.interrupt.clear();
+        let started = Instant::now();
+        let result = self.run(code);
+        let elapsed = started.elapsed();
+        match result {
+            Ok(value) => Outcome {
+                value,
+                error: None,
+                elapsed,
+            },
+            Err(error) => Outcome {
+                value: None,
+                error: Some(error),
+                elapsed,
+            },
+        }
+    }
+
+    fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let ast = self
+            .engine
+            .compile_with_scope(&self.scope, code)
+            .map_err(|e| ScriptError::from_parse(&e, code, self.options.source_name.as_deref()))?;
+        self.functions = self.functions.merge(&ast.clone_functions_only());
+        let program = self.functions.merge(&ast);
+        let value: rhai::Dynamic = self
+            .engine
+            .eval_ast_with_scope(&mut self.scope, &program)
+            .map_err(|e| ScriptError::from_eval(&e, code, self.options.source_name.as_deref()))?;
+        Ok(DisplayData::of_value(&value))
+    }
+
+    /// Whether `code` is a whole input, needs more lines, or can never parse.
+    pub fn is_complete(&self, code: &str) -> Completeness {
+        match self.engine.compile_with_scope(&self.scope, code) {
+            Ok(_) => Completeness::Complete,
+            Err(e) if outcome::is_incomplete(&e) => Completeness::Incomplete,
+            Err(_) => Completeness::Invalid,
+        }
+    }
+
+    /// The handle that interrupts this session's running code.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
+    }
+
+    /// Names of the variables now in scope.
+    pub fn variable_names(&self) -> Vec<String> {
+        self.scope
+            .iter_raw()
+            .map(|(name, _, _)| name.to_string())
+            .collect()
+    }
+
+    /// The front end this session writes to.
+    pub fn frontend(&self) -> &Rc<dyn Frontend> {
+        &self.frontend
+    }
+
+    /// The underlying Rhai engine (for completion and help).
+    pub fn engine(&self) -> &rhai::Engine {
+        &self.engine
+    }
+
+    /// The persistent scope.
+    pub fn scope(&self) -> &rhai::Scope<'static> {
+        &self.scope
+    }
+
+    /// Forget every variable and function; tensors held only by them are freed.
+    pub fn reset(&mut self) {
+        self.scope.clear();
+        self.functions = rhai::AST::empty();
+    }
+}

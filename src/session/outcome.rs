@@ -1,0 +1,160 @@
+//! What one `execute` gives back: the value to echo, or an error with its position.
+use std::time::Duration;
+
+use rhai::{EvalAltResult, ParseError, ParseErrorType, Position};
+
+/// The result of running one input.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The value of the last expression, unless it was `()`.
+    pub value: Option<DisplayData>,
+    /// Why the input failed, if it did.
+    pub error: Option<ScriptError>,
+    /// Wall time spent running.
+    pub elapsed: Duration,
+}
+
+/// A value rendered for display: plain text always, HTML where it adds something.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DisplayData {
+    /// PyTorch-style text, as the REPL echoes it.
+    pub plain: String,
+    /// An HTML rendering for notebooks.
+    pub html: Option<String>,
+}
+
+impl DisplayData {
+    /// Plain text only.
+    pub fn text(plain: impl Into<String>) -> Self {
+        DisplayData {
+            plain: plain.into(),
+            html: None,
+        }
+    }
+
+    /// How a value echoes; `None` for `()`.
+    pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
+        if value.is_unit() {
+            return None;
+        }
+        if let Some(data) = crate::script::display_of(value) {
+            return Some(data);
+        }
+        Some(DisplayData::text(value.to_string()))
+    }
+}
+
+/// A failure with a PyTorch-like name, a message and, when known, where in the input it happened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptError {
+    /// The error's kind, as Python would name it: `SyntaxError`, `NameError`, `RuntimeError`,
+    /// `OutOfMemoryError`, `KeyboardInterrupt`.
+    pub kind: String,
+    /// What went wrong and what to do.
+    pub message: String,
+    /// Name of the source (file or cell), when there is one.
+    pub source: Option<String>,
+    /// 1-based line and column.
+    pub line: Option<usize>,
+    /// 1-based column.
+    pub column: Option<usize>,
+    /// The text of the offending line.
+    pub source_line: Option<String>,
+}
+
+impl ScriptError {
+    fn at(kind: &str, message: String, pos: Position, code: &str, source: Option<&str>) -> Self {
+        let line = pos.line();
+        ScriptError {
+            kind: kind.to_string(),
+            message,
+            source: source.map(str::to_string),
+            line,
+            column: pos.position(),
+            source_line: line
+                .and_then(|l| code.lines().nth(l - 1))
+                .map(str::to_string),
+        }
+    }
+
+    /// A parse error of `code`.
+    pub fn from_parse(error: &ParseError, code: &str, source: Option<&str>) -> Self {
+        Self::at(
+            "SyntaxError",
+            error.err_type().to_string(),
+            error.position(),
+            code,
+            source,
+        )
+    }
+
+    /// A run-time error of `code`.
+    pub fn from_eval(error: &EvalAltResult, code: &str, source: Option<&str>) -> Self {
+        let (kind, message) = crate::script::describe_error(error);
+        Self::at(&kind, message, error.position(), code, source)
+    }
+
+    /// `FILE:LINE:COL: message`, as the script runner prints it.
+    pub fn located(&self) -> String {
+        let name = self.source.as_deref().unwrap_or("<input>");
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{name}:{l}:{c}: {}: {}", self.kind, self.message),
+            (Some(l), None) => format!("{name}:{l}: {}: {}", self.kind, self.message),
+            _ => format!("{name}: {}: {}", self.kind, self.message),
+        }
+    }
+
+    /// The offending line with a caret under the column, when both are known.
+    pub fn caret(&self) -> Option<String> {
+        let text = self.source_line.as_ref()?;
+        let col = self.column?;
+        Some(format!("{text}\n{}^", " ".repeat(col.saturating_sub(1))))
+    }
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// Whether an input is ready to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completeness {
+    /// It parses: run it.
+    Complete,
+    /// It could parse once more lines arrive.
+    Incomplete,
+    /// No continuation can make it parse.
+    Invalid,
+}
+
+/// Completion candidates for the text around a cursor.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Completion {
+    /// Byte offset where the replaced text starts.
+    pub start: usize,
+    /// Byte offset where it ends.
+    pub end: usize,
+    /// Candidate replacements, best first.
+    pub matches: Vec<String>,
+}
+
+/// Parse errors that more input could cure: the input ended inside something still open.
+pub(crate) fn is_incomplete(error: &ParseError) -> bool {
+    match error.err_type() {
+        ParseErrorType::UnexpectedEOF => true,
+        ParseErrorType::MissingToken(_, _) | ParseErrorType::MissingSymbol(_) => {
+            error.position().is_none() || at_end(error)
+        }
+        ParseErrorType::BadInput(e) => {
+            e.to_string().contains("Open string") || e.to_string().contains("unterminated")
+        }
+        _ => false,
+    }
+}
+
+fn at_end(_error: &ParseError) -> bool {
+    // Refined by the REPL work: compare the error position with the end of the input.
+    true
+}
