@@ -2,6 +2,7 @@
 //!
 //! Data flows one way: front end → `session` → `script` → `tensor`/`autograd` → `device` → `alloc`.
 
+pub mod alloc;
 pub mod device;
 pub mod kernel;
 pub mod repl;
