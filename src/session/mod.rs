@@ -66,6 +66,15 @@ impl Session {
         }
     }
 
+    /// A session whose output is captured in memory, named `source` in error positions.
+    pub fn captured(source: &str) -> (Session, Rc<CapturedOutput>) {
+        let output = Rc::new(CapturedOutput::default());
+        let options = SessionOptions {
+            source_name: Some(source.to_string()),
+        };
+        (Session::new(options, output.clone()), output)
+    }
+
     /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
@@ -87,6 +96,15 @@ impl Session {
     }
 
     fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let rewritten = crate::script::output::rewrite_help_query(code);
+        let code = rewritten.as_deref().unwrap_or(code);
+        let result = self.run_code(code);
+        // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
+        crate::script::syntax::compact_deleted(&mut self.scope);
+        result
+    }
+
+    fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
         let ast = self
             .engine
             .compile_with_scope(&self.scope, code)
@@ -102,6 +120,9 @@ impl Session {
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
     pub fn is_complete(&self, code: &str) -> Completeness {
+        if crate::script::output::rewrite_help_query(code).is_some() {
+            return Completeness::Complete;
+        }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
             Err(e) if outcome::is_incomplete(&e) => Completeness::Incomplete,
@@ -114,12 +135,20 @@ impl Session {
         self.interrupt.clone()
     }
 
-    /// Names of the variables now in scope.
+    /// Names of the variables now in scope (each once, innermost first shadowing the rest).
     pub fn variable_names(&self) -> Vec<String> {
-        self.scope
-            .iter_raw()
-            .map(|(name, _, _)| name.to_string())
-            .collect()
+        let mut names: Vec<String> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if !crate::script::syntax::is_deleted(value) && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    /// Define (or replace) a variable, e.g. the script's `ARGS`.
+    pub fn set_variable(&mut self, name: &str, value: rhai::Dynamic) {
+        self.scope.set_or_push(name, value);
     }
 
     /// The front end this session writes to.

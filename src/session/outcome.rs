@@ -79,13 +79,11 @@ impl ScriptError {
 
     /// A parse error of `code`.
     pub fn from_parse(error: &ParseError, code: &str, source: Option<&str>) -> Self {
-        Self::at(
-            "SyntaxError",
-            error.err_type().to_string(),
-            error.position(),
-            code,
-            source,
-        )
+        let mut message = error.err_type().to_string();
+        if message.contains("'?'") {
+            message += "; `name?` asks for help only as a whole input: write help(\"name\") here";
+        }
+        Self::at("SyntaxError", message, error.position(), code, source)
     }
 
     /// A run-time error of `code`.
