@@ -125,7 +125,7 @@ impl Session {
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
-            Err(e) if outcome::is_incomplete(&e) => Completeness::Incomplete,
+            Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }
     }
