@@ -165,7 +165,6 @@ fn serve(
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     execute(&mut session, &publisher, &job)
                 }));
-                publisher.set_muted(false);
                 let done = run.unwrap_or_else(|panic| ExecuteDone::internal(panic_text(&panic)));
                 frontend.allow_stdin.set(false);
                 let _ = job.reply.send(done);
@@ -196,13 +195,12 @@ fn execute(session: &mut Session, publisher: &Publisher, job: &ExecuteJob) -> Ex
     let mut user_expressions = HashMap::new();
     if outcome.error.is_none() && !job.user_expressions.is_empty() {
         // Expressions are evaluated for their value only: what they print is not part of the cell.
-        publisher.flush();
-        publisher.set_muted(true);
+        let was_muted = publisher.set_muted(true);
         for (name, expression) in &job.user_expressions {
             let result = session.execute(expression);
             user_expressions.insert(name.clone(), replies::expression_result(&result));
         }
-        publisher.set_muted(false);
+        publisher.set_muted(was_muted);
     }
     ExecuteDone {
         outcome,

@@ -1,4 +1,5 @@
 //! What the kernel knows about names: completion candidates, and the help text behind inspect and `name?`.
+use crate::script::help;
 use crate::session::{Completion, DisplayData, Session};
 
 /// Rhai keywords offered as completions alongside names.
@@ -85,9 +86,14 @@ pub fn complete(session: &Session, code: &str, cursor: usize) -> Completion {
         }
         names.push(name);
     }
-    if !after_dot {
+    if after_dot {
+        names.extend(help::tensor_member_names().iter().map(|n| n.to_string()));
+    } else {
         names.extend(session.variable_names());
         names.extend(KEYWORDS.iter().map(|k| k.to_string()));
+        names.extend(help::names().iter().map(|n| n.to_string()));
+        names.extend(help::keyword_names().iter().map(|n| n.to_string()));
+        names.extend(help::cuda_names().iter().map(|n| format!("cuda::{n}")));
     }
     names.retain(|n| n.starts_with(prefix) && (!after_dot || !n.contains("::")));
     names.sort();
@@ -124,14 +130,19 @@ pub fn inspect(session: &Session, code: &str, cursor: usize) -> Option<String> {
     help(session, word_at(code, cursor)?)
 }
 
-/// Documentation of `name`: a variable's type and value, or a function's signatures and doc.
+/// Documentation of `name`: a variable's type and value, the language's doc of a name, or the
+/// signatures and doc comments of an engine function.
 pub fn help(session: &Session, name: &str) -> Option<String> {
-    if let Some(value) = session.scope().get(name) {
+    let is_variable = session.variable_names().iter().any(|v| v == name);
+    if let Some(value) = session.scope().get(name).filter(|_| is_variable) {
         let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
         return Some(format!(
             "{name}: variable of type {}\n{shown}",
             session.engine().map_type_name(value.type_name())
         ));
+    }
+    if let Some(doc) = help::doc(name) {
+        return Some(doc.to_string());
     }
     let docs: Vec<FnDoc> = functions(session)
         .into_iter()

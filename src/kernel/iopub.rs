@@ -72,11 +72,11 @@ impl Publisher {
         s.muted = false;
     }
 
-    /// Drop (or stop dropping) the current request's outputs.
-    pub fn set_muted(&self, muted: bool) {
+    /// Drop (or stop dropping) the current request's outputs; gives the previous setting.
+    pub fn set_muted(&self, muted: bool) -> bool {
         let mut s = self.lock();
         s.flush();
-        s.muted = muted;
+        std::mem::replace(&mut s.muted, muted)
     }
 
     /// Queue printed text; it goes out batched, in order with everything else.

@@ -3,6 +3,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::introspect;
+use crate::script::output;
 use crate::session::{DisplayData, Outcome, ScriptError, Session};
 
 thread_local! {
@@ -13,10 +14,12 @@ thread_local! {
 /// Run one cell: a magic, a help request, or Rhai code. The second value is text for the pager.
 pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) {
     let trimmed = code.trim();
-    if let Some(name) = help_request(trimmed) {
-        let text = introspect::help(session, name).unwrap_or_else(|| {
-            format!("No documentation for '{name}': it is neither a variable nor a function.")
-        });
+    if let Some(topic) = help_request(trimmed) {
+        // Variables are described by the kernel; names of the language by its own help.
+        let text = match introspect::help(session, &topic) {
+            Some(text) if session.variable_names().contains(&topic) => text,
+            _ => output::help_text(&topic),
+        };
         return (ok(None, Duration::ZERO), Some(text));
     }
     if let Some(line) = trimmed.strip_prefix('%') {
@@ -34,17 +37,11 @@ pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) 
     (outcome, None)
 }
 
-/// `name?` or `?name` asks for help on `name`.
-fn help_request(cell: &str) -> Option<&str> {
-    let name = cell
-        .strip_suffix('?')
-        .or_else(|| cell.strip_prefix('?'))?
-        .trim();
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == ':');
-    valid.then_some(name)
+/// `name?` or `?name` asks for help on `name` (as the language's help rewrite reads it).
+fn help_request(cell: &str) -> Option<String> {
+    let call = output::rewrite_help_query(cell)?;
+    let quoted = call.strip_prefix("help(")?.strip_suffix(')')?;
+    serde_json::from_str(quoted).ok()
 }
 
 fn ok(value: Option<DisplayData>, elapsed: Duration) -> Outcome {
@@ -118,7 +115,10 @@ fn escape(text: &str) -> String {
 /// The variables in scope as plain text and as an HTML table.
 fn vars_table(session: &Session) -> DisplayData {
     let mut rows = Vec::new();
-    for (name, _, value) in session.scope().iter_raw() {
+    for name in session.variable_names() {
+        let Some(value) = session.scope().get(&name) else {
+            continue;
+        };
         let type_name = session
             .engine()
             .map_type_name(value.type_name())
@@ -128,7 +128,7 @@ fn vars_table(session: &Session) -> DisplayData {
         if first.chars().count() > 60 || shown.lines().count() > 1 {
             first = first.chars().take(57).collect::<String>() + "...";
         }
-        rows.push((name.to_string(), type_name, first));
+        rows.push((name, type_name, first));
     }
     if rows.is_empty() {
         return DisplayData {

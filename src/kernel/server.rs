@@ -476,7 +476,8 @@ impl Shell {
             .await;
         let done = done.unwrap_or_else(|| ExecuteDone::lost());
         let outcome = &done.outcome;
-        if let Some(value) = &outcome.value {
+        // Silent cells publish no results (the publisher is muted too; this keeps it explicit).
+        if let Some(value) = outcome.value.as_ref().filter(|_| !silent) {
             self.publisher.output(ExecuteResult {
                 execution_count: ExecutionCount::new(count),
                 data: replies::media(value),
@@ -485,7 +486,7 @@ impl Shell {
                 transient: Some(Transient { display_id: None }),
             });
         }
-        if let Some(error) = &outcome.error {
+        if let Some(error) = outcome.error.as_ref().filter(|_| !silent) {
             self.publisher.output(replies::error_output(error, count));
         }
         self.publisher.end();
