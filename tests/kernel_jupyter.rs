@@ -87,7 +87,12 @@ fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
     println!("{log}");
     assert!(ok, "the Jupyter suite failed:\n{log}");
     assert!(!log.contains("skipped"), "tests were skipped:\n{log}");
-    for name in ["test_completion", "test_history", "test_display_data", "test_recv_iopub_welcome_msg"] {
+    for name in [
+        "test_completion",
+        "test_history",
+        "test_display_data",
+        "test_recv_iopub_welcome_msg",
+    ] {
         assert!(log.contains(name), "{name} did not run:\n{log}");
     }
 }

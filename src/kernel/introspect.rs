@@ -65,44 +65,24 @@ fn word_before(code: &str, cursor: usize) -> (usize, usize) {
     (start, cursor)
 }
 
-/// Completion candidates for the name before `cursor` (a byte offset): variables, functions,
-/// module functions and keywords; after a `.`, methods and properties.
+/// Completion candidates at byte `cursor`: the session's (the REPL's), with `%magics` completed
+/// as the `:commands` they stand for.
 pub fn complete(session: &Session, code: &str, cursor: usize) -> Completion {
     let cursor = floor_boundary(code, cursor);
-    let (start, end) = word_before(code, cursor);
-    let prefix = &code[start..end];
-    let after_dot = code[..start].ends_with('.');
-    let mut names: Vec<String> = Vec::new();
-    for f in functions(session) {
-        let name = f.name;
-        if let Some(property) = name.strip_prefix("get$") {
-            if after_dot {
-                names.push(property.to_string());
-            }
-            continue;
+    let magic = code.find('%').filter(|&at| {
+        code[..at].trim().is_empty() && !code[at..cursor].contains(char::is_whitespace)
+    });
+    let Some(at) = magic else {
+        return session.complete(code, cursor);
+    };
+    let as_command = format!("{}:{}", &code[..at], &code[at + 1..]);
+    let mut found = session.complete(&as_command, cursor);
+    for m in &mut found.matches {
+        if let Some(name) = m.strip_prefix(':') {
+            *m = format!("%{name}");
         }
-        if name.contains('$') || !name.starts_with(|c: char| c.is_alphabetic() || c == '_') {
-            continue; // operators, setters and indexers are not typed by name
-        }
-        names.push(name);
     }
-    if after_dot {
-        names.extend(help::tensor_member_names().iter().map(|n| n.to_string()));
-    } else {
-        names.extend(session.variable_names());
-        names.extend(KEYWORDS.iter().map(|k| k.to_string()));
-        names.extend(help::names().iter().map(|n| n.to_string()));
-        names.extend(help::keyword_names().iter().map(|n| n.to_string()));
-        names.extend(help::cuda_names().iter().map(|n| format!("cuda::{n}")));
-    }
-    names.retain(|n| n.starts_with(prefix) && (!after_dot || !n.contains("::")));
-    names.sort();
-    names.dedup();
-    Completion {
-        start,
-        end,
-        matches: names,
-    }
+    found
 }
 
 fn floor_boundary(code: &str, mut at: usize) -> usize {

@@ -1,17 +1,14 @@
 //! Cells the kernel answers before Rhai sees them: `%magics` that mirror the REPL's commands, and `name?` help.
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::introspect;
 use crate::script::output;
-use crate::session::{DisplayData, Outcome, ScriptError, Session};
-
-thread_local! {
-    /// `%time on`: report each cell's wall time after it runs.
-    static TIMING: Cell<bool> = const { Cell::new(false) };
-}
+use crate::session::{DisplayData, Outcome, Session, COMMANDS};
 
 /// Run one cell: a magic, a help request, or Rhai code. The second value is text for the pager.
+///
+/// A magic is the first line of a cell, `%name args`, and runs the REPL's `:name args`; code on
+/// the following lines then runs as usual, so `%trace on` can head the cell it traces.
 pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) {
     let trimmed = code.trim();
     if let Some(topic) = help_request(trimmed) {
@@ -20,21 +17,75 @@ pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) 
             Some(text) if session.variable_names().contains(&topic) => text,
             _ => output::help_text(&topic),
         };
-        return (ok(None, Duration::ZERO), Some(text));
+        return (ok(None), Some(text));
     }
-    if let Some(line) = trimmed.strip_prefix('%') {
-        let (first, rest) = line.split_once('\n').unwrap_or((line, ""));
-        let (name, args) = first.split_once(' ').unwrap_or((first, ""));
-        return (magic(session, name.trim(), args.trim(), rest), None);
+    let Some(line) = trimmed.strip_prefix('%') else {
+        return (session.execute(code), None);
+    };
+    let (first, rest) = line.split_once('\n').unwrap_or((line, ""));
+    let (name, args) = first.split_once(' ').unwrap_or((first, ""));
+    let (name, args) = (name.trim(), args.trim());
+    if name == "time" && !matches!(args, "on" | "off") {
+        return (time(session, &format!("{args}\n{rest}")), None);
     }
+    let outcome = magic(session, name, args);
+    if rest.trim().is_empty() || outcome.error.is_some() {
+        return (outcome, None);
+    }
+    if let Some(value) = &outcome.value {
+        session.frontend().display(value);
+    }
+    (session.execute(rest), None)
+}
+
+/// `%name args`: the REPL's `:name args`, with its messages speaking of `%` magics.
+fn magic(session: &mut Session, name: &str, args: &str) -> Outcome {
+    let mut outcome = session
+        .run_command(&format!(":{name} {args}"))
+        .unwrap_or_else(|| ok(None));
+    if name == "vars" {
+        if let Some(value) = outcome.value.as_mut() {
+            value.html = Some(vars_html(session));
+        }
+    }
+    if let Some(error) = outcome.error.as_mut() {
+        error.message = as_magics(&error.message, name);
+    }
+    if let Some(value) = outcome.value.as_mut() {
+        value.plain = as_magics(&value.plain, name);
+    }
+    outcome
+}
+
+/// Rewrite `:command` mentions as `%command` (the kernel's spelling).
+fn as_magics(text: &str, name: &str) -> String {
+    let mut text = text.replace(&format!("':{name}'"), &format!("'%{name}'"));
+    for command in COMMANDS {
+        text = text.replace(
+            &format!(":{} ", command.name),
+            &format!("%{} ", command.name),
+        );
+        text = text.replace(
+            &format!(":{}\n", command.name),
+            &format!("%{}\n", command.name),
+        );
+        if text.ends_with(&format!(":{}", command.name)) {
+            text.truncate(text.len() - command.name.len() - 1);
+            text.push_str(&format!("%{}", command.name));
+        }
+    }
+    text
+}
+
+/// `%time CODE`: run the code and print its wall time, as IPython's `%time` does.
+fn time(session: &mut Session, code: &str) -> Outcome {
+    let started = Instant::now();
     let outcome = session.execute(code);
-    if TIMING.with(Cell::get) {
-        session.frontend().stdout(&format!(
-            "Wall time: {}\n",
-            format_duration(outcome.elapsed)
-        ));
-    }
-    (outcome, None)
+    session.frontend().stdout(&format!(
+        "Wall time: {}\n",
+        format_duration(started.elapsed())
+    ));
+    outcome
 }
 
 /// `name?` or `?name` asks for help on `name` (as the language's help rewrite reads it).
@@ -44,53 +95,11 @@ fn help_request(cell: &str) -> Option<String> {
     serde_json::from_str(quoted).ok()
 }
 
-fn ok(value: Option<DisplayData>, elapsed: Duration) -> Outcome {
+fn ok(value: Option<DisplayData>) -> Outcome {
     Outcome {
         value,
         error: None,
-        elapsed,
-    }
-}
-
-fn failed(message: String) -> Outcome {
-    Outcome {
-        value: None,
-        error: Some(ScriptError {
-            kind: "UsageError".into(),
-            message,
-            source: None,
-            line: None,
-            column: None,
-            source_line: None,
-        }),
         elapsed: Duration::ZERO,
-    }
-}
-
-const MAGICS_HELP: &str = "%vars (variables), %time on|off or %time CODE (wall time)";
-
-fn magic(session: &mut Session, name: &str, args: &str, body: &str) -> Outcome {
-    match name {
-        "vars" => ok(Some(vars_table(session)), Duration::ZERO),
-        "time" => match args {
-            "on" | "off" if body.trim().is_empty() => {
-                TIMING.with(|t| t.set(args == "on"));
-                ok(None, Duration::ZERO)
-            }
-            _ => {
-                let code = format!("{args}\n{body}");
-                let started = Instant::now();
-                let outcome = session.execute(&code);
-                session.frontend().stdout(&format!(
-                    "Wall time: {}\n",
-                    format_duration(started.elapsed())
-                ));
-                outcome
-            }
-        },
-        _ => failed(format!(
-            "unknown magic %{name}; the kernel knows {MAGICS_HELP}"
-        )),
     }
 }
 
@@ -112,9 +121,11 @@ fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// The variables in scope as plain text and as an HTML table.
-fn vars_table(session: &Session) -> DisplayData {
-    let mut rows = Vec::new();
+/// The variables in scope as an HTML table (name, type, first line of the value).
+fn vars_html(session: &Session) -> String {
+    let mut html = String::from(
+        "<table><thead><tr><th>name</th><th>type</th><th>value</th></tr></thead><tbody>",
+    );
     for name in session.variable_names() {
         let Some(value) = session.scope().get(&name) else {
             continue;
@@ -128,32 +139,14 @@ fn vars_table(session: &Session) -> DisplayData {
         if first.chars().count() > 60 || shown.lines().count() > 1 {
             first = first.chars().take(57).collect::<String>() + "...";
         }
-        rows.push((name, type_name, first));
-    }
-    if rows.is_empty() {
-        return DisplayData {
-            plain: "No variables defined.".into(),
-            html: Some("<p>No variables defined.</p>".into()),
-        };
-    }
-    let mut plain = String::from("name\ttype\tvalue\n");
-    let mut html = String::from(
-        "<table><thead><tr><th>name</th><th>type</th><th>value</th></tr></thead><tbody>",
-    );
-    for (name, type_name, value) in &rows {
-        plain.push_str(&format!("{name}\t{type_name}\t{value}\n"));
         html.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            escape(name),
-            escape(type_name),
-            escape(value)
+            escape(&name),
+            escape(&type_name),
+            escape(&first)
         ));
     }
-    html.push_str("</tbody></table>");
-    DisplayData {
-        plain: plain.trim_end().to_string(),
-        html: Some(html),
-    }
+    html + "</tbody></table>"
 }
 
 #[cfg(test)]
@@ -162,13 +155,33 @@ mod tests {
 
     #[test]
     fn help_requests_are_single_names() {
-        assert_eq!(help_request("zeros?"), Some("zeros"));
+        assert_eq!(help_request("zeros?").as_deref(), Some("zeros"));
         assert_eq!(
-            help_request("?cuda::empty_cache"),
+            help_request("?cuda::empty_cache").as_deref(),
             Some("cuda::empty_cache")
         );
+        assert_eq!(help_request("t.sum?").as_deref(), Some("Tensor.sum"));
         assert_eq!(help_request("a + b?"), None);
         assert_eq!(help_request("?"), None);
+    }
+
+    #[test]
+    fn command_mentions_become_magics() {
+        assert_eq!(
+            as_magics(
+                "unknown command ':frob'; type :help to list the commands",
+                "frob"
+            ),
+            "unknown command '%frob'; type %help to list the commands"
+        );
+        assert_eq!(
+            as_magics(":trace takes on or off, e.g. :trace on", "trace"),
+            "%trace takes on or off, e.g. %trace on"
+        );
+        assert_eq!(
+            as_magics("see cuda::memory_allocated", "mem"),
+            "see cuda::memory_allocated"
+        );
     }
 
     #[test]

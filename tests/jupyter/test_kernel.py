@@ -14,6 +14,10 @@ KERNEL = os.environ.get("TORCHLET_KERNEL_NAME", "torchlet")
 TIMEOUT = 15
 
 
+def quiet(_msg):
+    """An output hook that shows nothing (execute_interactive prints outputs by default)."""
+
+
 class TorchletKernelTests(jkt.KernelTests):
     kernel_name = KERNEL
     language_name = "rhai"
@@ -23,7 +27,7 @@ class TorchletKernelTests(jkt.KernelTests):
     code_stderr = 'eprint("oops")'
     completion_samples = [
         {"text": "clear_out", "matches": {"clear_output"}},
-        {"text": "x = cuda::empty_ca", "matches": {"cuda::empty_cache"}},
+        {"text": "%me", "matches": {"%mem"}},
     ]
     complete_code_samples = ["1 + 2", "let x = 1;", "fn f(a) { a * 2 }", "zeros?"]
     incomplete_code_samples = ["fn f(a) {", "let v = [1, 2,", "if true {\n  let y = 1;"]
@@ -181,7 +185,13 @@ class TorchletKernelTests(jkt.KernelTests):
         self.assertIn("magic_var", data["text/plain"])
         reply, outputs = self.run_cell("%nonsense")
         self.assertEqual(reply["content"]["status"], "error")
-        self.assertIn("%vars", reply["content"]["evalue"])
+        self.assertEqual(reply["content"]["ename"], "UsageError")
+        self.assertIn("%help", reply["content"]["evalue"])
+        reply, outputs = self.run_cell("%time on")
+        reply, outputs = self.run_cell("5 + 5")
+        texts = [m["content"]["text"] for m in outputs if m["msg_type"] == "stream"]
+        self.run_cell("%time off")
+        self.assertTrue(any("took" in t or "time" in t.lower() for t in texts), texts)
 
     def test_torchlet_unknown_request_gets_an_error_reply(self):
         self.flush_channels()
@@ -210,11 +220,11 @@ class TorchletRestart(unittest.TestCase):
     def test_restart_gives_a_fresh_session(self):
         km, kc = start_new_kernel(kernel_name=KERNEL)
         try:
-            reply = kc.execute_interactive("let before_restart = 1;", timeout=TIMEOUT)
+            reply = kc.execute_interactive("let before_restart = 1;", timeout=TIMEOUT, output_hook=quiet)
             self.assertEqual(reply["content"]["status"], "ok")
             km.restart_kernel(now=False)
             kc.wait_for_ready(timeout=60)
-            reply = kc.execute_interactive("before_restart", timeout=TIMEOUT)
+            reply = kc.execute_interactive("before_restart", timeout=TIMEOUT, output_hook=quiet)
             self.assertEqual(reply["content"]["status"], "error")
             self.assertEqual(reply["content"]["ename"], "NameError")
             self.assertEqual(reply["content"]["execution_count"], 1, "counting starts again")
