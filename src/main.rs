@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     /// Simulate CUDA devices in host memory: one size per device (default 16GiB), e.g. 16GiB,8GiB.
     #[arg(long, global = true, value_name = "SIZE[,SIZE…]", num_args = 0..=1,
-          default_missing_value = "16GiB", env = "TORCHLET_SIMULATE_CUDA")]
+          default_missing_value = "16GiB", require_equals = true, env = "TORCHLET_SIMULATE_CUDA")]
     simulate_cuda: Option<String>,
 
     #[command(subcommand)]
