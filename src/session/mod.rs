@@ -4,8 +4,15 @@
 //! nothing below it. Output produced while code runs goes to the session's `Frontend` as it
 //! happens, so a notebook shows `print` lines before a long cell finishes.
 
+mod commands;
+mod complete;
 mod frontend;
+pub mod memory;
 mod outcome;
+mod trace;
+
+pub use commands::{is_command, CommandInfo, COMMANDS};
+pub use trace::Reports;
 
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
@@ -49,6 +56,8 @@ pub struct Session {
     interrupt: InterruptHandle,
     frontend: Rc<dyn Frontend>,
     options: SessionOptions,
+    /// What `:trace` and `:time` print after each input.
+    reports: Reports,
 }
 
 impl Session {
@@ -65,6 +74,7 @@ impl Session {
             interrupt,
             frontend,
             options,
+            reports: Reports::default(),
         }
     }
 
@@ -80,10 +90,11 @@ impl Session {
     /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
+        let mark = self.before_input();
         let started = Instant::now();
         let result = self.run(code);
         let elapsed = started.elapsed();
-        match result {
+        let outcome = match result {
             Ok(value) => Outcome {
                 value,
                 error: None,
@@ -94,7 +105,9 @@ impl Session {
                 error: Some(error),
                 elapsed,
             },
-        }
+        };
+        self.after_input(mark, &outcome);
+        outcome
     }
 
     fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
@@ -127,7 +140,7 @@ impl Session {
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
-            Err(e) if outcome::is_incomplete(&e) => Completeness::Incomplete,
+            Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }
     }
