@@ -183,33 +183,116 @@ fn commands_answer_and_bad_ones_say_why() {
 #[test]
 fn a_no_grad_block_spans_continuation_lines_and_keeps_its_variables() {
     let mut r = Repl::start();
+    r.run("let w = randn(3, #{requires_grad: true});");
     r.send("no_grad {\r");
     r.expect("... ");
-    r.send("  let inside = 40;\r");
+    r.send("  let z = w * 2;\r");
     r.expect("... ");
-    r.send("  inside += 2;\r");
+    r.send("  let inside = is_grad_enabled();\r");
     r.expect("... ");
     r.send("}\r");
     r.expect(">>> ");
-    r.send("print(`inside=${inside}`)\r");
-    r.expect("inside=42");
+    let out = r.run("print(`inside=${inside} z=${z.requires_grad} after=${is_grad_enabled()}`)");
+    assert!(out.contains("inside=false z=false after=true"), "{out}");
 }
 
 #[test]
 fn vars_before_and_after_del() {
     let mut r = Repl::start();
-    r.run("let doomed = 5; let survivor = 6;");
+    r.run("let doomed = randn(10, 10).cuda(); let flat = doomed.view(-1); let n = 6;");
     let before = r.run(":vars");
+    let row = |text: &str, name: &str| {
+        let row = text.lines().find(|l| l.starts_with(name));
+        row.map(str::to_string)
+            .unwrap_or_else(|| panic!("no {name} row in {text}"))
+    };
+    let doomed = row(&before, "doomed");
+    for cell in [
+        "Tensor",
+        "[10, 10]",
+        "float32",
+        "cuda:0",
+        "400",
+        "shared with flat",
+    ] {
+        assert!(doomed.contains(cell), "{cell} missing: {doomed}");
+    }
     assert!(
-        before.contains("doomed") && before.contains("survivor"),
+        row(&before, "flat").contains("shared with doomed"),
         "{before}"
     );
+    assert!(row(&before, "n ").contains("i64"), "{before}");
     r.run("del doomed");
     let after = r.run(":vars");
-    assert!(
-        !after.contains("doomed") && after.contains("survivor"),
-        "{after}"
-    );
+    assert!(!after.contains("doomed"), "{after}");
+    let flat = row(&after, "flat");
+    assert!(flat.contains("[100]") && !flat.contains("shared"), "{flat}");
     let gone = r.run("doomed");
     assert!(gone.contains("NameError"), "{gone}");
+}
+
+#[test]
+fn tab_completes_a_tensor_method() {
+    let mut r = Repl::start();
+    r.run("let x = randn(2, 2);");
+    r.send("let y = x.cu\t");
+    r.send("();\r");
+    r.send("print(\"dev=\" + y.device)\r");
+    r.expect("dev=cuda:0");
+}
+
+#[test]
+fn trace_shows_the_articles_numbers() {
+    let mut r = Repl::start();
+    let on = r.run(":trace on");
+    assert!(on.contains("memory trace on"), "{on}");
+    let made = r.run("let x = randn(1000, 1000).cuda();");
+    assert!(
+        made.contains(
+            "allocated +4000256 (3.81 MiB), reserved +20971520 (20.00 MiB), 1 segment created"
+        ),
+        "{made}"
+    );
+    let freed = r.run("del x");
+    assert!(
+        freed.contains("allocated -4000256 (0 B), reserved +0 (20.00 MiB)"),
+        "{freed}"
+    );
+    let released = r.run("empty_cache()");
+    assert!(
+        released.contains("reserved -20971520 (0 B), 1 segment released"),
+        "{released}"
+    );
+    let mem = r.run(":mem");
+    assert!(
+        mem.contains("cuda:0") && mem.contains("peak allocated"),
+        "{mem}"
+    );
+    assert!(mem.contains("3.81 MiB"), "the peak stays: {mem}");
+}
+
+#[test]
+fn memory_commands_without_a_gpu_say_how_to_simulate_one() {
+    if std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda") {
+        println!("skipped: a real GPU is present, so :mem has a device to show");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp dir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
+    cmd.env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("TERM", "xterm")
+        .env_remove("TORCHLET_SIMULATE_CUDA");
+    let mut p = Session::spawn(cmd).expect("spawn torchlet in a pty");
+    p.set_expect_timeout(Some(Duration::from_secs(60)));
+    let mut r = Repl { p, home, marks: 0 };
+    r.expect(">>> ");
+    let mem = r.run(":mem");
+    assert!(
+        mem.contains("RuntimeError: no CUDA device") && mem.contains("--simulate-cuda"),
+        "{mem}"
+    );
+    // Plain code still runs.
+    let sum = r.run("print(`sum=${1 + 2}`)");
+    assert!(sum.contains("sum=3"), "{sum}");
 }
