@@ -115,15 +115,45 @@ fn tab_completes_a_variable_name() {
 #[test]
 fn ctrl_c_stops_running_code_and_keeps_the_session() {
     let mut r = Repl::start();
-    r.run("let kept = 7;");
+    r.run("let kept = randn(1000, 1000).cuda();");
     // The print proves the loop runs (and the terminal is back in cooked mode) before Ctrl-C.
-    r.send("print(\"spinning\"); loop {}\r");
+    r.send("print(\"spinning\"); loop { let t = randn(100, 100).cuda() * 2; }\r");
     r.expect("spinning");
     r.send("\x03");
     r.expect("KeyboardInterrupt");
-    r.expect(">>> ");
-    r.send("print(`kept=${kept}`)\r");
-    r.expect("kept=7");
+    // The tensor made before survives, and nothing the loop made is left allocated.
+    let out = r.run("print(`kept=${kept.shape} allocated=${memory_allocated()}`)");
+    assert!(out.contains("kept=[1000, 1000] allocated=4000256"), "{out}");
+    // A second interrupt works as well as the first.
+    r.send("print(\"again\"); loop {}\r");
+    r.expect("again");
+    r.send("\x03");
+    r.expect("KeyboardInterrupt");
+    let out = r.run("print(`still=${kept.numel()}`)");
+    assert!(out.contains("still=1000000"), "{out}");
+}
+
+#[test]
+fn values_echo_in_pytorch_format() {
+    let mut r = Repl::start();
+    let out = r.run("tensor([1.0, 2.5])");
+    assert!(out.contains("tensor([1.0000, 2.5000])"), "{out}");
+    let out = r.run("zeros(2, #{device: \"cuda\"})");
+    assert!(out.contains("tensor([0., 0.], device='cuda:0')"), "{out}");
+}
+
+#[test]
+fn the_prompt_can_show_device_memory() {
+    let mut r = Repl::start();
+    r.send(":prompt mem\r");
+    r.expect("[cuda:0 0 B/0 B] >>> ");
+    r.send("let x = randn(1000, 1000).cuda();\r");
+    r.expect("[cuda:0 3.81 MiB/20.00 MiB] >>> ");
+    r.send(":prompt plain\r");
+    r.send("print(\"plain\" + \"-again\")\r");
+    r.expect("plain-again");
+    // The plain prompt again: right after rustyline's clear-to-end-of-line, no memory before it.
+    r.expect_re(r"\x1b\[K>>> ");
 }
 
 #[test]
@@ -295,4 +325,20 @@ fn memory_commands_without_a_gpu_say_how_to_simulate_one() {
     // Plain code still runs.
     let sum = r.run("print(`sum=${1 + 2}`)");
     assert!(sum.contains("sum=3"), "{sum}");
+}
+
+#[test]
+fn load_runs_a_file_whose_name_tab_completes() {
+    let mut r = Repl::start();
+    let script = r.home.path().join("warm_up_script.rhai");
+    std::fs::write(
+        &script,
+        "let loaded_value = randn(4, 4).cuda();\nprint(`loaded ${loaded_value.numel()}`);\n",
+    )
+    .expect("write the script");
+    let typed = r.home.path().join("warm_up_scr");
+    r.send(&format!(":load {}\t\r", typed.display()));
+    r.expect("loaded 16");
+    let out = r.run("print(`still ${loaded_value.device}`)");
+    assert!(out.contains("still cuda:0"), "{out}");
 }
