@@ -180,7 +180,7 @@ fn tol(elem: Elem) -> f64 {
 fn assert_close(got: &[f64], want: &[f64], rtol: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rtol * (1.0 + w.abs());
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rtol * (1.0 + w.abs());
         assert!(ok, "{what}: element {i}: got {g}, want {w}");
     }
 }

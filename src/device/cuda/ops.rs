@@ -66,11 +66,12 @@ impl Gpu<'_> {
         }
         let (mut o, mut a, mut nn) = (dst.addr(), src.addr(), n as i64);
         if same_dense(&[src, dst]) {
-            let name = format!("cast_c_{}_{}", src.elem.suffix(), dst.elem.suffix());
+            // Kernel names end with their module's (the source) type: cast_c_<to>_<from>.
+            let name = format!("cast_c_{}_{}", dst.elem.suffix(), src.elem.suffix());
             self.run(src.elem, &name, n, &mut args!(o, a, nn))
         } else {
             let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
-            let name = format!("cast_s_{}_{}", src.elem.suffix(), dst.elem.suffix());
+            let name = format!("cast_s_{}_{}", dst.elem.suffix(), src.elem.suffix());
             self.run(src.elem, &name, n, &mut args!(o, a, l, nn))
         }
     }
