@@ -7,7 +7,7 @@ use std::rc::Rc;
 use crate::session::{Session, SessionOptions, StdioFrontend};
 
 /// Run a file (or `code`, if given) to the end; exit code 1 on error.
-pub fn run(file: Option<&Path>, code: Option<&str>, _args: &[String]) -> Result<ExitCode, String> {
+pub fn run(file: Option<&Path>, code: Option<&str>, args: &[String]) -> Result<ExitCode, String> {
     let (source_name, text) = match (code, file) {
         (Some(code), _) => ("<-e>".to_string(), code.to_string()),
         (None, Some(path)) => {
@@ -17,7 +17,7 @@ pub fn run(file: Option<&Path>, code: Option<&str>, _args: &[String]) -> Result<
         }
         (None, None) => return Err("run: give a FILE or -e CODE".into()),
     };
-    Ok(run_source(&source_name, &text))
+    Ok(run_source(&source_name, &text, args))
 }
 
 /// Read all of standard input and run it as one script.
@@ -26,14 +26,19 @@ pub fn run_stdin() -> Result<ExitCode, String> {
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read standard input: {e}"))?;
-    Ok(run_source("<stdin>", &text))
+    Ok(run_source("<stdin>", &text, &[]))
 }
 
-fn run_source(source_name: &str, text: &str) -> ExitCode {
+fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
     let options = SessionOptions {
         source_name: Some(source_name.to_string()),
     };
     let mut session = Session::new(options, Rc::new(StdioFrontend));
+    let args: rhai::Array = args
+        .iter()
+        .map(|a| rhai::Dynamic::from(a.clone()))
+        .collect();
+    session.set_variable("ARGS", args.into());
     let outcome = session.execute(text);
     match outcome.error {
         None => ExitCode::SUCCESS,

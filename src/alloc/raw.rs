@@ -26,6 +26,11 @@ pub trait RawMemory: Send + 'static {
     fn free(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError>;
     /// `(free, total)` bytes of the whole device, like `cuMemGetInfo`.
     fn mem_get_info(&self) -> Result<(usize, usize), RawError>;
+    /// Bytes this process holds on the device, when known (NVML's per-process figure on a real
+    /// GPU); it feeds the "this process has … in use" part of the out-of-memory message.
+    fn process_memory_in_use(&self) -> Option<usize> {
+        None
+    }
 
     /// Reserve `bytes` of address space with nothing behind it (`cuMemAddressReserve`), for
     /// expandable segments.

@@ -1,27 +1,50 @@
-//! The Jupyter kernel over a `Session`.
+//! The Jupyter kernel over a `Session`: ZeroMQ sockets, the interpreter thread, and the kernelspec.
+//!
+//! Map: `server` binds the sockets and serves shell/control/stdin/heartbeat; `iopub` owns the XPUB
+//! socket and orders everything published; `interpreter` runs the `Session` on its own thread;
+//! `replies`, `introspect`, `history` and `magics` build the answers; `install` writes kernel.json.
+mod history;
+mod install;
+mod interpreter;
+mod introspect;
+mod iopub;
+mod magics;
+mod replies;
+mod server;
+mod wire;
+
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Where `kernel install` writes the kernelspec.
-#[derive(clap::Args, Debug, Default)]
-pub struct InstallArgs {
-    /// Install for the current user.
-    #[arg(long, conflicts_with_all = ["sys_prefix", "prefix"])]
-    pub user: bool,
-    /// Install into the current Python environment's prefix.
-    #[arg(long)]
-    pub sys_prefix: bool,
-    /// Install under this prefix.
-    #[arg(long, value_name = "DIR")]
-    pub prefix: Option<std::path::PathBuf>,
-}
+pub use install::{install, jupyter_data_dir, kernel_dir, kernel_json, InstallArgs};
 
-/// Serve the kernel described by `connection_file` until shutdown.
-pub fn run(_connection_file: &Path) -> Result<ExitCode, String> {
-    Err("the Jupyter kernel is not built yet".into())
-}
-
-/// Write the kernelspec where `args` says.
-pub fn install(_args: &InstallArgs) -> Result<ExitCode, String> {
-    Err("kernel install is not built yet".into())
+/// Serve the kernel described by `connection_file` until a shutdown_request.
+pub fn run(connection_file: &Path) -> Result<ExitCode, String> {
+    let text = std::fs::read_to_string(connection_file).map_err(|e| {
+        format!(
+            "cannot read the connection file {}: {e}",
+            connection_file.display()
+        )
+    })?;
+    let info: jupyter_protocol::ConnectionInfo = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not a Jupyter connection file: {e}",
+            connection_file.display()
+        )
+    })?;
+    if !info.signature_scheme.is_empty() && info.signature_scheme != "hmac-sha256" {
+        return Err(format!(
+            "signature scheme '{}' is not supported; torchlet signs with hmac-sha256",
+            info.signature_scheme
+        ));
+    }
+    // Two workers: the sockets are light, and the interpreter has its own thread.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the kernel's async runtime: {e}"))?;
+    let result = runtime.block_on(server::serve(info));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result.map(|()| ExitCode::SUCCESS)
 }

@@ -4,8 +4,15 @@
 //! nothing below it. Output produced while code runs goes to the session's `Frontend` as it
 //! happens, so a notebook shows `print` lines before a long cell finishes.
 
+mod commands;
+mod complete;
 mod frontend;
+pub mod memory;
 mod outcome;
+mod trace;
+
+pub use commands::{is_command, CommandInfo, COMMANDS};
+pub use trace::Reports;
 
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
@@ -49,6 +56,8 @@ pub struct Session {
     interrupt: InterruptHandle,
     frontend: Rc<dyn Frontend>,
     options: SessionOptions,
+    /// What `:trace` and `:time` print after each input.
+    reports: Reports,
 }
 
 impl Session {
@@ -63,16 +72,27 @@ impl Session {
             interrupt,
             frontend,
             options,
+            reports: Reports::default(),
         }
+    }
+
+    /// A session whose output is captured in memory, named `source` in error positions.
+    pub fn captured(source: &str) -> (Session, Rc<CapturedOutput>) {
+        let output = Rc::new(CapturedOutput::default());
+        let options = SessionOptions {
+            source_name: Some(source.to_string()),
+        };
+        (Session::new(options, output.clone()), output)
     }
 
     /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
+        let mark = self.before_input();
         let started = Instant::now();
         let result = self.run(code);
         let elapsed = started.elapsed();
-        match result {
+        let outcome = match result {
             Ok(value) => Outcome {
                 value,
                 error: None,
@@ -83,10 +103,21 @@ impl Session {
                 error: Some(error),
                 elapsed,
             },
-        }
+        };
+        self.after_input(mark, &outcome);
+        outcome
     }
 
     fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let rewritten = crate::script::output::rewrite_help_query(code);
+        let code = rewritten.as_deref().unwrap_or(code);
+        let result = self.run_code(code);
+        // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
+        crate::script::syntax::compact_deleted(&mut self.scope);
+        result
+    }
+
+    fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
         let ast = self
             .engine
             .compile_with_scope(&self.scope, code)
@@ -102,9 +133,12 @@ impl Session {
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
     pub fn is_complete(&self, code: &str) -> Completeness {
+        if crate::script::output::rewrite_help_query(code).is_some() {
+            return Completeness::Complete;
+        }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
-            Err(e) if outcome::is_incomplete(&e) => Completeness::Incomplete,
+            Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }
     }
@@ -114,12 +148,20 @@ impl Session {
         self.interrupt.clone()
     }
 
-    /// Names of the variables now in scope.
+    /// Names of the variables now in scope (each once, innermost first shadowing the rest).
     pub fn variable_names(&self) -> Vec<String> {
-        self.scope
-            .iter_raw()
-            .map(|(name, _, _)| name.to_string())
-            .collect()
+        let mut names: Vec<String> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if !crate::script::syntax::is_deleted(value) && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    /// Define (or replace) a variable, e.g. the script's `ARGS`.
+    pub fn set_variable(&mut self, name: &str, value: rhai::Dynamic) {
+        self.scope.set_or_push(name, value);
     }
 
     /// The front end this session writes to.

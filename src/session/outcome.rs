@@ -79,13 +79,11 @@ impl ScriptError {
 
     /// A parse error of `code`.
     pub fn from_parse(error: &ParseError, code: &str, source: Option<&str>) -> Self {
-        Self::at(
-            "SyntaxError",
-            error.err_type().to_string(),
-            error.position(),
-            code,
-            source,
-        )
+        let mut message = error.err_type().to_string();
+        if message.contains("'?'") {
+            message += "; `name?` asks for help only as a whole input: write help(\"name\") here";
+        }
+        Self::at("SyntaxError", message, error.position(), code, source)
     }
 
     /// A run-time error of `code`.
@@ -140,21 +138,119 @@ pub struct Completion {
     pub matches: Vec<String>,
 }
 
-/// Parse errors that more input could cure: the input ended inside something still open.
-pub(crate) fn is_incomplete(error: &ParseError) -> bool {
+/// Parse errors that more input could cure: `code` ended inside something still open.
+///
+/// The parser reports such errors where it met the end of the input, so an error anywhere before
+/// the end (say `f(1))`) can never be cured by typing more, and is reported at once.
+pub(crate) fn is_incomplete(error: &ParseError, code: &str) -> bool {
     match error.err_type() {
         ParseErrorType::UnexpectedEOF => true,
-        ParseErrorType::MissingToken(_, _) | ParseErrorType::MissingSymbol(_) => {
-            error.position().is_none() || at_end(error)
+        ParseErrorType::BadInput(rhai::LexError::UnterminatedString) => {
+            open_string_continues(error.position(), code)
         }
-        ParseErrorType::BadInput(e) => {
-            e.to_string().contains("Open string") || e.to_string().contains("unterminated")
-        }
-        _ => false,
+        ParseErrorType::BadInput(_) => false,
+        _ => error.position().is_none() || at_end(error.position(), code),
     }
 }
 
-fn at_end(_error: &ParseError) -> bool {
-    // Refined by the REPL work: compare the error position with the end of the input.
-    true
+/// Whether `pos` lies at the end of `code`, past trailing blanks and `//` comments.
+fn at_end(pos: Position, code: &str) -> bool {
+    byte_offset(pos, code).is_some_and(|at| only_blanks_and_comments(&code[at..]))
+}
+
+/// Whether the string opened at `pos` may go on on the next line: a back-tick string always may,
+/// a `"` string only after a line-continuation `\` (a bare line break inside it is an error).
+fn open_string_continues(pos: Position, code: &str) -> bool {
+    let Some(at) = byte_offset(pos, code) else {
+        return false;
+    };
+    let rest = &code[at..];
+    if rest.starts_with('`') {
+        return true;
+    }
+    rest.starts_with('"') && !rest.contains('\n') && rest.ends_with('\\')
+}
+
+/// The byte offset of a 1-based line/column position (columns count characters), if inside `code`.
+fn byte_offset(pos: Position, code: &str) -> Option<usize> {
+    let (line, column) = (pos.line()?, pos.position().unwrap_or(1));
+    let mut start = 0;
+    for _ in 1..line {
+        start += code[start..].find('\n')? + 1;
+    }
+    let text = &code[start..];
+    let text = &text[..text.find('\n').unwrap_or(text.len())];
+    match text.char_indices().nth(column - 1) {
+        Some((i, _)) => Some(start + i),
+        None => Some(start + text.len()),
+    }
+}
+
+fn only_blanks_and_comments(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .all(|line| line.is_empty() || line.starts_with("//"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(code: &str) -> &'static str {
+        match rhai::Engine::new().compile(code) {
+            Ok(_) => "complete",
+            Err(e) if is_incomplete(&e, code) => "incomplete",
+            Err(_) => "invalid",
+        }
+    }
+
+    #[test]
+    fn open_constructs_wait_for_more_lines() {
+        for code in [
+            "let x = ",
+            "1 +\n",
+            "fn f(a) {",
+            "fn f(a) {\n  a + 1",
+            "if x {\n",
+            "[1, 2",
+            "#{a: 1,",
+            "foo(1,",
+            "let x = (1",
+            "x[1",
+            "while true",
+            "if x { 1 } else",
+            "let s = `abc",
+            "let s = \"abc\\",
+            "x.",
+            "let x = 1 +  // more to come",
+        ] {
+            assert_eq!(verdict(code), "incomplete", "{code:?}");
+        }
+    }
+
+    #[test]
+    fn errors_before_the_end_are_reported_at_once() {
+        for code in [
+            "let x = )",
+            "x = 1 1",
+            "f(1))",
+            "foo(1 2",
+            "1 ++",
+            "let x = 1;\nlet y = )\nfoo(",
+            "let s = \"abc",
+            "x = '",
+            "let = 3",
+        ] {
+            assert_eq!(verdict(code), "invalid", "{code:?}");
+        }
+    }
+
+    #[test]
+    fn byte_offsets_count_characters_and_lines() {
+        let code = "é = 1\nab";
+        assert_eq!(byte_offset(Position::new(1, 2), code), Some(2));
+        assert_eq!(byte_offset(Position::new(2, 3), code), Some(code.len()));
+        assert_eq!(byte_offset(Position::new(3, 1), code), None);
+        assert_eq!(byte_offset(Position::new(2, 1), "a\n"), Some(2));
+    }
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{result, sys};
 
+use super::availability::check;
 use super::error::{driver, CudaError, CudaResult};
-use super::probe::probe;
 
 /// What the driver says about a device, known without creating a context.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ pub fn devices() -> CudaResult<&'static [DeviceInfo]> {
 }
 
 fn discover() -> CudaResult<Vec<DeviceInfo>> {
-    probe().clone().map_err(CudaError::Unavailable)?;
+    check().clone().map_err(CudaError::Unavailable)?;
     let count = result::device::get_count().map_err(|e| driver("cuDeviceGetCount", e))?;
     (0..count).map(|i| device_info(i as usize)).collect()
 }

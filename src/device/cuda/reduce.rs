@@ -50,17 +50,9 @@ impl Reduction {
 const PARTIAL: usize = 16;
 
 impl Gpu<'_> {
-    /// Reduce `src` over `dim` (all dims when `None`) into the contiguous keepdim-shaped `dst`.
-    pub fn reduce(
-        &self,
-        op: Reduction,
-        src: &View,
-        dim: Option<usize>,
-        dst: &View,
-    ) -> CudaResult<()> {
-        let reduced: Vec<bool> = (0..src.shape.len())
-            .map(|d| dim.is_none_or(|k| k == d))
-            .collect();
+    /// Reduce `src` over `dims` into the contiguous keepdim-shaped `dst`.
+    pub fn reduce(&self, op: Reduction, src: &View, dims: &[usize], dst: &View) -> CudaResult<()> {
+        let reduced: Vec<bool> = (0..src.shape.len()).map(|d| dims.contains(&d)).collect();
         let (mut l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
         if m == 0 {
             return Ok(());

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 /// What the probe found: `Ok(())` when the driver, NVRTC, cuBLAS and cuRAND all load and the
 /// driver initialises with at least one device, else the message `.cuda()` shows.
-pub fn probe() -> &'static Result<(), String> {
+pub fn check() -> &'static Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE.get_or_init(run_probe)
 }
@@ -41,31 +41,31 @@ fn run_probe() -> Result<(), String> {
         .filter(|(_, _, present)| !present)
         .map(|(what, stem, _)| format!("{what}: tried {}", candidates(stem)))
         .collect();
+    // The registry appends how to simulate a GPU; these say what was looked for.
     if !missing.is_empty() {
+        let driver_missing = !libs[0].2;
         return Err(format!(
-            "CUDA is not available: could not load {}. Install the NVIDIA driver and the CUDA 13 \
-             libraries and put them on LD_LIBRARY_PATH, or simulate a GPU in host memory with \
-             `torchlet --simulate-cuda` (or TORCHLET_SIMULATE_CUDA=16GiB).",
+            "{}: could not load {}; install the NVIDIA driver and the CUDA 13 libraries \
+             (nvrtc, cublas, curand) and put them on LD_LIBRARY_PATH",
+            if driver_missing {
+                "Found no NVIDIA driver on your system"
+            } else {
+                "CUDA libraries are missing"
+            },
             missing.join("; ")
         ));
     }
     cudarc::driver::result::init().map_err(|e| {
         format!(
-            "CUDA is not available: the driver did not initialise ({}). Check that a GPU is \
-             visible (nvidia-smi), or simulate one with `torchlet --simulate-cuda`.",
+            "The NVIDIA driver did not initialise ({}); check that a GPU is visible with nvidia-smi",
             super::error::describe_driver(e)
         )
     })?;
     match cudarc::driver::result::device::get_count() {
         Ok(n) if n > 0 => Ok(()),
-        Ok(_) => Err(
-            "CUDA is not available: the driver found no GPU. Simulate one with \
-                       `torchlet --simulate-cuda`."
-                .into(),
-        ),
+        Ok(_) => Err("The NVIDIA driver found no GPU on this machine".into()),
         Err(e) => Err(format!(
-            "CUDA is not available: cuDeviceGetCount failed ({}). Simulate a GPU with \
-             `torchlet --simulate-cuda`.",
+            "cuDeviceGetCount failed ({})",
             super::error::describe_driver(e)
         )),
     }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Run the article's four methods, then the demos, on the GPU, or on a simulated one when there is none.
+# Set TORCHLET_SIMULATE_CUDA=16GiB to force the simulated GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+simulate=()
+if [[ -z "${TORCHLET_SIMULATE_CUDA:-}" ]] && ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "no NVIDIA GPU found: running on a simulated 16 GiB GPU"
+    simulate=(--simulate-cuda)
+fi
+
+cargo build --release --quiet
+for script in scripts/0*.rhai; do
+    echo "=== $script"
+    cargo run --release --quiet -- "${simulate[@]}" run "$script"
+done

@@ -1,0 +1,469 @@
+//! The caching allocator of one device: best-fit reuse, splitting and merging (reference §2.2–2.4).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::block::{Arena, Block, BlockPool, PtrMap, NIL};
+use super::config::AllocConfig;
+use super::error::AllocError;
+use super::history::{History, TraceAction};
+use super::raw::{RawError, RawMemory};
+use super::size::{get_allocation_size, MIN_BLOCK_SIZE, ONE_EXA_BYTES, SMALL_SIZE};
+use super::stats::{DeviceStats, PoolKind};
+use super::{DevicePtr, StreamId};
+
+/// PyTorch's `DeviceCachingAllocator` for one device, over raw memory `M`. Thread-safe: one lock.
+pub struct CachingAllocator<M: RawMemory> {
+    pub(super) device: usize,
+    pub(super) inner: Mutex<Inner<M>>,
+}
+
+/// The state behind the lock.
+pub(super) struct Inner<M> {
+    pub device: usize,
+    pub memory: M,
+    pub config: AllocConfig,
+    pub arena: Arena,
+    pub large: BlockPool,
+    pub small: BlockPool,
+    /// Handed-out blocks by address.
+    pub active: PtrMap,
+    pub stats: DeviceStats,
+    /// Bytes held from the device (segments and mapped pages).
+    pub total_allocated_memory: usize,
+    /// The per-process memory fraction's limit in bytes, once set.
+    pub allowed_memory_maximum: Option<usize>,
+    pub history: History,
+    /// Expandable segments by index (None once released).
+    pub expandable: Vec<Option<super::expandable::ExpandableSegment>>,
+}
+
+impl<M: RawMemory> CachingAllocator<M> {
+    /// An empty allocator for device `device_index` over `memory`.
+    pub fn new(device_index: usize, memory: M, config: AllocConfig) -> Self {
+        CachingAllocator {
+            device: device_index,
+            inner: Mutex::new(Inner {
+                device: device_index,
+                memory,
+                config,
+                arena: Arena::default(),
+                large: BlockPool::default(),
+                small: BlockPool::default(),
+                active: PtrMap::default(),
+                stats: DeviceStats::default(),
+                total_allocated_memory: 0,
+                allowed_memory_maximum: None,
+                history: History::default(),
+                expandable: Vec::new(),
+            }),
+        }
+    }
+
+    /// Locks the device's state; a panic elsewhere never makes the allocator unusable.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Inner<M>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the raw memory under the allocator's lock (e.g. to inspect the simulated device).
+    pub fn with_memory<R>(&self, f: impl FnOnce(&M) -> R) -> R {
+        f(&self.lock().memory)
+    }
+
+    /// A copy of the settings in force.
+    pub fn config(&self) -> AllocConfig {
+        self.lock().config.clone()
+    }
+
+    /// The statistics as a structure (the same numbers as `memory_stats`).
+    pub fn stats(&self) -> DeviceStats {
+        self.lock().stats.clone()
+    }
+}
+
+impl<M: RawMemory> Inner<M> {
+    #[inline]
+    pub fn pool_mut(&mut self, kind: PoolKind) -> &mut BlockPool {
+        match kind {
+            PoolKind::Large => &mut self.large,
+            PoolKind::Small => &mut self.small,
+        }
+    }
+
+    /// Records a trace entry when history is on.
+    #[inline]
+    pub fn trace(
+        &mut self,
+        action: TraceAction,
+        addr: u64,
+        size: usize,
+        stream: StreamId,
+        tag: Option<&Arc<str>>,
+    ) {
+        if self.history.enabled {
+            self.history.record(action, addr, size as u64, stream, tag);
+        }
+    }
+
+    /// Hands out a block of at least `n` bytes on `stream` (reference §2.2).
+    pub fn malloc(
+        &mut self,
+        n: usize,
+        stream: StreamId,
+        tag: Option<&str>,
+    ) -> Result<DevicePtr, AllocError> {
+        if n == 0 {
+            // As PyTorch: a zero-byte request touches nothing and gets the null pointer.
+            return Ok(0);
+        }
+        if n >= ONE_EXA_BYTES {
+            return Err(self.exa_error(n));
+        }
+        let size = self.config.round_size(n);
+        let kind = PoolKind::of_size(size);
+        let tag: Option<Arc<str>> = tag.map(Arc::from);
+        let found = match self.get_free_block(stream, size, kind) {
+            Some(i) => Some(i),
+            None => self.allocate_new(stream, size, kind, &tag)?,
+        };
+        let Some(idx) = found else {
+            return Err(self.out_of_memory(stream, size, get_allocation_size(size)));
+        };
+        let split = self.should_split(idx, size);
+        Ok(self.alloc_found_block(idx, n, size, split, tag))
+    }
+
+    /// The error for requests of 2^60 bytes or more, raised before anything else.
+    fn exa_error(&self, n: usize) -> AllocError {
+        AllocError::OutOfMemory {
+            message: "CUDA out of memory. Tried to allocate more than 1EB memory.".into(),
+            device: self.device,
+            tried: n as u64,
+            free: 0,
+            total: 0,
+        }
+    }
+
+    /// Best fit among cached blocks: same stream, smallest size, lowest address (§2.2 step 4).
+    fn get_free_block(&mut self, stream: StreamId, size: usize, kind: PoolKind) -> Option<u32> {
+        let gc_on = self.allowed_memory_maximum.is_some()
+            && self.config.garbage_collection_threshold() > 0.0;
+        let expandable_on = self.config.expandable_segments();
+        let max_split = self.config.max_split_size();
+        let max_rounding = self.config.max_non_split_rounding();
+        let arena = &self.arena;
+        let pool = match kind {
+            PoolKind::Large => &mut self.large,
+            PoolKind::Small => &mut self.small,
+        };
+        if gc_on {
+            pool.get_free_blocks_call_count += 1;
+        }
+        let mut it = pool.blocks.range((stream, size, 0)..);
+        let (mut key, mut idx) = it.next().map(|(k, i)| (*k, *i))?;
+        if key.0 != stream {
+            return None;
+        }
+        if arena[idx].expandable != NIL {
+            if expandable_on {
+                // An expandable block counts with the unmapped space after it, which it can grow into.
+                let grow = |i: u32| {
+                    let b = &arena[i];
+                    b.size
+                        + if b.next != NIL && !arena[b.next].mapped {
+                            arena[b.next].size
+                        } else {
+                            0
+                        }
+                };
+                for (k, i) in it {
+                    if arena[idx].expandable == NIL || k.0 != stream || grow(*i) >= grow(idx) {
+                        break;
+                    }
+                    (key, idx) = (*k, *i);
+                }
+            } else {
+                // Expandable segments were switched off: only ordinary blocks qualify.
+                loop {
+                    let (k, i) = it.next()?;
+                    (key, idx) = (*k, *i);
+                    if key.0 != stream {
+                        return None;
+                    }
+                    if arena[idx].expandable == NIL {
+                        break;
+                    }
+                }
+            }
+        }
+        let found = key.1;
+        if size < max_split && found >= max_split {
+            return None;
+        }
+        if size >= max_split && found >= size.saturating_add(max_rounding) {
+            return None;
+        }
+        pool.blocks.remove(&key);
+        Some(idx)
+    }
+
+    /// The allocation tries of §2.2 step 6: new segment, free oversize blocks, flush everything.
+    fn allocate_new(
+        &mut self,
+        stream: StreamId,
+        size: usize,
+        kind: PoolKind,
+        tag: &Option<Arc<str>>,
+    ) -> Result<Option<u32>, AllocError> {
+        if self.allowed_memory_maximum.is_some() && self.config.garbage_collection_threshold() > 0.0
+        {
+            self.garbage_collect()?;
+        }
+        if let Some(i) = self.alloc_block(stream, size, kind, false, tag)? {
+            return Ok(Some(i));
+        }
+        if self.release_available_cached_blocks(stream, size, kind)? {
+            if let Some(i) = self.alloc_block(stream, size, kind, false, tag)? {
+                return Ok(Some(i));
+            }
+        }
+        self.release_cached_blocks()?;
+        self.alloc_block(stream, size, kind, true, tag)
+    }
+
+    /// Asks the device for a new segment (or maps expandable pages); `None` when it has no room.
+    fn alloc_block(
+        &mut self,
+        stream: StreamId,
+        size: usize,
+        kind: PoolKind,
+        is_retry: bool,
+        tag: &Option<Arc<str>>,
+    ) -> Result<Option<u32>, AllocError> {
+        if is_retry {
+            self.stats.num_alloc_retries += 1;
+        }
+        let alloc_size = get_allocation_size(size);
+        if let Some(allowed) = self.allowed_memory_maximum {
+            if self.total_allocated_memory + alloc_size > allowed {
+                return Ok(None);
+            }
+        }
+        if self.config.expandable_segments() {
+            return self.try_allocate_expandable_block(stream, kind, size, tag.as_ref());
+        }
+        let ptr = match self.memory.allocate(alloc_size) {
+            Ok(p) => p,
+            Err(RawError::OutOfMemory) => return Ok(None),
+            Err(e) => return Err(AllocError::from_raw(e, "device memory allocation")),
+        };
+        self.total_allocated_memory += alloc_size;
+        let idx = self.arena.insert(Block::new(ptr, alloc_size, stream, kind));
+        self.stats.segment.increase(kind, 1);
+        self.stats.reserved_bytes.increase(kind, alloc_size);
+        if alloc_size >= self.config.max_split_size() {
+            self.stats.oversize_segments.increase(1);
+        }
+        self.stats.num_device_alloc += 1;
+        self.trace(
+            TraceAction::SegmentAlloc,
+            ptr,
+            alloc_size,
+            stream,
+            tag.as_ref(),
+        );
+        Ok(Some(idx))
+    }
+
+    /// Whether handing out `size` bytes of block `idx` leaves a remainder worth keeping (§2.3).
+    #[inline]
+    fn should_split(&self, idx: u32, size: usize) -> bool {
+        let b = &self.arena[idx];
+        let remaining = b.size - size;
+        if b.pool == PoolKind::Small || self.config.expandable_segments() {
+            remaining >= MIN_BLOCK_SIZE
+        } else {
+            size < self.config.max_split_size() && remaining > SMALL_SIZE
+        }
+    }
+
+    /// Hands out block `idx` (split first if asked), with its inactive-split bookkeeping (§2.3).
+    fn alloc_found_block(
+        &mut self,
+        idx: u32,
+        n: usize,
+        size: usize,
+        split: bool,
+        tag: Option<Arc<str>>,
+    ) -> DevicePtr {
+        let (kind, stream, already_split, expandable) = {
+            let b = &self.arena[idx];
+            (b.pool, b.stream, b.is_split(), b.expandable != NIL)
+        };
+        if split {
+            let b = &self.arena[idx];
+            let mut rest = Block::new(b.ptr + size as u64, b.size - size, stream, kind);
+            (rest.requested, rest.prev, rest.next, rest.expandable) =
+                (b.requested, idx, b.next, b.expandable);
+            let rest_size = rest.size;
+            let next = rest.next;
+            let r = self.arena.insert(rest);
+            if next != NIL {
+                self.arena[next].prev = r;
+            }
+            let b = &mut self.arena[idx];
+            b.next = r;
+            b.size = size;
+            let (pool, arena) = match kind {
+                PoolKind::Large => (&mut self.large, &mut self.arena),
+                PoolKind::Small => (&mut self.small, &mut self.arena),
+            };
+            pool.insert(arena, r);
+            if !expandable {
+                if already_split {
+                    self.stats.inactive_split_bytes.decrease(kind, size);
+                } else {
+                    self.stats.inactive_split_bytes.increase(kind, rest_size);
+                    self.stats.inactive_split.increase(kind, 1);
+                }
+            }
+        } else if already_split && !expandable {
+            let whole = self.arena[idx].size;
+            self.stats.inactive_split_bytes.decrease(kind, whole);
+            self.stats.inactive_split.decrease(kind, 1);
+        }
+        let b = &mut self.arena[idx];
+        b.allocated = true;
+        b.requested = n;
+        let (ptr, block_size) = (b.ptr, b.size);
+        if self.history.enabled {
+            self.history
+                .record(TraceAction::Alloc, ptr, n as u64, stream, tag.as_ref());
+        }
+        self.arena[idx].tag = tag;
+        self.active.insert(ptr, idx);
+        let s = &mut self.stats;
+        s.allocation.increase(kind, 1);
+        s.allocated_bytes.increase(kind, block_size);
+        s.active.increase(kind, 1);
+        s.active_bytes.increase(kind, block_size);
+        s.requested_bytes.increase(kind, n);
+        if block_size >= self.config.max_split_size() {
+            s.oversize_allocations.increase(1);
+        }
+        ptr
+    }
+
+    /// Takes back a handed-out block (reference §2.4).
+    pub fn free(&mut self, ptr: DevicePtr) -> Result<(), AllocError> {
+        if ptr == 0 {
+            return Ok(());
+        }
+        let idx = self
+            .active
+            .remove(&ptr)
+            .ok_or(AllocError::InvalidPointer(ptr))?;
+        let b = &mut self.arena[idx];
+        b.allocated = false;
+        let (kind, size, requested, stream) = (b.pool, b.size, b.requested, b.stream);
+        self.stats.allocation.decrease(kind, 1);
+        self.stats.allocated_bytes.decrease(kind, size);
+        if self.history.enabled {
+            let tag = self.arena[idx].tag.clone();
+            self.history.record(
+                TraceAction::FreeRequested,
+                ptr,
+                requested as u64,
+                stream,
+                tag.as_ref(),
+            );
+        }
+        if size >= self.config.max_split_size() {
+            self.stats.oversize_allocations.decrease(1);
+        }
+        self.free_block(idx);
+        Ok(())
+    }
+
+    /// Returns a block to its pool, merging it with free neighbours of its segment; the
+    /// inactive-split change is netted and applied once (§2.4, §4.3).
+    pub fn free_block(&mut self, idx: u32) {
+        let tag = self.arena[idx].tag.take();
+        let b = &self.arena[idx];
+        let (kind, original_size, requested, stream, ptr) =
+            (b.pool, b.size, b.requested, b.stream, b.ptr);
+        let (prev, next, expandable) = (b.prev, b.next, b.expandable != NIL);
+        if self.history.enabled {
+            self.history.record(
+                TraceAction::FreeCompleted,
+                ptr,
+                requested as u64,
+                stream,
+                tag.as_ref(),
+            );
+        }
+        let (mut net_count, mut net_bytes) = (0i64, 0i64);
+        for neighbour in [prev, next] {
+            let subsumed = self.try_merge_blocks(idx, neighbour);
+            if subsumed > 0 {
+                net_count -= 1;
+                net_bytes -= subsumed as i64;
+            }
+        }
+        let (pool, arena) = match kind {
+            PoolKind::Large => (&mut self.large, &mut self.arena),
+            PoolKind::Small => (&mut self.small, &mut self.arena),
+        };
+        pool.insert(arena, idx);
+        let b = &self.arena[idx];
+        if b.is_split() {
+            net_count += 1;
+            net_bytes += b.size as i64;
+        }
+        let s = &mut self.stats;
+        if !expandable {
+            apply_net(&mut s.inactive_split, kind, net_count);
+            apply_net(&mut s.inactive_split_bytes, kind, net_bytes);
+        }
+        s.active.decrease(kind, 1);
+        s.active_bytes.decrease(kind, original_size);
+        s.requested_bytes.decrease(kind, requested);
+    }
+
+    /// Absorbs free neighbour `src` into `dst` (which is in no pool); returns the bytes absorbed.
+    pub fn try_merge_blocks(&mut self, dst: u32, src: u32) -> usize {
+        if src == NIL {
+            return 0;
+        }
+        let s = &self.arena[src];
+        if s.allocated || s.mapped != self.arena[dst].mapped {
+            return 0;
+        }
+        let s = self.arena.remove(src);
+        self.pool_mut(s.pool).remove(&s);
+        let d = &mut self.arena[dst];
+        if d.prev == src {
+            d.ptr = s.ptr;
+            d.prev = s.prev;
+            if s.prev != NIL {
+                self.arena[s.prev].next = dst;
+            }
+        } else {
+            d.next = s.next;
+            if s.next != NIL {
+                self.arena[s.next].prev = dst;
+            }
+        }
+        self.arena[dst].size += s.size;
+        s.size
+    }
+}
+
+/// Applies a netted change to a stat array as one increase or one decrease.
+#[inline]
+fn apply_net(array: &mut super::stats::StatArray, kind: PoolKind, net: i64) {
+    if net > 0 {
+        array.increase(kind, net as usize);
+    } else if net < 0 {
+        array.decrease(kind, (-net) as usize);
+    }
+}

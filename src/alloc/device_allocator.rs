@@ -1,0 +1,139 @@
+//! `DeviceAllocator`, the object-safe face of one device's allocator, and its implementation.
+
+use std::collections::BTreeMap;
+
+use super::caching::CachingAllocator;
+use super::error::AllocError;
+use super::history::HistoryOptions;
+use super::raw::RawMemory;
+use super::snapshot::Snapshot;
+use super::{DevicePtr, StreamId};
+
+/// One device's allocator as the layers above see it (the `torch.cuda` memory API).
+pub trait DeviceAllocator: Send + Sync {
+    /// Hands out at least `bytes` bytes on `stream`; `tag` names the allocation in snapshots
+    /// and traces. Zero bytes gives the null pointer and touches nothing.
+    fn malloc(
+        &self,
+        bytes: usize,
+        stream: StreamId,
+        tag: Option<&str>,
+    ) -> Result<DevicePtr, AllocError>;
+    /// Takes back a pointer from `malloc` (the null pointer is ignored).
+    fn free(&self, ptr: DevicePtr) -> Result<(), AllocError>;
+    /// Releases every wholly free segment to the device (`torch.cuda.empty_cache`).
+    fn empty_cache(&self);
+    /// Bytes of handed-out blocks.
+    fn memory_allocated(&self) -> u64;
+    /// Peak of `memory_allocated` since the last peak reset.
+    fn max_memory_allocated(&self) -> u64;
+    /// Bytes of segments held from the device.
+    fn memory_reserved(&self) -> u64;
+    /// Peak of `memory_reserved` since the last peak reset.
+    fn max_memory_reserved(&self) -> u64;
+    /// PyTorch's 122 flat `memory_stats` keys.
+    fn memory_stats(&self) -> BTreeMap<String, i64>;
+    /// PyTorch's `memory_summary` table.
+    fn memory_summary(&self, abbreviated: bool) -> String;
+    /// Sets every peak to its current value.
+    fn reset_peak_memory_stats(&self);
+    /// Zeroes every allocated/freed total and the `num_*` counters.
+    fn reset_accumulated_memory_stats(&self);
+    /// Segments, blocks and the recorded trace.
+    fn snapshot(&self) -> Snapshot;
+    /// Starts, changes or stops history recording.
+    fn record_memory_history(&self, options: HistoryOptions);
+    /// Limits this process to `fraction` of the device's total memory (0 to 1).
+    fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError>;
+    /// `(free, total)` bytes of the whole device.
+    fn mem_get_info(&self) -> Result<(u64, u64), AllocError>;
+    /// The device index.
+    fn device_index(&self) -> usize;
+    /// Changes settings at run time, in `TORCHLET_CUDA_ALLOC_CONF` syntax (PyTorch's
+    /// `_set_allocator_settings`): keys named change, others stay.
+    fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError>;
+}
+
+impl<M: RawMemory> CachingAllocator<M> {
+    /// `empty_cache`, with the device's error if giving memory back failed.
+    pub fn try_empty_cache(&self) -> Result<(), AllocError> {
+        self.lock().release_cached_blocks()
+    }
+}
+
+impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
+    fn malloc(
+        &self,
+        bytes: usize,
+        stream: StreamId,
+        tag: Option<&str>,
+    ) -> Result<DevicePtr, AllocError> {
+        self.lock().malloc(bytes, stream, tag)
+    }
+    fn free(&self, ptr: DevicePtr) -> Result<(), AllocError> {
+        self.lock().free(ptr)
+    }
+    fn empty_cache(&self) {
+        // Freeing raw memory only fails on a broken device; the trait keeps PyTorch's signature.
+        let _ = self.try_empty_cache();
+    }
+    fn memory_allocated(&self) -> u64 {
+        self.lock().stats.allocated_bytes.all().current as u64
+    }
+    fn max_memory_allocated(&self) -> u64 {
+        self.lock().stats.allocated_bytes.all().peak as u64
+    }
+    fn memory_reserved(&self) -> u64 {
+        self.lock().stats.reserved_bytes.all().current as u64
+    }
+    fn max_memory_reserved(&self) -> u64 {
+        self.lock().stats.reserved_bytes.all().peak as u64
+    }
+    fn memory_stats(&self) -> BTreeMap<String, i64> {
+        let g = self.lock();
+        g.stats.to_map(g.config.max_split_size())
+    }
+    fn memory_summary(&self, abbreviated: bool) -> String {
+        super::summary::memory_summary(&self.memory_stats(), self.device, abbreviated)
+    }
+    fn reset_peak_memory_stats(&self) {
+        self.lock().stats.reset_peak();
+    }
+    fn reset_accumulated_memory_stats(&self) {
+        self.lock().stats.reset_accumulated();
+    }
+    fn snapshot(&self) -> Snapshot {
+        self.lock().snapshot()
+    }
+    fn record_memory_history(&self, options: HistoryOptions) {
+        self.lock().history.configure(options);
+    }
+    fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(AllocError::Config(format!(
+                "invalid memory fraction {fraction}: it must be between 0 and 1"
+            )));
+        }
+        let mut g = self.lock();
+        let (_, total) = g
+            .memory
+            .mem_get_info()
+            .map_err(|e| AllocError::from_raw(e, "device memory query"))?;
+        g.allowed_memory_maximum = Some((fraction * total as f64) as usize);
+        Ok(())
+    }
+    fn mem_get_info(&self) -> Result<(u64, u64), AllocError> {
+        let (free, total) = self
+            .lock()
+            .memory
+            .mem_get_info()
+            .map_err(|e| AllocError::from_raw(e, "device memory query"))?;
+        Ok((free as u64, total as u64))
+    }
+    fn device_index(&self) -> usize {
+        self.device
+    }
+    fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError> {
+        self.lock().config.apply(settings)
+    }
+}

@@ -1,0 +1,219 @@
+//! A simulated GPU's memory: real host memory (so CPU kernels can compute on it) behind a fixed
+//! capacity that makes allocation fail exactly as `cuMemAlloc` does when it is exceeded.
+
+use std::collections::HashMap;
+
+use super::raw::{DevicePtr, RawError, RawMemory};
+
+/// Host memory posing as one device's memory. Addresses are real, page-aligned host addresses.
+#[derive(Debug)]
+pub struct SimulatedMemory {
+    capacity: usize,
+    used: usize,
+    /// Live segments from `allocate`: address → bytes.
+    segments: HashMap<DevicePtr, usize>,
+    /// Live address reservations from `reserve`: address → bytes.
+    reservations: HashMap<DevicePtr, usize>,
+}
+
+impl Default for SimulatedMemory {
+    fn default() -> Self {
+        SimulatedMemory::new(Self::DEFAULT_CAPACITY)
+    }
+}
+
+/// Maps `bytes` of fresh anonymous memory with protection `prot`; pages cost nothing until touched.
+fn mmap_anon(bytes: usize, prot: libc::c_int) -> Result<DevicePtr, RawError> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choice touches no
+    // existing memory.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            prot,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(RawError::Driver(format!(
+            "host mmap of {bytes} bytes failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(p as DevicePtr)
+}
+
+fn os_result(rc: libc::c_int, what: &str) -> Result<(), RawError> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(RawError::Driver(format!(
+            "{what} failed: {}",
+            std::io::Error::last_os_error()
+        )))
+    }
+}
+
+impl SimulatedMemory {
+    /// The default capacity: 16 GiB.
+    pub const DEFAULT_CAPACITY: usize = 16 << 30;
+
+    /// A device of `capacity_bytes` bytes, all free.
+    pub fn new(capacity_bytes: usize) -> Self {
+        SimulatedMemory {
+            capacity: capacity_bytes,
+            used: 0,
+            segments: HashMap::new(),
+            reservations: HashMap::new(),
+        }
+    }
+
+    /// The device's total bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes currently allocated or mapped.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    fn charge(&mut self, bytes: usize) -> Result<(), RawError> {
+        if bytes > self.capacity - self.used {
+            return Err(RawError::OutOfMemory);
+        }
+        self.used += bytes;
+        Ok(())
+    }
+
+    /// Checks that `[ptr, ptr+bytes)` lies inside one reservation.
+    fn check_reserved(&self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+        let inside = self
+            .reservations
+            .iter()
+            .any(|(&start, &len)| ptr >= start && ptr + bytes as u64 <= start + len as u64);
+        if inside {
+            Ok(())
+        } else {
+            Err(RawError::Driver(format!(
+                "range {ptr:#x}+{bytes} is not inside a reserved address range"
+            )))
+        }
+    }
+}
+
+impl RawMemory for SimulatedMemory {
+    fn allocate(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
+        self.charge(bytes)?;
+        match mmap_anon(bytes, libc::PROT_READ | libc::PROT_WRITE) {
+            Ok(p) => {
+                self.segments.insert(p, bytes);
+                Ok(p)
+            }
+            Err(e) => {
+                self.used -= bytes;
+                Err(e)
+            }
+        }
+    }
+
+    fn free(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+        match self.segments.get(&ptr) {
+            Some(&len) if len == bytes => {}
+            _ => {
+                return Err(RawError::Driver(format!(
+                    "free of unknown segment {ptr:#x} ({bytes} bytes)"
+                )))
+            }
+        }
+        // SAFETY: `ptr` is a live mapping of `bytes` bytes made by `allocate`.
+        os_result(
+            unsafe { libc::munmap(ptr as *mut libc::c_void, bytes) },
+            "host munmap",
+        )?;
+        self.segments.remove(&ptr);
+        self.used -= bytes;
+        Ok(())
+    }
+
+    fn mem_get_info(&self) -> Result<(usize, usize), RawError> {
+        Ok((self.capacity - self.used, self.capacity))
+    }
+
+    fn process_memory_in_use(&self) -> Option<usize> {
+        Some(self.used)
+    }
+
+    fn reserve(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
+        let p = mmap_anon(bytes, libc::PROT_NONE)?;
+        self.reservations.insert(p, bytes);
+        Ok(p)
+    }
+
+    fn release_reservation(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+        match self.reservations.get(&ptr) {
+            Some(&len) if len == bytes => {}
+            _ => {
+                return Err(RawError::Driver(format!(
+                    "release of unknown reservation {ptr:#x}"
+                )))
+            }
+        }
+        // SAFETY: `ptr` is a live reservation of `bytes` bytes made by `reserve`.
+        os_result(
+            unsafe { libc::munmap(ptr as *mut libc::c_void, bytes) },
+            "host munmap",
+        )?;
+        self.reservations.remove(&ptr);
+        Ok(())
+    }
+
+    fn map(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+        self.check_reserved(ptr, bytes)?;
+        self.charge(bytes)?;
+        // SAFETY: the range lies inside a reservation this object owns.
+        let rc = unsafe {
+            libc::mprotect(
+                ptr as *mut libc::c_void,
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        };
+        if let Err(e) = os_result(rc, "host mprotect") {
+            self.used -= bytes;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn unmap(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+        self.check_reserved(ptr, bytes)?;
+        // SAFETY: the range lies inside a reservation this object owns; dropping its pages and
+        // protecting it again is what unmapping physical memory means here.
+        unsafe {
+            os_result(
+                libc::madvise(ptr as *mut libc::c_void, bytes, libc::MADV_DONTNEED),
+                "host madvise",
+            )?;
+            os_result(
+                libc::mprotect(ptr as *mut libc::c_void, bytes, libc::PROT_NONE),
+                "host mprotect",
+            )?;
+        }
+        self.used = self.used.saturating_sub(bytes);
+        Ok(())
+    }
+}
+
+impl Drop for SimulatedMemory {
+    fn drop(&mut self) {
+        for (&p, &len) in self.segments.iter().chain(self.reservations.iter()) {
+            // SAFETY: every entry is a live mapping this object made and nobody else unmaps.
+            unsafe {
+                libc::munmap(p as *mut libc::c_void, len);
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The IOPub side of the kernel: one task owns the XPUB socket, and a `Publisher` feeds it in order.
+//!
+//! Every iopub message (status, execute_input, streams, results, errors, welcomes) goes through a
+//! single unbounded channel into the one task that owns the socket, so the order in which the
+//! kernel decides to publish is the order clients see: busy, execute_input, outputs, idle. The
+//! same task answers XPUB subscriptions with `iopub_welcome` (JEP 65), which is why publishing and
+//! subscription handling cannot live on two tasks: both need the socket.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jupyter_protocol::{
+    ExecutionState, IoPubWelcome, JupyterMessage, JupyterMessageContent, Status, Stdio,
+    StreamContent,
+};
+use jupyter_zmq_client::{KernelIoPubXPubConnection, SubscriptionEvent};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+/// How long printed text may wait before it goes out as one `stream` message.
+pub const STREAM_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// A `stream` message is sent early once this much text is waiting.
+const STREAM_FLUSH_BYTES: usize = 64 * 1024;
+
+/// Publishes iopub messages in order, batching stream text; cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct Publisher {
+    state: Arc<Mutex<PublisherState>>,
+}
+
+struct PublisherState {
+    tx: UnboundedSender<JupyterMessage>,
+    /// The request outputs belong to (an execute_request while a cell runs).
+    parent: Option<JupyterMessage>,
+    /// Drop outputs (streams, displays) for `silent` executions.
+    muted: bool,
+    /// Stream text not yet sent: which stream, and the text.
+    pending: Option<(bool, String)>,
+}
+
+impl Publisher {
+    /// A publisher sending into `tx`, read by [`run_iopub`].
+    pub fn new(tx: UnboundedSender<JupyterMessage>) -> Publisher {
+        Publisher {
+            state: Arc::new(Mutex::new(PublisherState {
+                tx,
+                parent: None,
+                muted: false,
+                pending: None,
+            })),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PublisherState> {
+        // A panic while holding the lock cannot leave the state half-written in a way that
+        // matters (at worst a stream chunk is lost), so keep publishing.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Attribute the outputs that follow to `parent`; `muted` drops them (silent execution).
+    pub fn begin(&self, parent: &JupyterMessage, muted: bool) {
+        let mut s = self.lock();
+        s.flush();
+        s.parent = Some(parent.clone());
+        s.muted = muted;
+    }
+
+    /// Send any waiting stream text, then stop attributing outputs to the current request.
+    pub fn end(&self) {
+        let mut s = self.lock();
+        s.flush();
+        s.parent = None;
+        s.muted = false;
+    }
+
+    /// Drop (or stop dropping) the current request's outputs; gives the previous setting.
+    pub fn set_muted(&self, muted: bool) -> bool {
+        let mut s = self.lock();
+        s.flush();
+        std::mem::replace(&mut s.muted, muted)
+    }
+
+    /// Queue printed text; it goes out batched, in order with everything else.
+    pub fn stream(&self, stderr: bool, text: &str) {
+        let mut s = self.lock();
+        if s.muted || s.parent.is_none() || text.is_empty() {
+            return;
+        }
+        if matches!(&s.pending, Some((e, _)) if *e != stderr) {
+            s.flush();
+        }
+        let pending = s.pending.get_or_insert_with(|| (stderr, String::new()));
+        pending.1.push_str(text);
+        if pending.1.len() >= STREAM_FLUSH_BYTES {
+            s.flush();
+        }
+    }
+
+    /// Send waiting stream text now.
+    pub fn flush(&self) {
+        self.lock().flush();
+    }
+
+    /// Publish an output of the current request (after any waiting stream text), unless muted.
+    pub fn output(&self, content: impl Into<JupyterMessageContent>) {
+        let mut s = self.lock();
+        s.flush();
+        if s.muted {
+            return;
+        }
+        if let Some(parent) = s.parent.clone() {
+            s.send(JupyterMessage::new(content, Some(&parent)));
+        }
+    }
+
+    /// Publish `content` as a child of `parent`, after any waiting stream text.
+    pub fn send(&self, content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) {
+        let mut s = self.lock();
+        s.flush();
+        s.send(JupyterMessage::new(content, Some(parent)));
+    }
+
+    /// Publish `busy` or `idle` for `parent`.
+    pub fn status(&self, state: ExecutionState, parent: &JupyterMessage) {
+        self.send(
+            Status {
+                execution_state: state,
+            },
+            parent,
+        );
+    }
+}
+
+impl PublisherState {
+    fn flush(&mut self) {
+        let Some((stderr, text)) = self.pending.take() else {
+            return;
+        };
+        if let Some(parent) = &self.parent {
+            let name = if stderr { Stdio::Stderr } else { Stdio::Stdout };
+            let content = StreamContent { name, text };
+            self.send(JupyterMessage::new(content, Some(parent)));
+        }
+    }
+
+    fn send(&self, mut message: JupyterMessage) {
+        // On PUB/XPUB the identity frames are the topic; a parent's ROUTER identity means nothing
+        // to subscribers, so use a topic naming the message as ipykernel does.
+        let topic = format!("kernel.torchlet.{}", message.header.msg_type);
+        message.zmq_identities = vec![topic.into_bytes().into()];
+        // The receiver lives as long as the kernel; a send error means we are shutting down.
+        let _ = self.tx.send(message);
+    }
+}
+
+/// Send waiting stream text every [`STREAM_FLUSH_INTERVAL`], so long cells show prints as they go.
+pub async fn run_stream_flusher(publisher: Publisher) {
+    let mut tick = tokio::time::interval(STREAM_FLUSH_INTERVAL);
+    loop {
+        tick.tick().await;
+        publisher.flush();
+    }
+}
+
+/// Own the XPUB socket: publish queued messages in order and welcome each new subscriber.
+pub async fn run_iopub(
+    mut socket: KernelIoPubXPubConnection,
+    mut rx: UnboundedReceiver<JupyterMessage>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            event = socket.recv_subscription() => match event {
+                Ok(SubscriptionEvent::Subscribe(topic)) => {
+                    let welcome: JupyterMessage = IoPubWelcome::new(topic).into();
+                    if let Err(e) = socket.send(welcome).await {
+                        eprintln!("torchlet kernel: cannot send iopub_welcome: {e}");
+                    }
+                }
+                Ok(SubscriptionEvent::Unsubscribe(_)) => {}
+                Err(e) => eprintln!("torchlet kernel: bad iopub subscription message: {e}"),
+            },
+            message = rx.recv() => match message {
+                Some(message) => {
+                    if let Err(e) = socket.send(message).await {
+                        eprintln!("torchlet kernel: cannot publish on iopub: {e}");
+                    }
+                }
+                None => return,
+            },
+        }
+    }
+}

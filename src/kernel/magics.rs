@@ -1,0 +1,193 @@
+//! Cells the kernel answers before Rhai sees them: `%magics` that mirror the REPL's commands, and `name?` help.
+use std::time::{Duration, Instant};
+
+use super::introspect;
+use crate::script::output;
+use crate::session::{DisplayData, Outcome, Session, COMMANDS};
+
+/// Run one cell: a magic, a help request, or Rhai code. The second value is text for the pager.
+///
+/// A magic is the first line of a cell, `%name args`, and runs the REPL's `:name args`; code on
+/// the following lines then runs as usual, so `%trace on` can head the cell it traces.
+pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) {
+    let trimmed = code.trim();
+    if let Some(topic) = help_request(trimmed) {
+        // Variables are described by the kernel; names of the language by its own help.
+        let text = match introspect::help(session, &topic) {
+            Some(text) if session.variable_names().contains(&topic) => text,
+            _ => output::help_text(&topic),
+        };
+        return (ok(None), Some(text));
+    }
+    let Some(line) = trimmed.strip_prefix('%') else {
+        return (session.execute(code), None);
+    };
+    let (first, rest) = line.split_once('\n').unwrap_or((line, ""));
+    let (name, args) = first.split_once(' ').unwrap_or((first, ""));
+    let (name, args) = (name.trim(), args.trim());
+    if name == "time" && !matches!(args, "on" | "off") {
+        return (time(session, &format!("{args}\n{rest}")), None);
+    }
+    let outcome = magic(session, name, args);
+    if rest.trim().is_empty() || outcome.error.is_some() {
+        return (outcome, None);
+    }
+    if let Some(value) = &outcome.value {
+        session.frontend().display(value);
+    }
+    (session.execute(rest), None)
+}
+
+/// `%name args`: the REPL's `:name args`, with its messages speaking of `%` magics.
+fn magic(session: &mut Session, name: &str, args: &str) -> Outcome {
+    let mut outcome = session
+        .run_command(&format!(":{name} {args}"))
+        .unwrap_or_else(|| ok(None));
+    if name == "vars" {
+        if let Some(value) = outcome.value.as_mut() {
+            value.html = Some(vars_html(session));
+        }
+    }
+    if let Some(error) = outcome.error.as_mut() {
+        error.message = as_magics(&error.message, name);
+    }
+    if let Some(value) = outcome.value.as_mut() {
+        value.plain = as_magics(&value.plain, name);
+    }
+    outcome
+}
+
+/// Rewrite `:command` mentions as `%command` (the kernel's spelling).
+fn as_magics(text: &str, name: &str) -> String {
+    let mut text = text.replace(&format!("':{name}'"), &format!("'%{name}'"));
+    for command in COMMANDS {
+        text = text.replace(
+            &format!(":{} ", command.name),
+            &format!("%{} ", command.name),
+        );
+        text = text.replace(
+            &format!(":{}\n", command.name),
+            &format!("%{}\n", command.name),
+        );
+        if text.ends_with(&format!(":{}", command.name)) {
+            text.truncate(text.len() - command.name.len() - 1);
+            text.push_str(&format!("%{}", command.name));
+        }
+    }
+    text
+}
+
+/// `%time CODE`: run the code and print its wall time, as IPython's `%time` does.
+fn time(session: &mut Session, code: &str) -> Outcome {
+    let started = Instant::now();
+    let outcome = session.execute(code);
+    session.frontend().stdout(&format!(
+        "Wall time: {}\n",
+        format_duration(started.elapsed())
+    ));
+    outcome
+}
+
+/// `name?` or `?name` asks for help on `name` (as the language's help rewrite reads it).
+fn help_request(cell: &str) -> Option<String> {
+    let call = output::rewrite_help_query(cell)?;
+    let quoted = call.strip_prefix("help(")?.strip_suffix(')')?;
+    serde_json::from_str(quoted).ok()
+}
+
+fn ok(value: Option<DisplayData>) -> Outcome {
+    Outcome {
+        value,
+        error: None,
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// Wall time as `%time` prints it: µs, ms or s with three significant figures.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 1e-3 {
+        format!("{:.1} µs", secs * 1e6)
+    } else if secs < 1.0 {
+        format!("{:.2} ms", secs * 1e3)
+    } else {
+        format!("{secs:.2} s")
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The variables in scope as an HTML table (name, type, first line of the value).
+fn vars_html(session: &Session) -> String {
+    let mut html = String::from(
+        "<table><thead><tr><th>name</th><th>type</th><th>value</th></tr></thead><tbody>",
+    );
+    for name in session.variable_names() {
+        let Some(value) = session.scope().get(&name) else {
+            continue;
+        };
+        let type_name = session
+            .engine()
+            .map_type_name(value.type_name())
+            .to_string();
+        let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
+        let mut first = shown.lines().next().unwrap_or("").to_string();
+        if first.chars().count() > 60 || shown.lines().count() > 1 {
+            first = first.chars().take(57).collect::<String>() + "...";
+        }
+        html.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            escape(&name),
+            escape(&type_name),
+            escape(&first)
+        ));
+    }
+    html + "</tbody></table>"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_requests_are_single_names() {
+        assert_eq!(help_request("zeros?").as_deref(), Some("zeros"));
+        assert_eq!(
+            help_request("?cuda::empty_cache").as_deref(),
+            Some("cuda::empty_cache")
+        );
+        assert_eq!(help_request("t.sum?").as_deref(), Some("Tensor.sum"));
+        assert_eq!(help_request("a + b?"), None);
+        assert_eq!(help_request("?"), None);
+    }
+
+    #[test]
+    fn command_mentions_become_magics() {
+        assert_eq!(
+            as_magics(
+                "unknown command ':frob'; type :help to list the commands",
+                "frob"
+            ),
+            "unknown command '%frob'; type %help to list the commands"
+        );
+        assert_eq!(
+            as_magics(":trace takes on or off, e.g. :trace on", "trace"),
+            "%trace takes on or off, e.g. %trace on"
+        );
+        assert_eq!(
+            as_magics("see cuda::memory_allocated", "mem"),
+            "see cuda::memory_allocated"
+        );
+    }
+
+    #[test]
+    fn durations_pick_a_unit() {
+        assert_eq!(format_duration(Duration::from_micros(12)), "12.0 µs");
+        assert_eq!(format_duration(Duration::from_micros(1500)), "1.50 ms");
+        assert_eq!(format_duration(Duration::from_millis(2500)), "2.50 s");
+    }
+}

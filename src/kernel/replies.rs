@@ -1,0 +1,203 @@
+//! Wire forms of session results: kernel_info, MIME bundles, errors with tracebacks, cursors.
+use jupyter_protocol::{
+    CodeMirrorMode, ErrorOutput, ExpressionResult, HelpLink, KernelInfoReply, LanguageInfo, Media,
+    MediaType, ReplyError, ReplyStatus,
+};
+
+use crate::session::{DisplayData, Outcome, ScriptError};
+
+/// The protocol version torchlet speaks (the messages of jupyter-protocol carry 5.3 headers).
+pub const PROTOCOL_VERSION: &str = "5.3";
+
+/// The kernel_info_reply: torchlet speaks Rhai, files end in `.rhai`.
+pub fn kernel_info() -> KernelInfoReply {
+    KernelInfoReply {
+        status: ReplyStatus::Ok,
+        protocol_version: PROTOCOL_VERSION.into(),
+        implementation: "torchlet".into(),
+        implementation_version: env!("CARGO_PKG_VERSION").into(),
+        language_info: LanguageInfo {
+            name: "rhai".into(),
+            version: "1.27".into(),
+            mimetype: Some("text/x-rhai".into()),
+            file_extension: Some(".rhai".into()),
+            // Neither Pygments nor CodeMirror knows Rhai; its syntax (`let`, `fn`, `//`, closures
+            // with `|x|`, `#{...}` maps) is closest to Rust's, which highlights it well enough.
+            pygments_lexer: Some("rust".into()),
+            codemirror_mode: Some(CodeMirrorMode::Simple("rust".into())),
+            nbconvert_exporter: Some("script".into()),
+        },
+        banner: format!(
+            "torchlet {}: tensors in Rhai over a CUDA caching allocator that reproduces \
+             PyTorch's memory numbers. help(name) or name? for documentation; %mem, %vars.",
+            env!("CARGO_PKG_VERSION")
+        ),
+        help_links: vec![
+            HelpLink {
+                text: "Rhai language book".into(),
+                url: "https://rhai.rs/book/".into(),
+            },
+            HelpLink {
+                text: "PyTorch CUDA memory management (what torchlet reproduces)".into(),
+                url: "https://pytorch.org/docs/stable/notes/cuda.html".into(),
+            },
+        ],
+        debugger: false,
+        error: None,
+    }
+}
+
+/// The MIME bundle of a displayed value: text/plain always, text/html when the value has one.
+pub fn media(data: &DisplayData) -> Media {
+    let mut content = vec![MediaType::Plain(data.plain.clone())];
+    if let Some(html) = &data.html {
+        content.push(MediaType::Html(html.clone()));
+    }
+    Media::new(content)
+}
+
+/// A traceback that points at the failing line of cell `In[count]`, ending with `Kind: message`.
+pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let place = match (error.line, error.column) {
+        (Some(l), Some(c)) => format!("Cell In[{count}], line {l}, column {c}:"),
+        (Some(l), None) => format!("Cell In[{count}], line {l}:"),
+        _ => format!("Cell In[{count}]:"),
+    };
+    lines.push(place);
+    if let (Some(text), Some(line)) = (&error.source_line, error.line) {
+        let gutter = format!("{line:>4} | ");
+        lines.push(format!("{gutter}{text}"));
+        if let Some(col) = error.column {
+            // "     | " is as wide as the gutter, so the caret sits under column `col`.
+            let pad = " ".repeat(col.saturating_sub(1));
+            lines.push(format!("     | {pad}\x1b[1;31m^\x1b[0m"));
+        }
+    }
+    lines.push(format!(
+        "\x1b[0;31m{}\x1b[0m: {}",
+        error.kind, error.message
+    ));
+    lines
+}
+
+/// The iopub `error` output of a failed cell.
+pub fn error_output(error: &ScriptError, count: usize) -> ErrorOutput {
+    ErrorOutput {
+        ename: error.kind.clone(),
+        evalue: error.message.clone(),
+        traceback: traceback(error, count),
+    }
+}
+
+/// The same three fields, for the execute_reply.
+pub fn reply_error(error: &ScriptError, count: usize) -> Box<ReplyError> {
+    let out = error_output(error, count);
+    Box::new(ReplyError {
+        ename: out.ename,
+        evalue: out.evalue,
+        traceback: out.traceback,
+    })
+}
+
+/// A user_expression's result: its display bundle, or its error.
+pub fn expression_result(outcome: &Outcome) -> ExpressionResult {
+    match (&outcome.error, &outcome.value) {
+        (Some(e), _) => ExpressionResult::Error {
+            ename: e.kind.clone(),
+            evalue: e.message.clone(),
+            traceback: vec![format!("{}: {}", e.kind, e.message)],
+        },
+        (None, Some(value)) => ExpressionResult::Ok {
+            data: media(value),
+            metadata: Default::default(),
+        },
+        (None, None) => ExpressionResult::Ok {
+            data: media(&DisplayData::text("()")),
+            metadata: Default::default(),
+        },
+    }
+}
+
+/// Byte offset of the `chars`-th character (Jupyter cursors count Unicode code points).
+pub fn byte_offset(text: &str, chars: usize) -> usize {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(byte, _)| byte)
+}
+
+/// Number of characters before byte offset `byte`.
+pub fn char_offset(text: &str, byte: usize) -> usize {
+    let byte = byte.min(text.len());
+    text.char_indices().take_while(|(b, _)| *b < byte).count()
+}
+
+/// The indent for the next line of incomplete `code`: four spaces per bracket still open.
+pub fn continuation_indent(code: &str) -> String {
+    let mut depth: usize = 0;
+    let mut in_string: Option<char> = None;
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        match in_string {
+            Some(q) => {
+                if c == '\\' {
+                    chars.next();
+                } else if c == q {
+                    in_string = None;
+                }
+            }
+            None => match c {
+                '"' | '`' | '\'' => in_string = Some(c),
+                '/' if chars.peek() == Some(&'/') => {
+                    while chars.peek().is_some_and(|&c| c != '\n') {
+                        chars.next();
+                    }
+                }
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    "    ".repeat(depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_count_characters_not_bytes() {
+        let text = "é = 1; é";
+        assert_eq!(byte_offset(text, 1), 2);
+        assert_eq!(char_offset(text, 2), 1);
+        assert_eq!(byte_offset(text, 100), text.len());
+        assert_eq!(char_offset(text, text.len()), text.chars().count());
+    }
+
+    #[test]
+    fn indent_follows_open_brackets_outside_strings() {
+        assert_eq!(continuation_indent("fn f() {"), "    ");
+        assert_eq!(continuation_indent("if a {\n  if b { [1,"), "            ");
+        assert_eq!(continuation_indent("let s = \"{\"; f(1,"), "    ");
+        assert_eq!(continuation_indent("let x = 1 + // {\n"), "");
+    }
+
+    #[test]
+    fn traceback_points_at_the_column() {
+        let error = ScriptError {
+            kind: "NameError".into(),
+            message: "name 'z' is not defined".into(),
+            source: None,
+            line: Some(2),
+            column: Some(9),
+            source_line: Some("let y = z + 1;".into()),
+        };
+        let tb = traceback(&error, 3);
+        assert_eq!(tb[0], "Cell In[3], line 2, column 9:");
+        assert_eq!(tb[1], "   2 | let y = z + 1;");
+        let caret = tb[2].find('\x1b').unwrap();
+        assert_eq!(caret, tb[1].find('z').unwrap());
+        assert!(tb[3].contains("NameError") && tb[3].ends_with("name 'z' is not defined"));
+    }
+}

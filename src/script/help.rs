@@ -1,0 +1,276 @@
+//! The language's names with a one-line doc each: for `help(name)`, `name?`, completion and `:vars`.
+
+/// One documented name: what to type, and one line saying what it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The name as typed (`zeros`, `shape`, `memory_allocated`).
+    pub name: &'static str,
+    /// Usage and purpose on one line.
+    pub doc: &'static str,
+}
+
+const fn e(name: &'static str, doc: &'static str) -> Entry {
+    Entry { name, doc }
+}
+
+/// Functions callable at top level.
+pub static FUNCTIONS: &[Entry] = &[
+    e("tensor", "tensor(nested_array[, opts]) — a tensor holding these values; opts: #{dtype, device, requires_grad}"),
+    e("zeros", "zeros(d0, d1, …) or zeros(shape_array[, opts]) — a tensor filled with 0"),
+    e("ones", "ones(d0, d1, …) or ones(shape_array[, opts]) — a tensor filled with 1"),
+    e("empty", "empty(d0, d1, …) or empty(shape_array[, opts]) — an uninitialised tensor"),
+    e("rand", "rand(d0, d1, …) or rand(shape_array[, opts]) — uniform samples in [0, 1)"),
+    e("randn", "randn(d0, d1, …) or randn(shape_array[, opts]) — standard normal samples"),
+    e("full", "full(shape_array, value[, opts]) — a tensor filled with value"),
+    e("arange", "arange(end) or arange(start, end[, step][, opts]) — evenly spaced values in [start, end)"),
+    e("linspace", "linspace(start, end, steps[, opts]) — steps values from start to end inclusive"),
+    e("eye", "eye(n[, m][, opts]) — an identity matrix"),
+    e("zeros_like", "zeros_like(t) — zeros with t's shape, dtype and device"),
+    e("ones_like", "ones_like(t) — ones with t's shape, dtype and device"),
+    e("empty_like", "empty_like(t) — uninitialised, with t's shape, dtype and device"),
+    e("randn_like", "randn_like(t) — normal samples with t's shape, dtype and device"),
+    e("manual_seed", "manual_seed(n) — seed the random generators, for repeatable runs"),
+    e("mse_loss", "mse_loss(input, target) — mean squared error"),
+    e("cross_entropy", "cross_entropy(logits, targets) — softmax cross-entropy; targets are int64 class indices"),
+    e("matmul", "matmul(a, b) — matrix product (also a.matmul(b), a.mm(b))"),
+    e("is_grad_enabled", "is_grad_enabled() — whether operations record the autograd graph now"),
+    e("empty_cache", "empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"),
+    e("memory_allocated", "memory_allocated([device]) — bytes held by live tensors on the GPU"),
+    e("max_memory_allocated", "max_memory_allocated([device]) — peak of memory_allocated"),
+    e("memory_reserved", "memory_reserved([device]) — bytes the caching allocator holds from the GPU"),
+    e("max_memory_reserved", "max_memory_reserved([device]) — peak of memory_reserved"),
+    e("memory_summary", "memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
+    e("print", "print(x) — write x and a newline to standard output"),
+    e("eprint", "eprint(x) — write x and a newline to standard error"),
+    e("display", "display(x) — show x as rich output (HTML in a notebook)"),
+    e("clear_output", "clear_output([wait]) — clear the cell's output (notebooks)"),
+    e("input", "input([prompt]) — read a line of text"),
+    e("help", "help(name) or name? — what a function, method, property or cuda:: member does"),
+];
+
+/// Statements that are not function calls.
+pub static KEYWORDS: &[Entry] = &[
+    e("del", "del x, y — forget the variables; their tensors are freed at once if nothing else holds them"),
+    e("no_grad", "no_grad { … } — run the block without recording the autograd graph"),
+    e("enable_grad", "enable_grad { … } — record the autograd graph inside the block, even under no_grad"),
+    e("inference_mode", "inference_mode { … } — like no_grad; tensors made inside are inference tensors"),
+];
+
+/// Methods of a tensor (`t.name(…)`).
+pub static TENSOR_METHODS: &[Entry] = &[
+    e("cuda", "t.cuda([n]) — a copy on cuda:n (cuda:0 by default)"),
+    e("cpu", "t.cpu() — a copy in host memory"),
+    e("to", "t.to(\"cuda:0\" | \"float16\" | #{device, dtype}) — a copy on that device or of that dtype"),
+    e("half", "t.half() — a float16 copy"),
+    e("float", "t.float() — a float32 copy"),
+    e("double", "t.double() — a float64 copy"),
+    e("bfloat16", "t.bfloat16() — a bfloat16 copy"),
+    e("long", "t.long() — an int64 copy"),
+    e("size", "t.size([dim]) — the shape as an array, or one dimension's length"),
+    e("dim", "t.dim() — the number of dimensions"),
+    e("numel", "t.numel() — the number of elements"),
+    e("element_size", "t.element_size() — bytes per element"),
+    e("data_ptr", "t.data_ptr() — address of the first element"),
+    e("item", "t.item() — the value of a one-element tensor"),
+    e("tolist", "t.tolist() — the values as (nested) arrays"),
+    e("pow", "t.pow(exponent) — elementwise power by a number or a tensor"),
+    e("matmul", "a.matmul(b) — matrix product"),
+    e("mm", "a.mm(b) — matrix product of two 2-D tensors"),
+    e("t", "t.t() — transpose of a 2-D tensor (a view)"),
+    e("transpose", "t.transpose(d0, d1) — swap two dimensions (a view)"),
+    e("reshape", "t.reshape(shape_array) or t.reshape(d0, d1, …) — same values, new shape"),
+    e("view", "t.view(shape_array) or t.view(d0, d1, …) — a view with a new shape"),
+    e("flatten", "t.flatten() — a 1-D tensor of all elements"),
+    e("unsqueeze", "t.unsqueeze(dim) — insert a dimension of size 1"),
+    e("squeeze", "t.squeeze([dim]) — remove dimensions of size 1"),
+    e("permute", "t.permute(dims_array) — reorder dimensions (a view)"),
+    e("contiguous", "t.contiguous() — a contiguous tensor with the same values"),
+    e("clone", "t.clone() — a copy with its own memory"),
+    e("detach", "t.detach() — the same memory, cut from the autograd graph"),
+    e("exp", "t.exp() — elementwise e^x"),
+    e("log", "t.log() — elementwise natural logarithm"),
+    e("sqrt", "t.sqrt() — elementwise square root"),
+    e("abs", "t.abs() — elementwise absolute value"),
+    e("neg", "t.neg() — elementwise negation (same as -t)"),
+    e("relu", "t.relu() — elementwise max(x, 0)"),
+    e("sigmoid", "t.sigmoid() — elementwise 1 / (1 + e^-x)"),
+    e("tanh", "t.tanh() — elementwise hyperbolic tangent"),
+    e("sin", "t.sin() — elementwise sine"),
+    e("cos", "t.cos() — elementwise cosine"),
+    e("clamp", "t.clamp(min, max) — limit values to [min, max]; pass () for no bound"),
+    e("sum", "t.sum([dim[, keepdim]]) — sum of all elements, or along dim"),
+    e("mean", "t.mean([dim[, keepdim]]) — mean of all elements, or along dim"),
+    e("max", "t.max([dim[, keepdim]]) — largest element, or along dim"),
+    e("min", "t.min([dim[, keepdim]]) — smallest element, or along dim"),
+    e("argmax", "t.argmax([dim[, keepdim]]) — index of the largest element"),
+    e("softmax", "t.softmax(dim) — softmax along dim"),
+    e("log_softmax", "t.log_softmax(dim) — log of softmax along dim"),
+    e("add_", "t.add_(other) — add in place"),
+    e("sub_", "t.sub_(other) — subtract in place"),
+    e("mul_", "t.mul_(other) — multiply in place"),
+    e("zero_", "t.zero_() — fill with 0 in place"),
+    e("fill_", "t.fill_(value) — fill with value in place"),
+    e("narrow", "t.narrow(dim, start, length) — a slice along dim (a view)"),
+    e("requires_grad_", "t.requires_grad_([flag]) — start (or stop) recording gradients for t"),
+    e("backward", "t.backward([#{retain_graph: true}]) — compute gradients into the leaves' .grad"),
+];
+
+/// Properties of a tensor (`t.name`).
+pub static TENSOR_PROPERTIES: &[Entry] = &[
+    e("shape", "t.shape — the shape, as an array"),
+    e("dtype", "t.dtype — the element type, e.g. \"float32\""),
+    e("device", "t.device — where the data lives, e.g. \"cuda:0\""),
+    e("is_cuda", "t.is_cuda — whether the data is on a GPU"),
+    e(
+        "nbytes",
+        "t.nbytes — bytes of the elements (numel × element_size)",
+    ),
+    e(
+        "requires_grad",
+        "t.requires_grad — whether gradients are recorded for t (settable)",
+    ),
+    e(
+        "grad",
+        "t.grad — the accumulated gradient, or (); set to () to free it",
+    ),
+    e(
+        "grad_fn",
+        "t.grad_fn — name of the graph node that made t, or ()",
+    ),
+    e(
+        "is_leaf",
+        "t.is_leaf — whether t was made by the user rather than by a recorded op",
+    ),
+];
+
+/// Members of the `cuda` module (`cuda::name(…)`); each takes an optional device (n or "cuda:n").
+pub static CUDA_MEMBERS: &[Entry] = &[
+    e("is_available", "cuda::is_available() — whether a GPU (real or simulated) can be used"),
+    e("device_count", "cuda::device_count() — how many GPUs there are"),
+    e("get_device_name", "cuda::get_device_name([device]) — the GPU's name"),
+    e("current_device", "cuda::current_device() — the index `cuda` without a number means"),
+    e("set_device", "cuda::set_device(device) — choose what `cuda` without a number means"),
+    e("synchronize", "cuda::synchronize([device]) — wait for the GPU's queued work"),
+    e("mem_get_info", "cuda::mem_get_info([device]) — [free, total] bytes device-wide"),
+    e("memory_allocated", "cuda::memory_allocated([device]) — bytes held by live tensors"),
+    e("max_memory_allocated", "cuda::max_memory_allocated([device]) — peak of memory_allocated"),
+    e("memory_reserved", "cuda::memory_reserved([device]) — bytes the caching allocator holds"),
+    e("max_memory_reserved", "cuda::max_memory_reserved([device]) — peak of memory_reserved"),
+    e("memory_stats", "cuda::memory_stats([device]) — the allocator's statistics, PyTorch's flat keys"),
+    e("memory_summary", "cuda::memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
+    e("reset_peak_memory_stats", "cuda::reset_peak_memory_stats([device]) — restart the peak figures"),
+    e("reset_accumulated_memory_stats", "cuda::reset_accumulated_memory_stats([device]) — zero the counters"),
+    e("empty_cache", "cuda::empty_cache() — release cached, wholly free segments to the GPU"),
+    e("memory_snapshot", "cuda::memory_snapshot([device]) — segments and blocks, as a map"),
+    e("record_memory_history", "cuda::record_memory_history([enabled[, max_entries]]) — trace allocations (\"all\", \"state\" or ())"),
+    e("set_per_process_memory_fraction", "cuda::set_per_process_memory_fraction(fraction[, device]) — cap what the allocator may reserve"),
+];
+
+fn find(table: &'static [Entry], name: &str) -> Option<&'static Entry> {
+    table.iter().find(|entry| entry.name == name)
+}
+
+/// Names of the top-level functions.
+pub fn names() -> Vec<&'static str> {
+    FUNCTIONS.iter().map(|entry| entry.name).collect()
+}
+
+/// Names of tensor methods and properties, for completion after `t.`.
+pub fn tensor_member_names() -> Vec<&'static str> {
+    TENSOR_METHODS
+        .iter()
+        .chain(TENSOR_PROPERTIES)
+        .map(|entry| entry.name)
+        .collect()
+}
+
+/// Names of the `cuda` module's members, for completion after `cuda::`.
+pub fn cuda_names() -> Vec<&'static str> {
+    CUDA_MEMBERS.iter().map(|entry| entry.name).collect()
+}
+
+/// Names of the statements `del`, `no_grad` …
+pub fn keyword_names() -> Vec<&'static str> {
+    KEYWORDS.iter().map(|entry| entry.name).collect()
+}
+
+/// Whether `name` is part of the language (function, keyword, tensor member or cuda member).
+pub fn is_known(name: &str) -> bool {
+    doc(name).is_some()
+}
+
+/// The one-line doc of `name`: `zeros`, `cuda::memory_allocated`, `Tensor.shape`, or a bare member name.
+pub fn doc(name: &str) -> Option<&'static str> {
+    let name = name.trim();
+    if let Some(member) = name.strip_prefix("cuda::") {
+        return find(CUDA_MEMBERS, member).map(|entry| entry.doc);
+    }
+    if let Some(member) = name
+        .strip_prefix("Tensor.")
+        .or_else(|| name.strip_prefix("torch.Tensor."))
+    {
+        return find(TENSOR_METHODS, member)
+            .or_else(|| find(TENSOR_PROPERTIES, member))
+            .map(|entry| entry.doc);
+    }
+    find(FUNCTIONS, name)
+        .or_else(|| find(KEYWORDS, name))
+        .or_else(|| find(TENSOR_METHODS, name))
+        .or_else(|| find(TENSOR_PROPERTIES, name))
+        .or_else(|| find(CUDA_MEMBERS, name))
+        .map(|entry| entry.doc)
+}
+
+/// What `help()` with no argument prints: every name, grouped.
+pub fn overview() -> String {
+    let line = |title: &str, names: Vec<&str>| format!("{title}:\n  {}\n", names.join(", "));
+    let mut text = String::from("torchlet — help(name) or name? explains one name.\n");
+    text += &line("Functions", names());
+    text += &line("Statements", keyword_names());
+    text += &line(
+        "Tensor methods",
+        TENSOR_METHODS.iter().map(|e| e.name).collect(),
+    );
+    text += &line(
+        "Tensor properties",
+        TENSOR_PROPERTIES.iter().map(|e| e.name).collect(),
+    );
+    text += &line("cuda:: members", cuda_names());
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_documented_once_per_table() {
+        for table in [
+            FUNCTIONS,
+            KEYWORDS,
+            TENSOR_METHODS,
+            TENSOR_PROPERTIES,
+            CUDA_MEMBERS,
+        ] {
+            let mut names: Vec<_> = table.iter().map(|e| e.name).collect();
+            let count = names.len();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), count, "a name is listed twice");
+            assert!(table
+                .iter()
+                .all(|e| !e.doc.is_empty() && !e.doc.contains('\n')));
+        }
+    }
+
+    #[test]
+    fn qualified_names_find_their_table() {
+        assert!(doc("cuda::memory_allocated").unwrap().starts_with("cuda::"));
+        assert!(doc("memory_allocated")
+            .unwrap()
+            .starts_with("memory_allocated("));
+        assert!(doc("Tensor.shape").unwrap().starts_with("t.shape"));
+        assert_eq!(doc("cuda::zeros"), None);
+        assert_eq!(doc("nonsense"), None);
+    }
+}

@@ -1,0 +1,113 @@
+//! Output and help functions: `eprint`, `display`, `clear_output`, `input`, `help` (`print` is Rhai's).
+use std::rc::Rc;
+
+use rhai::{Dynamic, Engine, ImmutableString, NativeCallContext};
+
+use super::errors::raise;
+use super::help;
+use crate::session::{DisplayData, Frontend};
+
+/// How a value prints: through the script's own `to_string`, so tensors print as PyTorch does.
+pub fn text_of(context: &NativeCallContext, value: Dynamic) -> String {
+    if let Some(text) = value.read_lock::<ImmutableString>() {
+        return text.to_string();
+    }
+    context
+        .call_native_fn::<ImmutableString>("to_string", (value.clone(),))
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| value.to_string())
+}
+
+/// What `help(name)` prints.
+pub fn help_text(name: &str) -> String {
+    match name.trim() {
+        "" => help::overview(),
+        "Tensor" | "tensor methods" => {
+            let lines: Vec<&str> = help::TENSOR_PROPERTIES
+                .iter()
+                .chain(help::TENSOR_METHODS)
+                .map(|entry| entry.doc)
+                .collect();
+            format!(
+                "Tensor — properties and methods:\n  {}\n",
+                lines.join("\n  ")
+            )
+        }
+        "cuda" => {
+            let lines: Vec<&str> = help::CUDA_MEMBERS.iter().map(|entry| entry.doc).collect();
+            format!("cuda — GPU memory and devices:\n  {}\n", lines.join("\n  "))
+        }
+        other => match help::doc(other) {
+            Some(doc) => format!("{doc}\n"),
+            None => format!("No help for '{other}'. help() lists every name.\n"),
+        },
+    }
+}
+
+/// Register the output and help functions, writing to `frontend`.
+pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
+    let out = frontend.clone();
+    engine.register_fn(
+        "eprint",
+        move |context: NativeCallContext, value: Dynamic| {
+            out.stderr(&format!("{}\n", text_of(&context, value)));
+        },
+    );
+    let out = frontend.clone();
+    engine.register_fn("display", move |value: Dynamic| {
+        if let Some(data) = DisplayData::of_value(&value) {
+            out.display(&data);
+        }
+    });
+    let out = frontend.clone();
+    engine.register_fn("clear_output", move || out.clear_output(false));
+    let out = frontend.clone();
+    engine.register_fn("clear_output", move |wait: bool| out.clear_output(wait));
+    let out = frontend.clone();
+    engine.register_fn("input", move || read_line(&*out, ""));
+    let out = frontend.clone();
+    engine.register_fn("input", move |prompt: &str| read_line(&*out, prompt));
+    let out = frontend.clone();
+    engine.register_fn("help", move || out.stdout(&help::overview()));
+    let out = frontend;
+    engine.register_fn("help", move |topic: Dynamic| {
+        let name = match topic.read_lock::<ImmutableString>() {
+            Some(name) => name.to_string(),
+            None => topic.type_name().to_string(),
+        };
+        out.stdout(&help_text(&name));
+    });
+}
+
+fn read_line(
+    frontend: &dyn Frontend,
+    prompt: &str,
+) -> Result<ImmutableString, Box<rhai::EvalAltResult>> {
+    frontend
+        .input(prompt, false)
+        .map(Into::into)
+        .map_err(|message| raise("EOFError", message))
+}
+
+/// Turn a whole input of the form `name?` (or `?name`, `cuda::name?`, `t.name?`) into `help("name")`.
+pub fn rewrite_help_query(code: &str) -> Option<String> {
+    let text = code.trim();
+    let name = text
+        .strip_suffix('?')
+        .or_else(|| text.strip_prefix('?'))?
+        .trim();
+    let is_word = |w: &str| {
+        !w.is_empty()
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !w.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let topic = if let Some(member) = name.strip_prefix("cuda::") {
+        is_word(member).then(|| name.to_string())
+    } else if let Some((_, member)) = name.split_once('.') {
+        // `t.sum?` asks about the method, whatever `t` is.
+        is_word(member).then(|| format!("Tensor.{member}"))
+    } else {
+        is_word(name).then(|| name.to_string())
+    }?;
+    Some(format!("help({topic:?})"))
+}

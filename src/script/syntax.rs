@@ -1,0 +1,155 @@
+//! The statements Rhai lacks: `del x, y` and the grad-mode blocks `no_grad { … }` and friends.
+//!
+//! Why `del` leaves a tombstone instead of removing the scope entry: Rhai's parser resolves most
+//! variables to a fixed offset from the end of the scope. Removing an entry from the middle of the
+//! scope inside a nested block shifts every later entry, and once the block ends the parser's
+//! offsets point at the wrong variables (or past the end). So `del x` drops x's value at once (its
+//! tensor is freed if nothing else holds it) and puts a `Deleted` marker in its slot; reading the
+//! marker is a `NameError`, exactly as Python reports a deleted name. The session removes the
+//! markers between inputs, when no compiled offsets are live.
+use rhai::{Dynamic, Engine, EvalAltResult, EvalContext, Expression, ImmutableString, Position};
+
+use super::errors::{not_defined, Exception};
+
+/// What a deleted variable's slot holds until the session compacts its scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deleted;
+
+/// Whether a scope value is the tombstone `del` leaves.
+pub fn is_deleted(value: &Dynamic) -> bool {
+    value.is::<Deleted>()
+}
+
+/// Remove the tombstones `del` left, keeping every other variable in order.
+pub fn compact_deleted(scope: &mut rhai::Scope<'static>) {
+    if !scope.iter_raw().any(|(_, _, value)| is_deleted(value)) {
+        return;
+    }
+    let kept: Vec<(String, bool, Dynamic)> = scope
+        .iter_raw()
+        .filter(|(_, _, value)| !is_deleted(value))
+        .map(|(name, constant, value)| (name.to_string(), constant, value.clone()))
+        .collect();
+    scope.clear();
+    for (name, constant, value) in kept {
+        if constant {
+            scope.push_constant_dynamic(name, value);
+        } else {
+            scope.push_dynamic(name, value);
+        }
+    }
+}
+
+/// Which grad mode a block runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockMode {
+    /// `no_grad { … }`
+    NoGrad,
+    /// `enable_grad { … }`
+    EnableGrad,
+    /// `inference_mode { … }`
+    InferenceMode,
+}
+
+impl BlockMode {
+    /// The keyword that opens the block.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            BlockMode::NoGrad => "no_grad",
+            BlockMode::EnableGrad => "enable_grad",
+            BlockMode::InferenceMode => "inference_mode",
+        }
+    }
+}
+
+/// Register `del`, the grad-mode blocks, and the variable hook that makes deleted names undefined.
+pub(crate) fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<Deleted>("deleted");
+    #[allow(deprecated)] // on_var is stable in practice; Rhai marks it "volatile".
+    engine.on_var(|name, _index, context| match context.scope().get(name) {
+        Some(value) if is_deleted(value) => {
+            Err(EvalAltResult::ErrorVariableNotFound(name.to_string(), Position::NONE).into())
+        }
+        _ => Ok(None),
+    });
+    engine.register_custom_syntax_with_state_raw("del", parse_del, false, eval_del);
+    for mode in [
+        BlockMode::NoGrad,
+        BlockMode::EnableGrad,
+        BlockMode::InferenceMode,
+    ] {
+        engine
+            .register_custom_syntax([mode.keyword(), "$block$"], true, move |context, inputs| {
+                let _guard = enter(mode);
+                eval_in_callers_scope(context, &inputs[0])
+            })
+            .expect("the grad-mode block syntax is well formed");
+    }
+}
+
+/// `del` NAME (`,` NAME)*
+fn parse_del(
+    symbols: &[ImmutableString],
+    look_ahead: &str,
+    _state: &mut Dynamic,
+) -> Result<Option<ImmutableString>, rhai::ParseError> {
+    let last = symbols.last().map(|s| s.as_str()).unwrap_or("del");
+    Ok(match last {
+        "del" | "," => Some("$ident$".into()),
+        _ if look_ahead == "," => Some(",".into()),
+        _ => None,
+    })
+}
+
+fn eval_del(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    for input in inputs {
+        let Some(name) = input.get_string_value() else {
+            continue; // the `,` separators
+        };
+        let scope = context.scope_mut();
+        let fail = |kind: &str, message: String| -> Result<Dynamic, Box<EvalAltResult>> {
+            let exception = Exception {
+                kind: kind.into(),
+                message,
+            };
+            Err(EvalAltResult::ErrorRuntime(Dynamic::from(exception), input.position()).into())
+        };
+        match scope.get(name) {
+            None => return fail("NameError", not_defined(name)),
+            Some(value) if is_deleted(value) => return fail("NameError", not_defined(name)),
+            Some(_) => {}
+        }
+        match scope.get_mut(name) {
+            // Dropping the old value here is what frees the tensor at once.
+            Some(slot) => *slot = Dynamic::from(Deleted),
+            None => return fail("TypeError", format!("cannot delete constant '{name}'")),
+        }
+    }
+    Ok(Dynamic::UNIT)
+}
+
+/// Run a block's statements in the caller's scope (Python's `with`): `let` inside stays visible.
+fn eval_in_callers_scope(
+    context: &mut EvalContext,
+    block: &Expression,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    // The syntax is registered with `scope_may_be_changed`, so the parser puts a barrier before the
+    // block and resolves every later variable of the enclosing block by name; the variables this
+    // block adds therefore cannot shift any pre-computed offset.
+    #[allow(deprecated)] // not deprecated: Rhai marks the raw form "volatile".
+    context.eval_expression_tree_raw(block, false)
+}
+
+/// Enter a grad mode until the returned guard drops (also when the block fails).
+fn enter(mode: BlockMode) -> impl Drop {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {}
+    }
+    let _ = mode;
+    Restore
+}

@@ -1,0 +1,104 @@
+//! The command line of DESIGN §2: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn torchlet(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(args)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .output()
+        .expect("the torchlet binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, body).expect("write the script");
+    path
+}
+
+#[test]
+fn run_e_prints_and_exits_zero() {
+    let out = torchlet(&["run", "-e", "print(1 + 2); eprint(\"to stderr\");"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "3\n");
+    assert_eq!(text(&out.stderr), "to stderr\n");
+}
+
+#[test]
+fn run_file_sees_its_arguments_as_args() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        &dir,
+        "args.rhai",
+        "print(ARGS.len()); for a in ARGS { print(a); }",
+    );
+    let out = torchlet(&["run", path.to_str().unwrap(), "one", "--two", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "3\none\n--two\n3\n");
+}
+
+#[test]
+fn a_runtime_error_prints_file_line_col_kind_and_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        &dir,
+        "bad.rhai",
+        "print(\"before\");\nlet a = 1;\nlet b = a + missing;\nprint(\"after\");\n",
+    );
+    let out = torchlet(&["run", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "before\n",
+        "output before the error is kept"
+    );
+    let expected = format!(
+        "{}:3:13: NameError: name 'missing' is not defined\n",
+        path.display()
+    );
+    assert_eq!(text(&out.stderr), expected);
+}
+
+#[test]
+fn a_syntax_error_runs_nothing_and_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(&dir, "syntax.rhai", "print(\"never\");\nlet x = (1 + ;\n");
+    let out = torchlet(&["run", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!("{}:2:", path.display())) && err.contains(": SyntaxError: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_file_is_a_clear_error() {
+    let out = torchlet(&["run", "/nonexistent/script.rhai"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot read /nonexistent/script.rhai"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_needs_a_file_or_code() {
+    let out = torchlet(&["run"]);
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).is_empty());
+}
+
+#[test]
+fn e_errors_are_located_in_the_snippet() {
+    let out = torchlet(&["run", "-e", "let x = 1;\nx.nope()"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("<-e>:2:"), "{err}");
+}

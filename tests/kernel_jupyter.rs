@@ -1,0 +1,98 @@
+//! The kernel under real Jupyter clients: jupyter_kernel_test's suite plus torchlet's protocol tests (tests/jupyter/test_kernel.py), and nbclient running the article's notebook.
+//!
+//! They need the Python clients in `.venv-jupyter` (created by `tests/jupyter/setup.sh`, which CI
+//! runs); without it each test prints that it skipped and why.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's python, or `None` (after saying so) when the venv is absent.
+fn venv_python(test: &str) -> Option<PathBuf> {
+    let python = root().join(".venv-jupyter/bin/python");
+    if python.exists() {
+        Some(python)
+    } else {
+        println!(
+            "SKIPPED {test}: no .venv-jupyter with the Jupyter clients; run tests/jupyter/setup.sh"
+        );
+        None
+    }
+}
+
+/// A private Jupyter directory with the torchlet kernelspec installed from this build.
+fn jupyter_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let status = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["kernel", "install", "--prefix"])
+        .arg(dir.path())
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .stdout(Stdio::null())
+        .status()
+        .expect("run torchlet kernel install");
+    assert!(status.success(), "torchlet kernel install failed");
+    dir
+}
+
+/// Run `args` with the venv's python in tests/jupyter, the kernelspec visible, within `limit`.
+fn run_python(python: &Path, dir: &Path, args: &[&str], limit: Duration) -> (bool, String) {
+    let jupyter = dir.join("share/jupyter");
+    let log = dir.join("python.log");
+    let out = std::fs::File::create(&log).expect("log file");
+    let mut child = Command::new(python)
+        .args(args)
+        .current_dir(root().join("tests/jupyter"))
+        .env("JUPYTER_PATH", &jupyter)
+        .env("JUPYTER_DATA_DIR", dir.join("data"))
+        .env("JUPYTER_RUNTIME_DIR", dir.join("runtime"))
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .stdout(out.try_clone().expect("log handle"))
+        .stderr(out)
+        .spawn()
+        .expect("start python");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for python") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    match status {
+        Some(status) => (status.success(), text),
+        None => (false, format!("timed out after {limit:?}\n{text}")),
+    }
+}
+
+#[test]
+fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
+    let Some(python) = venv_python("the jupyter_kernel_test suite") else {
+        return;
+    };
+    let dir = jupyter_dir();
+    let (ok, log) = run_python(
+        &python,
+        dir.path(),
+        &["-m", "unittest", "-v", "test_kernel"],
+        Duration::from_secs(240),
+    );
+    println!("{log}");
+    assert!(ok, "the Jupyter suite failed:\n{log}");
+    assert!(!log.contains("skipped"), "tests were skipped:\n{log}");
+    for name in [
+        "test_completion",
+        "test_history",
+        "test_display_data",
+        "test_recv_iopub_welcome_msg",
+    ] {
+        assert!(log.contains(name), "{name} did not run:\n{log}");
+    }
+}

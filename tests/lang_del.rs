@@ -1,0 +1,114 @@
+//! `del x` and `del x, y`: the name is gone, its tensor freed at once, the rest of the scope intact.
+use torchlet::session::{Outcome, Session};
+
+fn value(outcome: Outcome) -> String {
+    match (outcome.value, outcome.error) {
+        (Some(v), None) => v.plain,
+        (None, None) => "()".into(),
+        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
+    }
+}
+
+fn error(outcome: Outcome) -> torchlet::session::ScriptError {
+    outcome.error.expect("expected an error")
+}
+
+#[test]
+fn deleted_name_is_not_defined() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let x = 1;"));
+    value(s.execute("del x"));
+    let e = error(s.execute("x + 1"));
+    assert_eq!(e.kind, "NameError");
+    assert_eq!(e.message, "name 'x' is not defined");
+    assert_eq!((e.line, e.column), (Some(1), Some(1)));
+    assert!(!s.variable_names().contains(&"x".to_string()));
+}
+
+#[test]
+fn deleting_in_one_input_then_using_later_in_it_fails_at_the_use() {
+    let (mut s, _) = Session::captured("<test>");
+    let e = error(s.execute("let x = 1;\nlet y = 2;\ndel x;\nprint(y);\nprint(x);"));
+    assert_eq!(e.kind, "NameError");
+    assert_eq!(e.line, Some(5));
+    assert_eq!(
+        e.located(),
+        "<test>:5:7: NameError: name 'x' is not defined"
+    );
+}
+
+#[test]
+fn del_several_names_at_once() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let a = 1; let b = 2; let c = 3; del a, b;"));
+    assert_eq!(value(s.execute("c")), "3");
+    assert_eq!(error(s.execute("a")).kind, "NameError");
+    assert_eq!(error(s.execute("b")).kind, "NameError");
+}
+
+#[test]
+fn deleting_an_unknown_name_is_an_error_with_its_position() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let keep = 7;"));
+    let e = error(s.execute("let a = 1;\ndel nope"));
+    assert_eq!(e.kind, "NameError");
+    assert_eq!(e.message, "name 'nope' is not defined");
+    assert_eq!((e.line, e.column), (Some(2), Some(5)));
+    assert_eq!(value(s.execute("keep")), "7");
+}
+
+#[test]
+fn deleting_twice_is_an_error() {
+    let (mut s, _) = Session::captured("<test>");
+    let e = error(s.execute("let x = 1; del x; del x;"));
+    assert_eq!(e.kind, "NameError");
+}
+
+#[test]
+fn del_in_a_nested_block_leaves_outer_variables_intact() {
+    // Removing a scope entry in a block would shift the offsets the parser gave `a` and `c`.
+    let (mut s, _) = Session::captured("<test>");
+    let code = "let a = 1; let b = 2; let c = 3;
+        if true { let inner = 10; del b; a = a + inner; }
+        for i in 0..3 { if i == 1 { let t = i; del t; } c += i; }
+        [a, c]";
+    assert_eq!(value(s.execute(code)), "[11, 6]");
+    assert_eq!(error(s.execute("b")).kind, "NameError");
+    assert_eq!(value(s.execute("a + c")), "17");
+}
+
+#[test]
+fn del_then_let_defines_the_name_again() {
+    let (mut s, _) = Session::captured("<test>");
+    assert_eq!(value(s.execute("let x = 1; del x; let x = 5; x")), "5");
+    assert_eq!(value(s.execute("del x; let x = 6; x")), "6");
+}
+
+#[test]
+fn del_inside_a_function_touches_only_its_locals() {
+    let (mut s, _) = Session::captured("<test>");
+    let code = "fn f(v) { let w = v * 2; del v; w }
+        let v = 4; f(v) + v";
+    assert_eq!(value(s.execute(code)), "12");
+    let e = error(s.execute("fn g(v) { del v; v } g(1)"));
+    assert_eq!(e.kind, "NameError");
+}
+
+#[test]
+fn deleting_a_constant_is_a_type_error() {
+    let (mut s, _) = Session::captured("<test>");
+    let e = error(s.execute("const K = 3; del K;"));
+    assert_eq!(e.kind, "TypeError");
+    assert_eq!(value(s.execute("K")), "3");
+}
+
+#[test]
+fn failed_input_keeps_variables_defined_before_it() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let a = 1; let b = 2;"));
+    error(s.execute("del a; del missing;"));
+    // `a` was deleted before the failure, as Python would have; `b` is untouched.
+    assert_eq!(error(s.execute("a")).kind, "NameError");
+    assert_eq!(value(s.execute("b")), "2");
+    assert_eq!(s.variable_names(), vec!["b".to_string()]);
+}
