@@ -64,6 +64,8 @@ impl Session {
     /// Open a session whose output goes to `frontend`.
     pub fn new(options: SessionOptions, frontend: Rc<dyn Frontend>) -> Session {
         let interrupt = InterruptHandle::default();
+        // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
+        crate::tensor::set_interrupt_flag(interrupt.0.clone());
         let engine = crate::script::new_engine(frontend.clone(), interrupt.clone());
         Session {
             engine,
@@ -157,6 +159,22 @@ impl Session {
             }
         }
         names
+    }
+
+    /// The variables now in scope with their values (innermost binding of each name, in scope order),
+    /// for `:vars`; deleted names are left out.
+    pub fn variables(&self) -> Vec<(String, rhai::Dynamic)> {
+        let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if crate::script::syntax::is_deleted(value) {
+                continue;
+            }
+            match seen.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => entry.1 = value.clone(),
+                None => seen.push((name.to_string(), value.clone())),
+            }
+        }
+        seen
     }
 
     /// Define (or replace) a variable, e.g. the script's `ARGS`.
