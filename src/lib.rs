@@ -3,9 +3,11 @@
 //! Data flows one way: front end → `session` → `script` → `tensor`/`autograd` → `device` → `alloc`.
 
 pub mod alloc;
+pub mod autograd;
 pub mod device;
 pub mod kernel;
 pub mod repl;
 pub mod runner;
 pub mod script;
 pub mod session;
+pub mod tensor;

@@ -1,0 +1,112 @@
+//! Graph nodes: a backward function per op, the edges to its inputs' nodes, and saved tensors.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::tensor::{DType, Result, Tensor, TensorError};
+
+/// A backward function: from the output's gradient and which inputs need one, each input's gradient.
+pub(crate) type GradFn = dyn Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// Where an input's gradient goes.
+pub enum Edge {
+    /// Into the node that produced the input.
+    Node(Arc<Node>),
+    /// Into the `.grad` of a leaf tensor (PyTorch's AccumulateGrad).
+    Leaf(Tensor),
+}
+
+/// One recorded op.
+pub struct Node {
+    name: &'static str,
+    /// One entry per input; `None` where the input needs no gradient.
+    pub(crate) next: Vec<Option<Edge>>,
+    /// The dtype each input's gradient must have.
+    pub(crate) input_dtypes: Vec<DType>,
+    /// `None` once released after backward (its saved tensors freed).
+    pub(crate) func: Mutex<Option<Box<GradFn>>>,
+    /// Whether `func` holds saved tensors (only then is it released after backward).
+    pub(crate) saves: bool,
+    /// Creation order: backward runs later nodes first, as PyTorch does.
+    pub(crate) seq: u64,
+}
+
+impl Node {
+    /// The node's class name, e.g. "MulBackward0".
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// A tensor kept for backward: shares the memory, records the version to detect in-place writes.
+#[derive(Clone)]
+pub struct SavedTensor {
+    data: Tensor,
+    version: u64,
+}
+
+impl SavedTensor {
+    /// Save `t` (its data only, so saving an op's own output makes no reference cycle).
+    pub fn new(t: &Tensor) -> Result<SavedTensor> {
+        if t.is_inference() && !super::is_inference_mode() {
+            return Err(TensorError::runtime(
+                "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
+            ));
+        }
+        Ok(SavedTensor {
+            data: t.data_handle(),
+            version: t.storage_version(),
+        })
+    }
+
+    /// The saved tensor, or the error PyTorch raises when it was modified in place since.
+    pub fn get(&self) -> Result<&Tensor> {
+        let now = self.data.storage_version();
+        if now != self.version {
+            return Err(TensorError::runtime(format!(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: [{} {:?}] is at version {now}; expected version {} instead.",
+                self.data.type_name(),
+                self.data.shape(),
+                self.version
+            )));
+        }
+        Ok(&self.data)
+    }
+}
+
+/// Whether an op on `inputs` must be recorded now.
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    super::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// The edge an input contributes to a new node.
+pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
+    if !t.requires_grad() {
+        return None;
+    }
+    Some(match t.grad_fn() {
+        Some(node) => Edge::Node(node),
+        None => Edge::Leaf(t.clone()),
+    })
+}
+
+/// Build a node named `name` over `inputs` and make `out` its output (caller checked `needs_grad`).
+pub(crate) fn record(
+    out: &Tensor,
+    name: &'static str,
+    inputs: &[&Tensor],
+    saves: bool,
+    func: Box<GradFn>,
+) {
+    let node = Arc::new(Node {
+        name,
+        next: inputs.iter().map(|t| edge_of(t)).collect(),
+        input_dtypes: inputs.iter().map(|t| t.dtype()).collect(),
+        func: Mutex::new(Some(func)),
+        saves,
+        seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+    });
+    out.set_history(node);
+}

@@ -1,0 +1,13 @@
+//! Autograd: grad mode (thread-local, RAII guards), graph nodes with saved tensors, `backward`.
+
+mod engine;
+mod graph;
+mod mode;
+
+pub use engine::backward;
+pub(crate) use graph::{needs_grad, record};
+pub use graph::{Edge, Node, SavedTensor};
+pub use mode::{
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode, no_grad, set_grad_enabled,
+    GradModeGuard,
+};

@@ -1,0 +1,182 @@
+//! The backend trait: one implementation per device kind (`cpu`, `sim`, `cuda`); tensors call only this.
+//!
+//! The tensor layer owns every allocation decision: it asks `alloc` for exactly the output of an op
+//! (as PyTorch does) and hands the backend operands that are already broadcast (stride-0
+//! dimensions) and already checked for shape, dtype and device. Kernels never allocate device
+//! memory of their own, except where PyTorch does too (e.g. a cuBLAS workspace, taken from the
+//! device's caching allocator). A kernel computes in the category of its destination's dtype:
+//! float destinations in at least f32 (f64 where convenient), integer destinations in i64.
+
+use std::sync::Arc;
+
+use crate::alloc::{DeviceAllocator, DevicePtr};
+use crate::tensor::{DType, Layout, Result, Scalar};
+
+use super::Device;
+
+/// One strided operand of a kernel: the storage's base address, its dtype and the view's layout.
+#[derive(Clone, Copy, Debug)]
+pub struct Operand<'a> {
+    /// Address of the storage's first byte (host address on `cpu`/`sim`, device address on `cuda`).
+    pub ptr: DevicePtr,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, strides (elements) and offset (elements) of the view.
+    pub layout: &'a Layout,
+}
+
+/// Elementwise functions of one tensor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// `-x` (logical not for bool is not offered: PyTorch refuses `-` on bool too).
+    Neg,
+    /// `e^x`.
+    Exp,
+    /// Natural log.
+    Log,
+    /// Square root.
+    Sqrt,
+    /// `|x|`.
+    Abs,
+    /// `max(x, 0)`.
+    Relu,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// -1, 0 or 1.
+    Sign,
+    /// `min(max(x, min), max)`; a missing bound is not applied.
+    Clamp {
+        /// Lower bound.
+        min: Option<f64>,
+        /// Upper bound.
+        max: Option<f64>,
+    },
+    /// `x ^ exponent`.
+    PowScalar(f64),
+}
+
+/// Elementwise functions of two tensors (or a tensor and a scalar), computed `lhs op rhs`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b` (true division; the destination is a float dtype).
+    Div,
+    /// `a ^ b`.
+    Pow,
+    /// `a == b`, into a bool destination.
+    Eq,
+    /// ReLU's backward: `lhs` (grad) where `rhs` (the ReLU output) > 0, else 0.
+    ReluBackward,
+    /// Sigmoid's backward: `lhs * rhs * (1 - rhs)` with `rhs` the sigmoid output.
+    SigmoidBackward,
+    /// Tanh's backward: `lhs * (1 - rhs^2)` with `rhs` the tanh output.
+    TanhBackward,
+    /// Clamp's backward: `lhs` (grad) where `min <= rhs <= max` (`rhs` the input), else 0.
+    ClampBackward {
+        /// Lower bound.
+        min: Option<f64>,
+        /// Upper bound.
+        max: Option<f64>,
+    },
+}
+
+/// Reductions over one dimension or over all elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum (floats accumulate in f64; ints in i64).
+    Sum,
+    /// Arithmetic mean (float dtypes only).
+    Mean,
+    /// Largest value (NaN propagates).
+    Max,
+    /// Smallest value (NaN propagates).
+    Min,
+    /// Index of the first largest value (NaN counts as largest), into an int64 destination.
+    ArgMax,
+    /// Index of the first smallest value (NaN counts as smallest), into an int64 destination.
+    ArgMin,
+}
+
+/// Distributions for random fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// Uniform on [0, 1).
+    Uniform,
+    /// Standard normal.
+    Normal,
+}
+
+/// One device's memory and kernels. Implemented by `cpu`, `sim` and `cuda`.
+pub trait Backend: Send + Sync {
+    /// The device this backend computes on.
+    fn device(&self) -> Device;
+    /// A human-readable device name (`get_device_name`).
+    fn name(&self) -> String;
+    /// The caching allocator behind a CUDA-like device; `None` for the CPU.
+    fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>>;
+    /// Allocate `bytes` (> 0) for a new storage, through the device's allocator.
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
+    /// Return a storage's memory (called once, when its last handle drops).
+    fn free(&self, ptr: DevicePtr, bytes: usize);
+    /// Wait for all queued work on the device.
+    fn synchronize(&self) -> Result<()>;
+    /// Copy host bytes into device memory at `dst` (synchronously).
+    fn write_bytes(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+    /// Copy device memory at `src` into host bytes (synchronously).
+    fn read_bytes(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+    /// `dst = src` elementwise, converting dtype; both views have the same shape.
+    fn copy(&self, src: Operand, dst: Operand) -> Result<()>;
+    /// Set every element of `dst` to `value` (converted to `dst`'s dtype).
+    fn fill(&self, dst: Operand, value: Scalar) -> Result<()>;
+    /// Fill a contiguous `dst` with random numbers; the same `seed` gives the same numbers.
+    fn random(&self, dst: Operand, dist: Distribution, seed: u64) -> Result<()>;
+    /// Fill a contiguous `dst` with `start + i * step`.
+    fn arange(&self, dst: Operand, start: f64, step: f64) -> Result<()>;
+    /// `dst = op(src)`; same shape.
+    fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()>;
+    /// `dst = lhs op rhs`; `lhs`, `rhs` already broadcast to `dst`'s shape.
+    fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
+    /// `dst = src op scalar`, or `scalar op src` when `scalar_first`.
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        src: Operand,
+        scalar: Scalar,
+        scalar_first: bool,
+        dst: Operand,
+    ) -> Result<()>;
+    /// Reduce `src` over `dims` (ascending; every dim for a full reduction; one dim for ArgMax)
+    /// into contiguous `dst`, whose shape is `src`'s with the reduced dims set to 1 (keepdim).
+    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()>;
+    /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
+    fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
+    /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.
+    fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()>;
+    /// Softmax's backward from `grad` and the forward `output`, into a same-shaped `dst`.
+    fn softmax_backward(
+        &self,
+        grad: Operand,
+        output: Operand,
+        dim: usize,
+        log: bool,
+        dst: Operand,
+    ) -> Result<()>;
+    /// Mean negative log-likelihood: `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
+    fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()>;
+    /// NLL's backward: `dst` [n, c] zero except `dst[i, target[i]] = -grad[0] / n`.
+    fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()>;
+    /// `dst[.., index[..], ..] = src[..]` along `dim` (`index` int64, shaped like `src`);
+    /// other elements of `dst` are left as they are.
+    fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+}

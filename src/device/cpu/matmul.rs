@@ -1,0 +1,127 @@
+//! Host matrix products through the `gemm` crate (f32, f64, f16), with an f64 route for the rest.
+
+use gemm::{gemm, Parallelism};
+use half::f16;
+
+use crate::device::backend::Operand;
+use crate::tensor::element::{load_f64, store_f64};
+use crate::tensor::{DType, Layout, Result};
+
+/// Threads pay off only for products of at least this many multiply-adds.
+const PARALLEL_FLOPS: usize = 1 << 18;
+
+fn strides(l: &Layout) -> (isize, isize, isize) {
+    (
+        l.strides[0] as isize,
+        l.strides[1] as isize,
+        l.strides[2] as isize,
+    )
+}
+
+/// `dst[b] = lhs[b] @ rhs[b]` for typed elements the gemm crate supports.
+unsafe fn gemm_typed<T: 'static + Copy>(
+    lhs: &Operand,
+    rhs: &Operand,
+    dst: &Operand,
+    one: T,
+    zero: T,
+) {
+    let (batch, m, k) = (
+        lhs.layout.shape[0],
+        lhs.layout.shape[1],
+        lhs.layout.shape[2],
+    );
+    let n = rhs.layout.shape[2];
+    let par = if m * n * k >= PARALLEL_FLOPS {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    let (lb, lr, lc) = strides(lhs.layout);
+    let (rb, rr, rc) = strides(rhs.layout);
+    let (db, dr, dc) = strides(dst.layout);
+    let lp = (lhs.ptr as *const T).add(lhs.layout.offset);
+    let rp = (rhs.ptr as *const T).add(rhs.layout.offset);
+    let dp = (dst.ptr as *mut T).add(dst.layout.offset);
+    for b in 0..batch as isize {
+        if k == 0 {
+            for i in 0..m as isize {
+                for j in 0..n as isize {
+                    *dp.offset(b * db + i * dr + j * dc) = zero;
+                }
+            }
+            continue;
+        }
+        gemm(
+            m,
+            n,
+            k,
+            dp.offset(b * db),
+            dc,
+            dr,
+            false,
+            lp.offset(b * lb),
+            lc,
+            lr,
+            rp.offset(b * rb),
+            rc,
+            rr,
+            zero,
+            one,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+}
+
+/// Copy a strided operand into a dense f64 buffer with the same (now contiguous) layout.
+fn to_f64(op: &Operand) -> (Vec<f64>, Layout) {
+    let layout = Layout::contiguous(&op.layout.shape);
+    let v = (0..op.layout.numel())
+        .map(|i| unsafe { load_f64(op.ptr as *const u8, op.dtype, op.layout.index_of(i)) })
+        .collect();
+    (v, layout)
+}
+
+/// Batched `dst = lhs @ rhs` with [b, m, k] × [b, k, n] → [b, m, n].
+pub fn matmul(lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+    let same = lhs.dtype == dst.dtype && rhs.dtype == dst.dtype;
+    unsafe {
+        match dst.dtype {
+            DType::F32 if same => gemm_typed::<f32>(&lhs, &rhs, &dst, 1.0, 0.0),
+            DType::F64 if same => gemm_typed::<f64>(&lhs, &rhs, &dst, 1.0, 0.0),
+            DType::F16 if same => gemm_typed::<f16>(&lhs, &rhs, &dst, f16::ONE, f16::ZERO),
+            _ => {
+                // bfloat16 and integers: compute in f64 (exact for the integer sizes seen in practice).
+                let (a, la) = to_f64(&lhs);
+                let (b, lb) = to_f64(&rhs);
+                let lo = Layout::contiguous(&dst.layout.shape);
+                let mut out = vec![0f64; lo.numel()];
+                let (ao, bo, oo) = (
+                    Operand {
+                        ptr: a.as_ptr() as u64,
+                        dtype: DType::F64,
+                        layout: &la,
+                    },
+                    Operand {
+                        ptr: b.as_ptr() as u64,
+                        dtype: DType::F64,
+                        layout: &lb,
+                    },
+                    Operand {
+                        ptr: out.as_mut_ptr() as u64,
+                        dtype: DType::F64,
+                        layout: &lo,
+                    },
+                );
+                gemm_typed::<f64>(&ao, &bo, &oo, 1.0, 0.0);
+                for (i, v) in out.iter().enumerate() {
+                    store_f64(dst.ptr as *mut u8, dst.dtype, dst.layout.index_of(i), *v);
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! The CPU backend: host memory and the host kernels (also used by the simulated GPU).
+
+mod elementwise;
+mod matmul;
+mod parallel;
+mod random;
+mod reduce;
+
+use std::alloc::{alloc, dealloc, Layout as MemLayout};
+use std::sync::Arc;
+
+use crate::alloc::{DeviceAllocator, DevicePtr};
+use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::Device;
+use crate::tensor::{Result, Scalar, TensorError};
+
+/// Host allocations are aligned for the widest SIMD loads the kernels use.
+const ALIGN: usize = 64;
+
+/// Allocate `bytes` of host memory (uninitialised).
+pub(crate) fn host_alloc(bytes: usize) -> Result<DevicePtr> {
+    let layout = MemLayout::from_size_align(bytes, ALIGN)
+        .map_err(|_| TensorError::runtime(format!("cannot allocate {bytes} bytes on the CPU")))?;
+    // SAFETY: bytes > 0 (the tensor layer never asks for empty storage).
+    let p = unsafe { alloc(layout) };
+    if p.is_null() {
+        return Err(TensorError::new(
+            crate::tensor::ErrorKind::OutOfMemory,
+            format!("[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
+        ));
+    }
+    Ok(p as DevicePtr)
+}
+
+/// Free memory from `host_alloc`.
+pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
+    let layout = MemLayout::from_size_align(bytes, ALIGN).expect("layout was valid at allocation");
+    // SAFETY: `ptr` came from `host_alloc(bytes)` and is freed once, by its storage's drop.
+    unsafe { dealloc(ptr as *mut u8, layout) }
+}
+
+/// The host kernels, shared by every backend whose memory the host can address.
+pub mod kernels {
+    pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
+    pub use super::matmul::matmul;
+    pub use super::random::random;
+    pub use super::reduce::{
+        nll_loss, nll_loss_backward, reduce, scatter, softmax, softmax_backward,
+    };
+}
+
+/// Implement the kernel methods of `Backend` with the host kernels (for `cpu` and `sim`).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! host_kernel_methods {
+    () => {
+        fn write_bytes(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+            // SAFETY: `dst` is a host address of a storage at least `src.len()` long.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+            Ok(())
+        }
+        fn read_bytes(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+            // SAFETY: `src` is a host address of a storage at least `dst.len()` long.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+            Ok(())
+        }
+        fn copy(&self, src: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::copy(src, dst)
+        }
+        fn fill(&self, dst: Operand, value: Scalar) -> Result<()> {
+            $crate::device::cpu::kernels::fill(dst, value)
+        }
+        fn random(&self, dst: Operand, dist: Distribution, seed: u64) -> Result<()> {
+            $crate::device::cpu::kernels::random(dst, dist, seed)
+        }
+        fn arange(&self, dst: Operand, start: f64, step: f64) -> Result<()> {
+            $crate::device::cpu::kernels::arange(dst, start, step)
+        }
+        fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::unary(op, src, dst)
+        }
+        fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::binary(op, lhs, rhs, dst)
+        }
+        fn binary_scalar(
+            &self,
+            op: BinaryOp,
+            src: Operand,
+            scalar: Scalar,
+            scalar_first: bool,
+            dst: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::binary_scalar(op, src, scalar, scalar_first, dst)
+        }
+        fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::reduce(op, src, dims, dst)
+        }
+        fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::matmul(lhs, rhs, dst)
+        }
+        fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::softmax(src, dim, log, dst)
+        }
+        fn softmax_backward(
+            &self,
+            grad: Operand,
+            output: Operand,
+            dim: usize,
+            log: bool,
+            dst: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::softmax_backward(grad, output, dim, log, dst)
+        }
+        fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::nll_loss(logp, target, dst)
+        }
+        fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::nll_loss_backward(grad, target, dst)
+        }
+        fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::scatter(src, index, dim, dst)
+        }
+    };
+}
+
+/// The host CPU as a device.
+#[derive(Debug, Default)]
+pub struct CpuBackend;
+
+impl Backend for CpuBackend {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+    fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>> {
+        None
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        host_alloc(bytes)
+    }
+    fn free(&self, ptr: DevicePtr, bytes: usize) {
+        host_free(ptr, bytes)
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    host_kernel_methods!();
+}

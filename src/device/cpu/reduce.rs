@@ -1,0 +1,343 @@
+//! Host kernels that combine elements along a dimension: reductions, softmax, NLL loss, scatter.
+
+use rayon::prelude::*;
+
+use crate::device::backend::{Operand, ReduceOp};
+use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
+use crate::tensor::{Layout, OffsetIter, Result};
+
+use super::parallel::{offsets, SendPtr, PARALLEL_MIN};
+
+/// Split `src` into the layout of the kept dims (one position per output) and the layout of the
+/// reduced dims (relative to each output's base offset, so its offset is 0).
+fn split_dims(src: &Layout, dims: &[usize]) -> (Layout, Layout) {
+    let mut outer = Layout {
+        shape: vec![],
+        strides: vec![],
+        offset: src.offset,
+    };
+    let mut inner = Layout {
+        shape: vec![],
+        strides: vec![],
+        offset: 0,
+    };
+    for d in 0..src.ndim() {
+        let target = if dims.contains(&d) {
+            &mut inner
+        } else {
+            &mut outer
+        };
+        target.shape.push(src.shape[d]);
+        target.strides.push(src.strides[d]);
+    }
+    (outer, inner)
+}
+
+/// `src` with `dim` removed, plus the length and stride along `dim`.
+fn split(src: &Layout, dim: Option<usize>) -> (Layout, usize, usize) {
+    let d = dim.expect("a line-wise kernel has a dim");
+    let mut outer = src.clone();
+    let len = outer.shape.remove(d);
+    let stride = outer.strides.remove(d);
+    (outer, len, stride)
+}
+
+/// Accumulated state of one reduction.
+#[derive(Clone, Copy)]
+struct Acc {
+    sum: f64,
+    isum: i64,
+    best: f64,
+    ibest: i64,
+    arg: usize,
+    n: usize,
+}
+
+impl Acc {
+    fn new(op: ReduceOp) -> Acc {
+        let (best, ibest) = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => (f64::INFINITY, i64::MAX),
+            _ => (f64::NEG_INFINITY, i64::MIN),
+        };
+        Acc {
+            sum: 0.0,
+            isum: 0,
+            best,
+            ibest,
+            arg: usize::MAX,
+            n: 0,
+        }
+    }
+
+    /// Fold element number `k` (its position along the reduction) into the state.
+    #[inline]
+    fn push(&mut self, op: ReduceOp, float: bool, v: f64, iv: i64, k: usize) {
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                self.sum += v;
+                self.isum = self.isum.wrapping_add(iv);
+            }
+            ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
+                let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
+                let better = if float {
+                    // NaN wins and stays, as in PyTorch.
+                    !self.best.is_nan()
+                        && (v.is_nan() || if max { v > self.best } else { v < self.best })
+                } else if max {
+                    iv > self.ibest
+                } else {
+                    iv < self.ibest
+                };
+                if better || self.arg == usize::MAX {
+                    self.best = v;
+                    self.ibest = iv;
+                    self.arg = k;
+                }
+            }
+        }
+        self.n += 1;
+    }
+
+    /// Merge a state that covered later elements.
+    fn merge(mut self, op: ReduceOp, float: bool, other: Acc) -> Acc {
+        if other.n == 0 {
+            return self;
+        }
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                self.sum += other.sum;
+                self.isum = self.isum.wrapping_add(other.isum);
+                self.n += other.n;
+            }
+            _ => {
+                let n = self.n + other.n;
+                self.push(op, float, other.best, other.ibest, other.arg);
+                self.n = n;
+            }
+        }
+        self
+    }
+}
+
+/// Reduce `src` over `dims` into contiguous keepdim-shaped `dst`.
+pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
+    let (outer, inner) = split_dims(src.layout, dims);
+    let float = src.dtype.is_float();
+    let s = SendPtr(src.ptr as usize);
+    let d = SendPtr(dst.ptr as usize);
+    let n_out = outer.numel();
+    let len = inner.numel();
+    let read = move |o: usize| unsafe {
+        if float {
+            (load_f64(s.get(), src.dtype, o), 0)
+        } else {
+            let i = load_i64(s.get(), src.dtype, o);
+            (i as f64, i)
+        }
+    };
+    let write = move |i: usize, acc: Acc| unsafe {
+        let at = dst.layout.offset + i;
+        match op {
+            ReduceOp::Sum if !float => store_i64(d.get(), dst.dtype, at, acc.isum),
+            ReduceOp::Sum => store_f64(d.get(), dst.dtype, at, acc.sum),
+            ReduceOp::Mean => store_f64(d.get(), dst.dtype, at, acc.sum / acc.n as f64),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                store_i64(d.get(), dst.dtype, at, acc.arg as i64)
+            }
+            _ if float => store_f64(d.get(), dst.dtype, at, acc.best),
+            _ => store_i64(d.get(), dst.dtype, at, acc.ibest),
+        }
+    };
+    if n_out == 1 {
+        // One output: split the input itself across threads, then merge in order.
+        let base = outer.offset;
+        let chunk = PARALLEL_MIN;
+        let chunks = len.div_ceil(chunk).max(1);
+        let part = |c: usize| {
+            let start = c * chunk;
+            let mut acc = Acc::new(op);
+            for (k, o) in offsets(&inner, start, chunk.min(len.saturating_sub(start))).enumerate() {
+                let (v, iv) = read(base + o);
+                acc.push(op, float, v, iv, start + k);
+            }
+            acc
+        };
+        let parts: Vec<Acc> = if chunks > 1 {
+            (0..chunks).into_par_iter().map(part).collect()
+        } else {
+            vec![part(0)]
+        };
+        let acc = parts
+            .into_iter()
+            .fold(Acc::new(op), |a, b| a.merge(op, float, b));
+        write(0, acc);
+        return Ok(());
+    }
+    let run = |start: usize, count: usize| {
+        for (i, base) in offsets(&outer, start, count).enumerate() {
+            let mut acc = Acc::new(op);
+            for (k, o) in OffsetIter::new(&inner).enumerate() {
+                let (v, iv) = read(base + o);
+                acc.push(op, float, v, iv, k);
+            }
+            write(start + i, acc);
+        }
+    };
+    if n_out * len < PARALLEL_MIN {
+        run(0, n_out);
+    } else {
+        let chunk =
+            (PARALLEL_MIN / len.max(1)).clamp(1, n_out.div_ceil(rayon::current_num_threads()));
+        let chunks = n_out.div_ceil(chunk);
+        (0..chunks).into_par_iter().for_each(|c| {
+            let start = c * chunk;
+            run(start, chunk.min(n_out - start));
+        });
+    }
+    Ok(())
+}
+
+/// Visit each line along `dim` of `layout`: `f(line_index, base_offset, stride, len)`.
+fn lines(layout: &Layout, dim: usize, f: impl Fn(usize, usize, usize, usize) + Sync + Send) {
+    let (outer, len, stride) = split(layout, Some(dim));
+    let n = outer.numel();
+    let work = |start: usize, count: usize| {
+        for (i, base) in offsets(&outer, start, count).enumerate() {
+            f(start + i, base, stride, len);
+        }
+    };
+    if n * len < PARALLEL_MIN {
+        work(0, n);
+    } else {
+        (0..n).into_par_iter().for_each(|i| work(i, 1));
+    }
+}
+
+/// (Log-)softmax along `dim`; `dst` has `src`'s shape.
+pub fn softmax(src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
+    let (s, d) = (SendPtr(src.ptr as usize), SendPtr(dst.ptr as usize));
+    let (outer_d, _, dstride) = split(dst.layout, Some(dim));
+    lines(src.layout, dim, |i, base, stride, len| unsafe {
+        let dbase = outer_d.index_of(i);
+        let x = |k: usize| load_f64(s.get(), src.dtype, base + k * stride);
+        let max = (0..len).map(x).fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = (0..len).map(|k| (x(k) - max).exp()).sum();
+        for k in 0..len {
+            let v = if log {
+                x(k) - max - sum.ln()
+            } else {
+                (x(k) - max).exp() / sum
+            };
+            store_f64(d.get(), dst.dtype, dbase + k * dstride, v);
+        }
+    });
+    Ok(())
+}
+
+/// Softmax backward: `dx = y * (g - sum(g*y))`; log-softmax: `dx = g - exp(y) * sum(g)`.
+pub fn softmax_backward(
+    grad: Operand,
+    output: Operand,
+    dim: usize,
+    log: bool,
+    dst: Operand,
+) -> Result<()> {
+    let (g, y, d) = (
+        SendPtr(grad.ptr as usize),
+        SendPtr(output.ptr as usize),
+        SendPtr(dst.ptr as usize),
+    );
+    let (outer_g, _, gstride) = split(grad.layout, Some(dim));
+    let (outer_d, _, dstride) = split(dst.layout, Some(dim));
+    lines(output.layout, dim, |i, base, stride, len| unsafe {
+        let (gb, db) = (outer_g.index_of(i), outer_d.index_of(i));
+        let gv = |k: usize| load_f64(g.get(), grad.dtype, gb + k * gstride);
+        let yv = |k: usize| load_f64(y.get(), output.dtype, base + k * stride);
+        if log {
+            let sum: f64 = (0..len).map(gv).sum();
+            for k in 0..len {
+                store_f64(
+                    d.get(),
+                    dst.dtype,
+                    db + k * dstride,
+                    gv(k) - yv(k).exp() * sum,
+                );
+            }
+        } else {
+            let dot: f64 = (0..len).map(|k| gv(k) * yv(k)).sum();
+            for k in 0..len {
+                store_f64(d.get(), dst.dtype, db + k * dstride, yv(k) * (gv(k) - dot));
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `dst[0] = -mean_i logp[i, target[i]]`.
+pub fn nll_loss(logp: Operand, target: Operand, dst: Operand) -> Result<()> {
+    let n = logp.layout.shape[0];
+    let (rs, cs) = (logp.layout.strides[0], logp.layout.strides[1]);
+    let mut sum = 0.0;
+    for (i, t) in offsets(target.layout, 0, n).enumerate() {
+        unsafe {
+            let c = load_i64(target.ptr as *const u8, target.dtype, t) as usize;
+            sum += load_f64(
+                logp.ptr as *const u8,
+                logp.dtype,
+                logp.layout.offset + i * rs + c * cs,
+            );
+        }
+    }
+    unsafe {
+        store_f64(
+            dst.ptr as *mut u8,
+            dst.dtype,
+            dst.layout.offset,
+            -sum / n as f64,
+        )
+    };
+    Ok(())
+}
+
+/// `dst` [n, c] = 0 except `dst[i, target[i]] = -grad / n`.
+pub fn nll_loss_backward(grad: Operand, target: Operand, dst: Operand) -> Result<()> {
+    super::elementwise::fill(dst, crate::tensor::Scalar::Float(0.0))?;
+    let n = dst.layout.shape[0];
+    let (rs, cs) = (dst.layout.strides[0], dst.layout.strides[1]);
+    unsafe {
+        let g = load_f64(grad.ptr as *const u8, grad.dtype, grad.layout.offset);
+        for (i, t) in offsets(target.layout, 0, n).enumerate() {
+            let c = load_i64(target.ptr as *const u8, target.dtype, t) as usize;
+            let at = dst.layout.offset + i * rs + c * cs;
+            store_f64(dst.ptr as *mut u8, dst.dtype, at, -g / n as f64);
+        }
+    }
+    Ok(())
+}
+
+/// `dst[.., index[..], ..] = src[..]` along `dim`.
+pub fn scatter(src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+    let n = src.layout.numel();
+    let shape = &src.layout.shape;
+    let mut pos = vec![0usize; shape.len()];
+    let it = offsets(src.layout, 0, n).zip(offsets(index.layout, 0, n));
+    for (s, ix) in it {
+        unsafe {
+            let k = load_i64(index.ptr as *const u8, index.dtype, ix) as usize;
+            let mut at = dst.layout.offset;
+            for (d, &p) in pos.iter().enumerate() {
+                at += if d == dim { k } else { p } * dst.layout.strides[d];
+            }
+            let v = load_f64(src.ptr as *const u8, src.dtype, s);
+            store_f64(dst.ptr as *mut u8, dst.dtype, at, v);
+        }
+        for d in (0..pos.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < shape[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    Ok(())
+}

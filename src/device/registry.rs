@@ -1,0 +1,199 @@
+//! The registry of devices: the CPU, and the CUDA devices (simulated, or real via `cuda::probe`).
+//!
+//! Real GPUs are probed lazily, on first CUDA use, because creating a context costs a third of a
+//! second that scripts touching only the CPU should not pay (PyTorch is lazy in the same way).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::alloc::DeviceAllocator;
+use crate::tensor::{Result, TensorError};
+
+use super::cpu::CpuBackend;
+use super::sim::SimBackend;
+use super::{Backend, Device};
+
+/// The simulation spec chosen at start-up (`None`: use real GPUs).
+static SPEC: OnceLock<Option<String>> = OnceLock::new();
+/// The CUDA devices, or why there are none.
+static CUDA: OnceLock<std::result::Result<Vec<Arc<dyn Backend>>, String>> = OnceLock::new();
+static CPU: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+
+/// Default size of a simulated GPU, as `--simulate-cuda` without a value gives.
+const DEFAULT_SIZE: &str = "16GiB";
+
+/// Parse a byte size: "16GiB", "512MiB", "64KiB", "1000000000", "2GB" (decimal units too).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        format!(
+            "invalid size '{s}': expected a number of bytes such as 16GiB, 512MiB or 1000000000"
+        )
+    })?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => {
+            return Err(format!(
+                "invalid size '{s}': unknown unit '{other}' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            ))
+        }
+    };
+    let bytes = (value * mult as f64).round() as u64;
+    if bytes == 0 {
+        return Err(format!(
+            "invalid size '{s}': a simulated GPU needs more than 0 bytes"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn parse_spec(spec: &str) -> std::result::Result<Vec<u64>, String> {
+    let spec = if spec.trim().is_empty() {
+        DEFAULT_SIZE
+    } else {
+        spec
+    };
+    spec.split(',').map(parse_size).collect()
+}
+
+/// Record the simulation spec (validated); a second call must agree with the first.
+pub fn init(simulate: Option<&str>) -> std::result::Result<(), String> {
+    if let Some(s) = simulate {
+        parse_spec(s).map_err(|e| format!("--simulate-cuda: {e}"))?;
+    }
+    crate::alloc::AllocConfig::from_env().map_err(|e| e.to_string())?;
+    let wanted = simulate.map(str::to_owned);
+    let got = SPEC.get_or_init(|| wanted.clone());
+    if *got != wanted {
+        return Err(format!(
+            "devices were already set up ({}); cannot switch to {} in the same process",
+            describe(got),
+            describe(&wanted)
+        ));
+    }
+    Ok(())
+}
+
+fn describe(spec: &Option<String>) -> String {
+    match spec {
+        Some(s) => format!("simulated CUDA {s}"),
+        None => "real CUDA devices".into(),
+    }
+}
+
+fn spec() -> &'static Option<String> {
+    SPEC.get_or_init(|| std::env::var("TORCHLET_SIMULATE_CUDA").ok())
+}
+
+fn cuda_devices() -> &'static std::result::Result<Vec<Arc<dyn Backend>>, String> {
+    CUDA.get_or_init(|| match spec() {
+        Some(s) => {
+            let sizes = parse_spec(s)?;
+            let config = crate::alloc::AllocConfig::from_env().map_err(|e| e.to_string())?;
+            Ok(sizes
+                .into_iter()
+                .enumerate()
+                .map(|(i, bytes)| {
+                    Arc::new(SimBackend::new(i, bytes, config.clone())) as Arc<dyn Backend>
+                })
+                .collect())
+        }
+        None => super::cuda::probe(),
+    })
+}
+
+/// The CPU backend.
+pub fn cpu() -> Arc<dyn Backend> {
+    CPU.get_or_init(|| Arc::new(CpuBackend)).clone()
+}
+
+/// The backend of `device`, or a clear error when that device does not exist.
+pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
+    match device {
+        Device::Cpu => Ok(cpu()),
+        Device::Cuda(i) => match cuda_devices() {
+            Ok(list) => list.get(i).cloned().ok_or_else(|| {
+                TensorError::runtime(format!(
+                    "CUDA error: invalid device ordinal: cuda:{i} does not exist ({} CUDA device{} available{})",
+                    list.len(),
+                    if list.len() == 1 { " is" } else { "s are" },
+                    if list.is_empty() { String::new() } else { format!(": cuda:0 to cuda:{}", list.len() - 1) }
+                ))
+            }),
+            Err(why) => Err(TensorError::runtime(format!(
+                "{why}. To simulate a GPU in host memory, pass --simulate-cuda[=SIZE] or set TORCHLET_SIMULATE_CUDA=16GiB."
+            ))),
+        },
+    }
+}
+
+/// Whether any CUDA device (real or simulated) is present.
+pub fn cuda_is_available() -> bool {
+    cuda_device_count() > 0
+}
+
+/// Number of CUDA devices (real or simulated).
+pub fn cuda_device_count() -> usize {
+    cuda_devices().as_ref().map_or(0, |l| l.len())
+}
+
+/// Whether the CUDA devices are simulated.
+pub fn is_simulated() -> bool {
+    spec().is_some()
+}
+
+/// The caching allocator of CUDA device `index`.
+pub fn cuda_allocator(index: usize) -> Result<Arc<dyn DeviceAllocator>> {
+    backend(Device::Cuda(index))?
+        .allocator()
+        .ok_or_else(|| TensorError::runtime(format!("cuda:{index} has no caching allocator")))
+}
+
+/// The name of CUDA device `index`, e.g. "torchlet simulated GPU (16.00 GiB)".
+pub fn get_device_name(index: usize) -> Result<String> {
+    Ok(backend(Device::Cuda(index))?.name())
+}
+
+/// Wait for all work queued on CUDA device `index`.
+pub fn synchronize(index: usize) -> Result<()> {
+    backend(Device::Cuda(index))?.synchronize()
+}
+
+/// The device `"cuda"` means.
+pub fn current_device() -> usize {
+    CURRENT.load(Ordering::Relaxed)
+}
+
+/// Choose the device `"cuda"` means.
+pub fn set_device(index: usize) -> Result<()> {
+    backend(Device::Cuda(index))?;
+    CURRENT.store(index, Ordering::Relaxed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("1000000000"), Ok(1_000_000_000));
+        assert!(parse_size("lots").unwrap_err().contains("invalid size"));
+        assert_eq!(parse_spec("16GiB,8GiB").unwrap(), vec![16 << 30, 8 << 30]);
+    }
+}

@@ -1,0 +1,151 @@
+//! Moving and converting: `to_device`, `to_dtype`, `contiguous`, `clone`, reading values back.
+
+use crate::autograd::{needs_grad, record};
+use crate::device::{self, Device};
+
+use super::element::{load_f64, load_scalar};
+use super::{DType, Layout, Result, Scalar, Tensor, TensorError};
+
+impl Tensor {
+    /// A contiguous copy in `dtype` on this device (always allocates, never records).
+    pub(crate) fn copy_as(&self, dtype: DType) -> Result<Tensor> {
+        let out = self.empty_same(self.dims(), dtype)?;
+        if out.numel() > 0 {
+            self.backend().copy(self.operand(), out.operand())?;
+        }
+        Ok(out)
+    }
+
+    /// A contiguous copy with no autograd history.
+    pub(crate) fn contiguous_copy(&self) -> Result<Tensor> {
+        self.copy_as(self.dtype())
+    }
+
+    /// The tensor on `device` (the same tensor when it is already there).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        let target = device::backend(device)?;
+        // The copy goes through contiguous host bytes; only the result is allocated on a GPU.
+        let src = if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.contiguous_copy()?
+        };
+        let bytes = src.host_bytes()?;
+        let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
+        if !bytes.is_empty() {
+            out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
+        }
+        drop(src);
+        if needs_grad(&[self]) {
+            let from = self.device();
+            record(
+                &out,
+                "ToCopyBackward0",
+                &[self],
+                false,
+                Box::new(move |g, _| Ok(vec![Some(g.to_device(from)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The tensor converted to `dtype` (the same tensor when it already has it).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = self.copy_as(dtype)?;
+        if needs_grad(&[self]) && dtype.is_float() {
+            let from = self.dtype();
+            record(
+                &out,
+                "ToCopyBackward0",
+                &[self],
+                false,
+                Box::new(move |g, _| Ok(vec![Some(g.to_dtype(from)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The tensor with row-major memory (the same tensor when it already is).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.clone_tensor()
+    }
+
+    /// A copy with its own memory (`clone()`), recorded as `CloneBackward0`.
+    pub fn clone_tensor(&self) -> Result<Tensor> {
+        super::check_interrupt()?;
+        let out = self.contiguous_copy()?;
+        if needs_grad(&[self]) {
+            record(
+                &out,
+                "CloneBackward0",
+                &[self],
+                false,
+                Box::new(|g, _| Ok(vec![Some(g.clone())])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The elements' bytes in row-major order, copied to the host.
+    pub(crate) fn host_bytes(&self) -> Result<Vec<u8>> {
+        let src = if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.contiguous_copy()?
+        };
+        let mut bytes = vec![0u8; src.nbytes()];
+        if !bytes.is_empty() {
+            let start = src.inner.storage.ptr() + (src.layout().offset * src.element_size()) as u64;
+            src.backend().read_bytes(start, &mut bytes)?;
+        }
+        Ok(bytes)
+    }
+
+    /// Every element as a `Scalar`, in row-major order (copied to the host).
+    pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
+        let bytes = self.host_bytes()?;
+        let dtype = self.dtype();
+        // SAFETY: `bytes` holds `numel` elements of `dtype`.
+        Ok((0..self.numel())
+            .map(|i| unsafe { load_scalar(bytes.as_ptr(), dtype, i) })
+            .collect())
+    }
+
+    /// Every element as f64, in row-major order (copied to the host).
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        let bytes = self.host_bytes()?;
+        let dtype = self.dtype();
+        // SAFETY: `bytes` holds `numel` elements of `dtype`.
+        Ok((0..self.numel())
+            .map(|i| unsafe { load_f64(bytes.as_ptr(), dtype, i) })
+            .collect())
+    }
+
+    /// The value of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        super::check_interrupt()?;
+        let n = self.numel();
+        if n != 1 {
+            return Err(TensorError::runtime(format!(
+                "a Tensor with {n} elements cannot be converted to Scalar"
+            )));
+        }
+        let one = self.view_as_layout(Layout {
+            shape: vec![],
+            strides: vec![],
+            offset: self.layout().offset,
+        });
+        Ok(one.to_scalars()?[0])
+    }
+}

@@ -1,0 +1,309 @@
+//! `matmul` with PyTorch's 1-D/2-D/batched rules and errors; `mm` saves both inputs as needed.
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+
+use super::layout::broadcast_shapes;
+use super::math::device_mismatch;
+use super::{DType, Layout, Result, Tensor, TensorError};
+
+/// The C++ type name PyTorch's matmul dtype error uses.
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::I64 => "long int",
+        DType::I32 => "int",
+        DType::U8 => "unsigned char",
+        DType::Bool => "bool",
+    }
+}
+
+/// A 3-D [batch, rows, cols] layout of a matrix or batch of matrices, flattening batch dims.
+fn as_batched(t: &Tensor, batch: &[usize]) -> Option<Layout> {
+    let l = t.layout();
+    let n = l.ndim();
+    let (r, c) = (l.shape[n - 2], l.shape[n - 1]);
+    let (rs, cs) = (l.strides[n - 2], l.strides[n - 1]);
+    let mut full = Layout {
+        shape: l.shape[..n - 2].to_vec(),
+        strides: l.strides[..n - 2].to_vec(),
+        offset: l.offset,
+    };
+    full = full.broadcast_to(batch);
+    // The batch dims must collapse into one stride.
+    let count: usize = batch.iter().product();
+    let mut stride = None;
+    let mut expect = None;
+    for i in (0..batch.len()).rev() {
+        if batch[i] == 1 {
+            continue;
+        }
+        match expect {
+            None => {
+                stride = Some(full.strides[i]);
+                expect = Some(full.strides[i] * batch[i]);
+            }
+            Some(e) if full.strides[i] == e => expect = Some(e * batch[i]),
+            Some(_) => return None,
+        }
+    }
+    Some(Layout {
+        shape: vec![count, r, c],
+        strides: vec![stride.unwrap_or(0), rs, cs],
+        offset: l.offset,
+    })
+}
+
+impl Tensor {
+    fn check_matmul_operands(&self, other: &Tensor) -> Result<()> {
+        super::check_interrupt()?;
+        if self.device() != other.device() {
+            return Err(device_mismatch(self.device(), other.device()));
+        }
+        if self.dtype() != other.dtype() {
+            return Err(TensorError::runtime(format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                c_type(self.dtype()),
+                c_type(other.dtype())
+            )));
+        }
+        Ok(())
+    }
+
+    /// Batched product of operands of at least 2 dims, broadcasting batch dims; no autograd.
+    fn bmm_raw(&self, other: &Tensor) -> Result<Tensor> {
+        let (a, b) = (self.dims(), other.dims());
+        let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
+        let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
+        if k != k2 {
+            return Err(TensorError::runtime(format!(
+                "mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})"
+            )));
+        }
+        let batch = broadcast_shapes(&a[..a.len() - 2], &b[..b.len() - 2])?;
+        let mut shape = batch.clone();
+        shape.extend([m, n]);
+        let count: usize = batch.iter().product();
+        let out = self.empty_same(&shape, self.dtype())?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        // Operands whose batch dims do not collapse are copied first, as PyTorch's reshape does.
+        let lhs = match as_batched(self, &batch) {
+            Some(l) => (self.clone(), l),
+            None => {
+                let mut s = batch.clone();
+                s.extend([m, k]);
+                let c = self.expand(&s)?.contiguous_copy()?;
+                let l = as_batched(&c, &batch).expect("contiguous");
+                (c, l)
+            }
+        };
+        let rhs = match as_batched(other, &batch) {
+            Some(l) => (other.clone(), l),
+            None => {
+                let mut s = batch.clone();
+                s.extend([k, n]);
+                let c = other.expand(&s)?.contiguous_copy()?;
+                let l = as_batched(&c, &batch).expect("contiguous");
+                (c, l)
+            }
+        };
+        let dl = Layout::contiguous(&[count, m, n]);
+        self.backend().matmul(
+            lhs.0.operand_with(&lhs.1),
+            rhs.0.operand_with(&rhs.1),
+            out.operand_with(&dl),
+        )?;
+        Ok(out)
+    }
+
+    /// Matrix product with PyTorch's rules for 1-D, 2-D and batched operands.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        self.check_matmul_operands(other)?;
+        match (self.dim(), other.dim()) {
+            (0, _) | (_, 0) => Err(TensorError::runtime(format!(
+                "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
+                self.dim(),
+                other.dim()
+            ))),
+            (1, 1) => self.dot(other),
+            (2, 1) => self.mv(other),
+            (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze(Some(-2)),
+            (_, 1) => self.matmul(&other.unsqueeze(-1)?)?.squeeze(Some(-1)),
+            (2, 2) => self.mm_named(other, "MmBackward0"),
+            _ => self.mm_named(other, "BmmBackward0"),
+        }
+    }
+
+    /// 2-D matrix product (`mm`).
+    pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        self.check_matmul_operands(other)?;
+        if self.dim() != 2 || other.dim() != 2 {
+            return Err(TensorError::runtime(format!(
+                "self must be a matrix, got {}-D and {}-D tensors",
+                self.dim(),
+                other.dim()
+            )));
+        }
+        self.mm_named(other, "MmBackward0")
+    }
+
+    fn mm_named(&self, other: &Tensor, name: &'static str) -> Result<Tensor> {
+        let out = self.bmm_raw(other)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            let keep_b = if self.requires_grad() {
+                Some(SavedTensor::new(other)?)
+            } else {
+                None
+            };
+            let keep_a = if other.requires_grad() {
+                Some(SavedTensor::new(self)?)
+            } else {
+                None
+            };
+            record(
+                &out,
+                name,
+                &[self, other],
+                true,
+                Box::new(move |g, m| {
+                    let ga = match (&keep_b, m[0]) {
+                        (Some(b), true) => {
+                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
+                        }
+                        _ => None,
+                    };
+                    let gb = match (&keep_a, m[1]) {
+                        (Some(a), true) => {
+                            Some(a.get()?.transpose(-1, -2)?.bmm_raw(g)?.sum_to_size(&sb)?)
+                        }
+                        _ => None,
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        let (k, k2) = (self.dims()[0], other.dims()[0]);
+        if k != k2 {
+            return Err(TensorError::runtime(format!(
+                "inconsistent tensor size, expected tensor [{k}] and src [{k2}] to have the same number of elements, but got {k} and {k2} elements respectively"
+            )));
+        }
+        let out = self.empty_same(&[], self.dtype())?;
+        let (sa, sb) = (self.layout().strides[0], other.layout().strides[0]);
+        let la = Layout {
+            shape: vec![1, 1, k],
+            strides: vec![0, 0, sa],
+            offset: self.layout().offset,
+        };
+        let lb = Layout {
+            shape: vec![1, k, 1],
+            strides: vec![0, sb, 0],
+            offset: other.layout().offset,
+        };
+        let lo = Layout::contiguous(&[1, 1, 1]);
+        self.backend().matmul(
+            self.operand_with(&la),
+            other.operand_with(&lb),
+            out.operand_with(&lo),
+        )?;
+        if needs_grad(&[self, other]) {
+            let keep_b = if self.requires_grad() {
+                Some(SavedTensor::new(other)?)
+            } else {
+                None
+            };
+            let keep_a = if other.requires_grad() {
+                Some(SavedTensor::new(self)?)
+            } else {
+                None
+            };
+            record(
+                &out,
+                "DotBackward0",
+                &[self, other],
+                true,
+                Box::new(move |g, m| {
+                    let ga = match (&keep_b, m[0]) {
+                        (Some(b), true) => Some(b.get()?.mul(g)?),
+                        _ => None,
+                    };
+                    let gb = match (&keep_a, m[1]) {
+                        (Some(a), true) => Some(a.get()?.mul(g)?),
+                        _ => None,
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    fn mv(&self, other: &Tensor) -> Result<Tensor> {
+        let (m, k) = (self.dims()[0], self.dims()[1]);
+        let k2 = other.dims()[0];
+        if k != k2 {
+            return Err(TensorError::runtime(format!(
+                "size mismatch, got input ({m}), mat ({m}x{k}), vec ({k2})"
+            )));
+        }
+        let out = self.empty_same(&[m], self.dtype())?;
+        let al = self.layout();
+        let la = Layout {
+            shape: vec![1, m, k],
+            strides: vec![0, al.strides[0], al.strides[1]],
+            offset: al.offset,
+        };
+        let lb = Layout {
+            shape: vec![1, k, 1],
+            strides: vec![0, other.layout().strides[0], 0],
+            offset: other.layout().offset,
+        };
+        let lo = Layout::contiguous(&[1, m, 1]);
+        if out.numel() > 0 {
+            self.backend().matmul(
+                self.operand_with(&la),
+                other.operand_with(&lb),
+                out.operand_with(&lo),
+            )?;
+        }
+        if needs_grad(&[self, other]) {
+            let keep_b = if self.requires_grad() {
+                Some(SavedTensor::new(other)?)
+            } else {
+                None
+            };
+            let keep_a = if other.requires_grad() {
+                Some(SavedTensor::new(self)?)
+            } else {
+                None
+            };
+            record(
+                &out,
+                "MvBackward0",
+                &[self, other],
+                true,
+                Box::new(move |g, mask| {
+                    let ga = match (&keep_b, mask[0]) {
+                        (Some(b), true) => Some(g.unsqueeze(1)?.mul(&b.get()?.unsqueeze(0)?)?),
+                        _ => None,
+                    };
+                    let gb = match (&keep_a, mask[1]) {
+                        (Some(a), true) => Some(a.get()?.t()?.mv(g)?),
+                        _ => None,
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,141 @@
+//! Losses: `mse_loss` (mean) and `cross_entropy` (log-softmax + NLL, mean over the batch).
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::device::BinaryOp;
+
+use super::math::device_mismatch;
+use super::{DType, Result, Scalar, Tensor, TensorError};
+
+impl Tensor {
+    /// Mean squared error between `self` and `target`.
+    pub fn mse_loss(&self, target: &Tensor) -> Result<Tensor> {
+        // One temporary of the broadcast size, then its mean, as PyTorch's kernel does.
+        let sq = self.binary_raw(target, BinaryOp::Sub)?;
+        if !sq.dtype().is_float() {
+            return Err(TensorError::runtime(format!(
+                "\"mse_cpu\" not implemented for '{}'",
+                sq.dtype().scalar_type_name()
+            )));
+        }
+        sq.backend()
+            .binary(BinaryOp::Mul, sq.operand(), sq.operand(), sq.operand())?;
+        let out = sq.reduce_raw(
+            crate::device::ReduceOp::Mean,
+            &(0..sq.dim()).collect::<Vec<_>>(),
+            sq.dtype(),
+        )?;
+        let out = out.view_as_shape(&[]);
+        drop(sq);
+        if needs_grad(&[self, target]) {
+            let (a, b) = (SavedTensor::new(self)?, SavedTensor::new(target)?);
+            let (sa, sb) = (self.shape(), target.shape());
+            record(
+                &out,
+                "MseLossBackward0",
+                &[self, target],
+                true,
+                Box::new(move |g, m| {
+                    let diff = a.get()?.binary_raw(b.get()?, BinaryOp::Sub)?;
+                    let n = diff.numel().max(1) as f64;
+                    diff.binary_into_self(g, BinaryOp::Mul)?;
+                    diff.backend().binary_scalar(
+                        BinaryOp::Mul,
+                        diff.operand(),
+                        Scalar::Float(2.0 / n),
+                        false,
+                        diff.operand(),
+                    )?;
+                    let gb = if m[1] {
+                        Some(diff.neg()?.sum_to_size(&sb)?)
+                    } else {
+                        None
+                    };
+                    let ga = if m[0] {
+                        Some(diff.sum_to_size(&sa)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Cross-entropy of logits [N, C] (or [C]) against int64 class indices [N] (or []), mean.
+    pub fn cross_entropy(&self, targets: &Tensor) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if self.device() != targets.device() {
+            return Err(device_mismatch(self.device(), targets.device()));
+        }
+        if targets.dtype().is_float() {
+            return Err(TensorError::runtime(
+                "cross_entropy with class probabilities is not supported: pass int64 class indices",
+            ));
+        }
+        if targets.dtype() != DType::I64 {
+            return Err(TensorError::runtime(format!(
+                "expected scalar type Long but found {}",
+                targets.dtype().scalar_type_name()
+            )));
+        }
+        let (logits, targets) = match self.dim() {
+            1 => (self.unsqueeze(0)?, targets.reshape(&[1])?),
+            2 => (self.clone(), targets.clone()),
+            d => {
+                return Err(TensorError::runtime(format!(
+                    "cross_entropy expects logits of 1 or 2 dims (got {d}D)"
+                )))
+            }
+        };
+        let (n, c) = (logits.dims()[0], logits.dims()[1]);
+        if targets.dim() != 1 || targets.dims()[0] != n {
+            return Err(TensorError::value(format!(
+                "Expected input batch_size ({n}) to match target batch_size ({}).",
+                targets.dims().first().copied().unwrap_or(0)
+            )));
+        }
+        for t in targets.to_scalars()? {
+            let t = t.to_i64();
+            if t < 0 || t as usize >= c {
+                return Err(TensorError::index(format!("Target {t} is out of bounds.")));
+            }
+        }
+        let logp = logits.log_softmax(1)?;
+        logp.nll_loss(&targets)
+    }
+
+    /// Mean negative log-likelihood of `self` (log-probabilities [N, C]) at `targets`.
+    fn nll_loss(&self, targets: &Tensor) -> Result<Tensor> {
+        let out = self.empty_same(&[], self.dtype())?;
+        // PyTorch's kernel also returns `total_weight`, a one-element tensor kept for backward.
+        let total_weight = Tensor::full(
+            &[],
+            Scalar::Int(self.dims()[0] as i64),
+            &self.like_options(),
+        )?;
+        self.backend()
+            .nll_loss(self.operand(), targets.operand(), out.operand())?;
+        if needs_grad(&[self]) {
+            let (x, t, w) = (
+                SavedTensor::new(self)?,
+                SavedTensor::new(targets)?,
+                SavedTensor::new(&total_weight)?,
+            );
+            record(
+                &out,
+                "NllLossBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    let (x, t, _w) = (x.get()?, t.get()?, w.get()?);
+                    let dx = x.empty_same(x.dims(), x.dtype())?;
+                    x.backend()
+                        .nll_loss_backward(g.operand(), t.operand(), dx.operand())?;
+                    Ok(vec![Some(dx)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,514 @@
+//! Elementwise math with broadcasting, PyTorch's type promotion, and autograd recording.
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::device::{BinaryOp, Device, UnaryOp};
+
+use super::{broadcast_shapes, DType, Result, Scalar, Tensor, TensorError};
+
+/// PyTorch's `combine_categories`: a lower-priority operand only wins with a higher category.
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => {
+            if h.is_float() {
+                Some(h)
+            } else if h == DType::Bool || l.is_float() {
+                Some(DType::promote(h, l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+fn promote_opt(a: Option<DType>, b: DType) -> Option<DType> {
+    Some(a.map_or(b, |a| DType::promote(a, b)))
+}
+
+/// The result dtype of an op between two tensors (0-dim tensors rank below dimensioned ones).
+pub(crate) fn result_type(a: &Tensor, b: &Tensor) -> DType {
+    let (mut dim, mut zero) = (None, None);
+    for t in [a, b] {
+        if t.dim() > 0 {
+            dim = promote_opt(dim, t.dtype());
+        } else {
+            zero = promote_opt(zero, t.dtype());
+        }
+    }
+    combine(dim, zero).expect("two operands")
+}
+
+/// The result dtype of an op between a tensor and a Python number.
+pub(crate) fn result_type_scalar(a: &Tensor, s: Scalar) -> DType {
+    let wrapped = match s {
+        Scalar::Float(_) => DType::F32,
+        Scalar::Int(_) => DType::I64,
+        Scalar::Bool(_) => DType::Bool,
+    };
+    combine(Some(a.dtype()), Some(wrapped)).expect("two operands")
+}
+
+/// PyTorch's error for two tensors on different devices.
+pub(crate) fn device_mismatch(a: Device, b: Device) -> TensorError {
+    let (first, second) = if a == Device::Cpu { (b, a) } else { (a, b) };
+    TensorError::runtime(format!(
+        "Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!"
+    ))
+}
+
+fn check_bool_op(op: BinaryOp, dtype: DType) -> Result<()> {
+    if op == BinaryOp::Sub && dtype == DType::Bool {
+        return Err(TensorError::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    Ok(())
+}
+
+fn output_dtype(op: BinaryOp, promoted: DType) -> DType {
+    match op {
+        BinaryOp::Div if !promoted.is_float() => DType::F32,
+        BinaryOp::Eq => DType::Bool,
+        _ => promoted,
+    }
+}
+
+/// Float ops on integer tensors compute and return float32, as PyTorch does.
+fn unary_output_dtype(op: UnaryOp, dtype: DType) -> DType {
+    match op {
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sign | UnaryOp::Clamp { .. } => {
+            dtype
+        }
+        UnaryOp::PowScalar(e) if e.fract() == 0.0 && e >= 0.0 => dtype,
+        _ if dtype.is_float() => dtype,
+        _ => DType::F32,
+    }
+}
+
+impl Tensor {
+    /// `self op other` with broadcasting; no autograd.
+    pub(crate) fn binary_raw(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
+        super::check_interrupt()?;
+        let promoted = result_type(self, other);
+        check_bool_op(op, promoted)?;
+        let dtype = output_dtype(op, promoted);
+        let (da, db) = (self.device(), other.device());
+        if da != db {
+            // A CPU 0-dim tensor acts as a number next to a GPU tensor, as in PyTorch.
+            if db == Device::Cpu && other.dim() == 0 {
+                return self.scalar_raw_typed(op, other.item()?, false, dtype);
+            }
+            if da == Device::Cpu && self.dim() == 0 {
+                return other.scalar_raw_typed(op, self.item()?, true, dtype);
+            }
+            return Err(device_mismatch(da, db));
+        }
+        let shape = broadcast_shapes(self.dims(), other.dims())?;
+        let out = self.empty_same(&shape, dtype)?;
+        if out.numel() > 0 {
+            let (la, lb) = (
+                self.layout().broadcast_to(&shape),
+                other.layout().broadcast_to(&shape),
+            );
+            self.backend().binary(
+                op,
+                self.operand_with(&la),
+                other.operand_with(&lb),
+                out.operand(),
+            )?;
+        }
+        Ok(out)
+    }
+
+    fn scalar_raw_typed(
+        &self,
+        op: BinaryOp,
+        s: Scalar,
+        scalar_first: bool,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let out = self.empty_same(self.dims(), dtype)?;
+        if out.numel() > 0 {
+            self.backend()
+                .binary_scalar(op, self.operand(), s, scalar_first, out.operand())?;
+        }
+        Ok(out)
+    }
+
+    /// `self op s` (or `s op self`); no autograd.
+    pub(crate) fn scalar_raw(&self, op: BinaryOp, s: Scalar, scalar_first: bool) -> Result<Tensor> {
+        super::check_interrupt()?;
+        let promoted = result_type_scalar(self, s);
+        check_bool_op(op, promoted)?;
+        self.scalar_raw_typed(op, s, scalar_first, output_dtype(op, promoted))
+    }
+
+    /// `op(self)`; no autograd.
+    pub(crate) fn unary_raw(&self, op: UnaryOp) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if op == UnaryOp::Neg && self.dtype() == DType::Bool {
+            return Err(TensorError::runtime(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+            ));
+        }
+        let out = self.empty_same(self.dims(), unary_output_dtype(op, self.dtype()))?;
+        if out.numel() > 0 {
+            self.backend().unary(op, self.operand(), out.operand())?;
+        }
+        Ok(out)
+    }
+
+    /// `self + other`.
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        let out = self.binary_raw(other, BinaryOp::Add)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            record(
+                &out,
+                "AddBackward0",
+                &[self, other],
+                false,
+                Box::new(move |g, m| {
+                    Ok(vec![
+                        if m[0] {
+                            Some(g.sum_to_size(&sa)?)
+                        } else {
+                            None
+                        },
+                        if m[1] {
+                            Some(g.sum_to_size(&sb)?)
+                        } else {
+                            None
+                        },
+                    ])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `self - other`.
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        let out = self.binary_raw(other, BinaryOp::Sub)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            record(
+                &out,
+                "SubBackward0",
+                &[self, other],
+                false,
+                Box::new(move |g, m| {
+                    Ok(vec![
+                        if m[0] {
+                            Some(g.sum_to_size(&sa)?)
+                        } else {
+                            None
+                        },
+                        if m[1] {
+                            Some(g.neg()?.sum_to_size(&sb)?)
+                        } else {
+                            None
+                        },
+                    ])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `self * other`; saves each input only if the other one needs a gradient.
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        let out = self.binary_raw(other, BinaryOp::Mul)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            let keep_other = if self.requires_grad() {
+                Some(SavedTensor::new(other)?)
+            } else {
+                None
+            };
+            let keep_self = if other.requires_grad() {
+                Some(SavedTensor::new(self)?)
+            } else {
+                None
+            };
+            record(
+                &out,
+                "MulBackward0",
+                &[self, other],
+                true,
+                Box::new(move |g, m| {
+                    let ga = match (&keep_other, m[0]) {
+                        (Some(b), true) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
+                        _ => None,
+                    };
+                    let gb = match (&keep_self, m[1]) {
+                        (Some(a), true) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
+                        _ => None,
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `self / other` (true division).
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        let out = self.binary_raw(other, BinaryOp::Div)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            let b = SavedTensor::new(other)?;
+            let a = if other.requires_grad() {
+                Some(SavedTensor::new(self)?)
+            } else {
+                None
+            };
+            record(
+                &out,
+                "DivBackward0",
+                &[self, other],
+                true,
+                Box::new(move |g, m| {
+                    let ga = if m[0] {
+                        Some(g.div(b.get()?)?.sum_to_size(&sa)?)
+                    } else {
+                        None
+                    };
+                    let gb = match (&a, m[1]) {
+                        (Some(a), true) => {
+                            let (a, b) = (a.get()?, b.get()?);
+                            Some(g.neg()?.mul(&a.div(b)?.div(b)?)?.sum_to_size(&sb)?)
+                        }
+                        _ => None,
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `self ** other` elementwise.
+    pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
+        let out = self.binary_raw(other, BinaryOp::Pow)?;
+        if needs_grad(&[self, other]) {
+            let (sa, sb) = (self.shape(), other.shape());
+            let (a, b, r) = (
+                SavedTensor::new(self)?,
+                SavedTensor::new(other)?,
+                SavedTensor::new(&out)?,
+            );
+            record(
+                &out,
+                "PowBackward1",
+                &[self, other],
+                true,
+                Box::new(move |g, m| {
+                    let (a, b, r) = (a.get()?, b.get()?, r.get()?);
+                    let ga = if m[0] {
+                        Some(
+                            g.mul(&b.mul(&a.pow(&b.sub_scalar(Scalar::Int(1))?)?)?)?
+                                .sum_to_size(&sa)?,
+                        )
+                    } else {
+                        None
+                    };
+                    let gb = if m[1] {
+                        Some(g.mul(&r.mul(&a.log()?)?)?.sum_to_size(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Record a tensor-scalar op whose gradient is `f(g)`.
+    fn scalar_op(
+        &self,
+        op: BinaryOp,
+        s: Scalar,
+        first: bool,
+        name: &'static str,
+        f: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    ) -> Result<Tensor> {
+        let out = self.scalar_raw(op, s, first)?;
+        if needs_grad(&[self]) {
+            record(
+                &out,
+                name,
+                &[self],
+                false,
+                Box::new(move |g, _| Ok(vec![Some(f(g)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `self + s`.
+    pub fn add_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.scalar_op(BinaryOp::Add, s, false, "AddBackward0", |g| Ok(g.clone()))
+    }
+    /// `self - s`.
+    pub fn sub_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.scalar_op(BinaryOp::Sub, s, false, "SubBackward0", |g| Ok(g.clone()))
+    }
+    /// `self * s`.
+    pub fn mul_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.scalar_op(BinaryOp::Mul, s, false, "MulBackward0", move |g| {
+            g.mul_scalar(s)
+        })
+    }
+    /// `self / s`.
+    pub fn div_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.scalar_op(BinaryOp::Div, s, false, "DivBackward0", move |g| {
+            g.div_scalar(s)
+        })
+    }
+    /// `s - self`.
+    pub fn rsub_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.scalar_op(BinaryOp::Sub, s, true, "RsubBackward1", |g| g.neg())
+    }
+    /// `s / self`, computed as PyTorch does: `self.reciprocal() * s`.
+    pub fn rdiv_scalar(&self, s: Scalar) -> Result<Tensor> {
+        self.reciprocal()?.mul_scalar(s)
+    }
+
+    /// `1 / self`.
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        let out = self.scalar_raw(BinaryOp::Div, Scalar::Float(1.0), true)?;
+        if needs_grad(&[self]) {
+            let r = SavedTensor::new(&out)?;
+            record(
+                &out,
+                "ReciprocalBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    let r = r.get()?;
+                    Ok(vec![Some(g.neg()?.mul(&r.mul(r)?)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Record a unary op; `save` picks what backward keeps (input or output).
+    fn unary_op(
+        &self,
+        op: UnaryOp,
+        name: &'static str,
+        save_output: bool,
+        f: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    ) -> Result<Tensor> {
+        let out = self.unary_raw(op)?;
+        if needs_grad(&[self]) && out.dtype().is_float() {
+            let saved = SavedTensor::new(if save_output { &out } else { self })?;
+            record(
+                &out,
+                name,
+                &[self],
+                true,
+                Box::new(move |g, _| Ok(vec![Some(f(g, saved.get()?)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `-self`.
+    pub fn neg(&self) -> Result<Tensor> {
+        let out = self.unary_raw(UnaryOp::Neg)?;
+        if needs_grad(&[self]) {
+            record(
+                &out,
+                "NegBackward0",
+                &[self],
+                false,
+                Box::new(|g, _| Ok(vec![Some(g.neg()?)])),
+            );
+        }
+        Ok(out)
+    }
+    /// `e^self`; backward keeps the output.
+    pub fn exp(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Exp, "ExpBackward0", true, |g, r| g.mul(r))
+    }
+    /// Natural log; backward keeps the input.
+    pub fn log(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Log, "LogBackward0", false, |g, x| g.div(x))
+    }
+    /// Square root; backward keeps the output.
+    pub fn sqrt(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Sqrt, "SqrtBackward0", true, |g, r| {
+            g.div(&r.mul_scalar(Scalar::Int(2))?)
+        })
+    }
+    /// `|self|`; backward keeps the input.
+    pub fn abs(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Abs, "AbsBackward0", false, |g, x| {
+            g.mul(&x.unary_raw(UnaryOp::Sign)?)
+        })
+    }
+    /// `max(self, 0)`; backward keeps the output.
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Relu, "ReluBackward0", true, |g, r| {
+            g.binary_raw(r, BinaryOp::ReluBackward)
+        })
+    }
+    /// Logistic sigmoid; backward keeps the output.
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Sigmoid, "SigmoidBackward0", true, |g, r| {
+            g.binary_raw(r, BinaryOp::SigmoidBackward)
+        })
+    }
+    /// Hyperbolic tangent; backward keeps the output.
+    pub fn tanh(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Tanh, "TanhBackward0", true, |g, r| {
+            g.binary_raw(r, BinaryOp::TanhBackward)
+        })
+    }
+    /// Sine; backward keeps the input.
+    pub fn sin(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Sin, "SinBackward0", false, |g, x| g.mul(&x.cos()?))
+    }
+    /// Cosine; backward keeps the input.
+    pub fn cos(&self) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Cos, "CosBackward0", false, |g, x| {
+            g.mul(&x.sin()?.neg()?)
+        })
+    }
+    /// Clamp into `[min, max]` (either bound may be absent, not both).
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(TensorError::runtime(
+                "torch.clamp: At least one of 'min' or 'max' must not be None",
+            ));
+        }
+        self.unary_op(
+            UnaryOp::Clamp { min, max },
+            "ClampBackward1",
+            false,
+            move |g, x| g.binary_raw(x, BinaryOp::ClampBackward { min, max }),
+        )
+    }
+    /// `self ** exponent`; backward keeps the input.
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        self.unary_op(
+            UnaryOp::PowScalar(exponent),
+            "PowBackward0",
+            false,
+            move |g, x| {
+                if exponent == 0.0 {
+                    return g.zeros_like();
+                }
+                let d = x
+                    .pow_scalar(exponent - 1.0)?
+                    .mul_scalar(Scalar::Float(exponent))?;
+                g.mul(&d)
+            },
+        )
+    }
+}

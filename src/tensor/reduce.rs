@@ -1,0 +1,340 @@
+//! Reductions (sum/mean/max/min/argmax), `sum_to_size`, softmax and log-softmax.
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::device::{BinaryOp, ReduceOp};
+
+use super::layout::wrap_dim;
+use super::{DType, Result, Scalar, Tensor, TensorError};
+
+impl Tensor {
+    /// Reduce over `dims` (ascending) into a new tensor of the keepdim shape; no autograd.
+    pub(crate) fn reduce_raw(&self, op: ReduceOp, dims: &[usize], dtype: DType) -> Result<Tensor> {
+        super::check_interrupt()?;
+        let mut shape = self.shape();
+        for &d in dims {
+            shape[d] = 1;
+        }
+        if self.numel() == 0 && !matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+            let what = match op {
+                ReduceOp::ArgMax => "argmax()",
+                ReduceOp::ArgMin => "argmin()",
+                ReduceOp::Max => "max()",
+                _ => "min()",
+            };
+            return Err(TensorError::index(format!(
+                "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
+        }
+        let out = self.empty_same(&shape, dtype)?;
+        if self.numel() == 0 {
+            let v = if op == ReduceOp::Mean { f64::NAN } else { 0.0 };
+            self.backend().fill(out.operand(), Scalar::Float(v))?;
+        } else {
+            self.backend()
+                .reduce(op, self.operand(), dims, out.operand())?;
+        }
+        Ok(out)
+    }
+
+    /// Dims to reduce for `dim` (`None`: all), and the output shape without keepdim.
+    fn reduce_plan(&self, dim: Option<isize>, keepdim: bool) -> Result<(Vec<usize>, Vec<usize>)> {
+        let n = self.dim();
+        let dims: Vec<usize> = match dim {
+            Some(d) => {
+                let d = wrap_dim(d, n)?;
+                if n == 0 {
+                    vec![]
+                } else {
+                    vec![d]
+                }
+            }
+            None => (0..n).collect(),
+        };
+        let shape: Vec<usize> = if keepdim {
+            (0..n)
+                .map(|i| if dims.contains(&i) { 1 } else { self.dims()[i] })
+                .collect()
+        } else {
+            (0..n)
+                .filter(|i| !dims.contains(i))
+                .map(|i| self.dims()[i])
+                .collect()
+        };
+        Ok((dims, shape))
+    }
+
+    /// Gradient `g` of a reduction output, broadcast back to this (input) shape as a view.
+    fn unreduce(
+        g: &Tensor,
+        input_shape: &[usize],
+        dims: &[usize],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut kept = input_shape.to_vec();
+        for &d in dims {
+            kept[d] = 1;
+        }
+        let g = if keepdim || g.dims() == kept.as_slice() {
+            g.clone()
+        } else {
+            g.reshape_usize(&kept)?
+        };
+        g.expand(input_shape)
+    }
+
+    /// Sum of all elements, or along `dim`. Integers sum to int64.
+    pub fn sum(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+        let dtype = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::I64
+        };
+        let out = self
+            .reduce_raw(ReduceOp::Sum, &dims, dtype)?
+            .view_as_shape(&shape);
+        if needs_grad(&[self]) {
+            let input = self.shape();
+            let name = if dim.is_some() {
+                "SumBackward1"
+            } else {
+                "SumBackward0"
+            };
+            record(
+                &out,
+                name,
+                &[self],
+                false,
+                Box::new(move |g, _| Ok(vec![Some(Self::unreduce(g, &input, &dims, keepdim)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Mean of all elements, or along `dim` (float dtypes only).
+    pub fn mean(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(TensorError::runtime(format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                self.dtype().scalar_type_name()
+            )));
+        }
+        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+        let out = self
+            .reduce_raw(ReduceOp::Mean, &dims, self.dtype())?
+            .view_as_shape(&shape);
+        if needs_grad(&[self]) {
+            let input = self.shape();
+            let count: usize = dims.iter().map(|&d| input[d]).product();
+            let name = if dim.is_some() {
+                "MeanBackward1"
+            } else {
+                "MeanBackward0"
+            };
+            record(
+                &out,
+                name,
+                &[self],
+                false,
+                Box::new(move |g, _| {
+                    let e = Self::unreduce(g, &input, &dims, keepdim)?;
+                    Ok(vec![Some(e.div_scalar(Scalar::Int(count as i64))?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    fn extreme(&self, dim: Option<isize>, keepdim: bool, max: bool) -> Result<Tensor> {
+        let (op, arg) = if max {
+            (ReduceOp::Max, ReduceOp::ArgMax)
+        } else {
+            (ReduceOp::Min, ReduceOp::ArgMin)
+        };
+        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+        let values = self.reduce_raw(op, &dims, self.dtype())?;
+        match dim {
+            None => {
+                let out = values.view_as_shape(&shape);
+                if needs_grad(&[self]) {
+                    let (x, r) = (SavedTensor::new(self)?, SavedTensor::new(&out)?);
+                    let name = if max { "MaxBackward1" } else { "MinBackward1" };
+                    record(
+                        &out,
+                        name,
+                        &[self],
+                        true,
+                        Box::new(move |g, _| {
+                            // Evenly split among the elements equal to the extreme, as PyTorch does.
+                            let mask = x.get()?.binary_raw(r.get()?, BinaryOp::Eq)?;
+                            let count = mask.sum(None, false)?;
+                            Ok(vec![Some(mask.mul(&g.div(&count)?)?)])
+                        }),
+                    );
+                }
+                Ok(out)
+            }
+            Some(_) => {
+                // PyTorch computes values and indices together; the indices are freed unless saved.
+                let indices = self.reduce_raw(arg, &dims, DType::I64)?;
+                let out = values.view_as_shape(&shape);
+                if needs_grad(&[self]) {
+                    let input = self.shape();
+                    let d = dims[0];
+                    let name = if max { "MaxBackward0" } else { "MinBackward0" };
+                    let idx = SavedTensor::new(&indices)?;
+                    record(
+                        &out,
+                        name,
+                        &[self],
+                        true,
+                        Box::new(move |g, _| {
+                            let idx = idx.get()?;
+                            let g = if g.dims() == idx.dims() {
+                                g.clone()
+                            } else {
+                                g.reshape_usize(idx.dims())?
+                            };
+                            let full = Tensor::zeros(&input, &g.like_options())?;
+                            full.backend().scatter(
+                                g.operand(),
+                                idx.operand(),
+                                d,
+                                full.operand(),
+                            )?;
+                            Ok(vec![Some(full)])
+                        }),
+                    );
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Largest element, or largest along `dim` (values only).
+    pub fn max(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        self.extreme(dim, keepdim, true)
+    }
+
+    /// Smallest element, or smallest along `dim` (values only).
+    pub fn min(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        self.extreme(dim, keepdim, false)
+    }
+
+    /// Index of the largest element (flat), or along `dim`; int64.
+    pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        match dim {
+            None => {
+                let flat = if self.is_contiguous() {
+                    self.data_handle()
+                } else {
+                    self.contiguous_copy()?
+                };
+                let flat = flat.view_as_shape(&[self.numel()]);
+                let shape = if keepdim { vec![1; self.dim()] } else { vec![] };
+                Ok(flat
+                    .reduce_raw(ReduceOp::ArgMax, &[0], DType::I64)?
+                    .view_as_shape(&shape))
+            }
+            Some(_) => {
+                let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+                Ok(self
+                    .reduce_raw(ReduceOp::ArgMax, &dims, DType::I64)?
+                    .view_as_shape(&shape))
+            }
+        }
+    }
+
+    /// Sum broadcast dims away so the result has `shape` (a no-op when it already has).
+    pub fn sum_to_size(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.dims() == shape {
+            return Ok(self.clone());
+        }
+        let extra = self.dim() - shape.len();
+        let dims: Vec<usize> = (0..self.dim())
+            .filter(|&i| i < extra || (shape[i - extra] == 1 && self.dims()[i] != 1))
+            .collect();
+        if dims.is_empty() {
+            return self.reshape_usize(shape);
+        }
+        let out = self.reduce_raw(ReduceOp::Sum, &dims, self.dtype())?;
+        Ok(out.view_as_shape(shape))
+    }
+
+    /// A view of a contiguous tensor with another shape of the same size (no autograd).
+    pub(crate) fn view_as_shape(&self, shape: &[usize]) -> Tensor {
+        if self.dims() == shape {
+            return self.clone();
+        }
+        let mut l = super::Layout::contiguous(shape);
+        l.offset = self.layout().offset;
+        self.view_as_layout(l)
+    }
+
+    fn softmax_impl(&self, dim: isize, log: bool) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if !self.dtype().is_float() {
+            return Err(TensorError::runtime(format!(
+                "\"{}\" not implemented for '{}'",
+                if log {
+                    "log_softmax_lastdim_kernel_impl"
+                } else {
+                    "softmax_lastdim_kernel_impl"
+                },
+                self.dtype().scalar_type_name()
+            )));
+        }
+        let d = wrap_dim(dim, self.dim())?.min(self.dim().saturating_sub(1));
+        let out = self.empty_same(self.dims(), self.dtype())?;
+        if self.numel() > 0 {
+            if self.dim() == 0 {
+                let v = if log { 0.0 } else { 1.0 };
+                self.backend().fill(out.operand(), Scalar::Float(v))?;
+            } else {
+                self.backend()
+                    .softmax(self.operand(), d, log, out.operand())?;
+            }
+        }
+        if needs_grad(&[self]) {
+            let r = SavedTensor::new(&out)?;
+            let name = if log {
+                "LogSoftmaxBackward0"
+            } else {
+                "SoftmaxBackward0"
+            };
+            record(
+                &out,
+                name,
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    let y = r.get()?;
+                    let dx = g.empty_same(g.dims(), y.dtype())?;
+                    if y.dim() == 0 {
+                        g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
+                    } else {
+                        g.backend().softmax_backward(
+                            g.operand(),
+                            y.operand(),
+                            d,
+                            log,
+                            dx.operand(),
+                        )?;
+                    }
+                    Ok(vec![Some(dx)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Softmax along `dim`; backward keeps the output.
+    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        self.softmax_impl(dim, false)
+    }
+
+    /// Log-softmax along `dim`; backward keeps the output.
+    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        self.softmax_impl(dim, true)
+    }
+}

@@ -1,0 +1,129 @@
+//! Memory on the GPU matches PyTorch's numbers: outputs only, temporaries freed, what autograd keeps.
+
+mod common;
+
+use torchlet::autograd;
+use torchlet::device::Device;
+use torchlet::tensor::{Scalar, Tensor, TensorOptions};
+
+fn cpu_randn(shape: &[usize]) -> Tensor {
+    Tensor::randn(shape, &TensorOptions::default()).unwrap()
+}
+
+#[test]
+fn moving_to_gpu_allocates_exactly_the_tensor() {
+    let (_g, a) = common::gpu();
+    assert_eq!(a.memory_allocated(), 0);
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    assert_eq!(a.memory_allocated(), 4000256);
+    assert_eq!(a.memory_reserved(), 20971520);
+    let x_cpu = x.to_device(Device::Cpu).unwrap();
+    drop(x); // `x = x.cpu()` in Python drops the GPU tensor's last reference
+    assert_eq!(a.memory_allocated(), 0);
+    assert_eq!(a.memory_reserved(), 20971520);
+    drop(x_cpu);
+    assert_eq!(a.memory_reserved(), 20971520);
+    a.empty_cache();
+    assert_eq!(a.memory_reserved(), 0);
+    assert_eq!(a.max_memory_allocated(), 4000256);
+}
+
+#[test]
+fn temporaries_are_freed_with_their_last_handle() {
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let temp = x.mul_scalar(Scalar::Int(2)).unwrap();
+    assert_eq!(a.memory_allocated(), 8000512);
+    assert_eq!(a.memory_reserved(), 20971520);
+    drop(temp);
+    assert_eq!(a.memory_allocated(), 4000256);
+    a.empty_cache();
+    assert_eq!(
+        a.memory_reserved(),
+        20971520,
+        "the segment is still split by x"
+    );
+    assert_eq!(a.max_memory_allocated(), 8000512);
+    drop(x);
+}
+
+#[test]
+fn views_share_storage_and_allocate_nothing() {
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let before = a.memory_allocated();
+    let v = x
+        .t()
+        .unwrap()
+        .reshape(&[-1])
+        .unwrap_or_else(|_| x.view(&[-1]).unwrap());
+    let row = x.index(3).unwrap();
+    let n = x.narrow(1, 10, 5).unwrap();
+    assert_eq!(row.storage_id(), x.storage_id());
+    assert_eq!(n.storage_id(), x.storage_id());
+    let flat = x.view(&[-1]).unwrap();
+    assert_eq!(flat.storage_id(), x.storage_id());
+    drop(v);
+    assert_eq!(a.memory_allocated(), before);
+    drop(x);
+    assert_eq!(a.memory_allocated(), before, "views keep the storage alive");
+    drop((row, n, flat));
+    assert_eq!(a.memory_allocated(), 0);
+}
+
+#[test]
+fn autograd_keeps_exp_and_relu_outputs() {
+    let (_g, a) = common::gpu();
+    let opts = TensorOptions::default()
+        .device(Device::Cuda(0))
+        .requires_grad(true);
+    let w = Tensor::randn(&[1000, 1000], &opts).unwrap();
+    let base = a.memory_allocated();
+    let h = w
+        .mul_scalar(Scalar::Int(2))
+        .unwrap()
+        .exp()
+        .unwrap()
+        .relu()
+        .unwrap()
+        .sum(None, false)
+        .unwrap();
+    assert_eq!(a.memory_allocated() - base, 8001024);
+    assert_eq!(h.grad_fn_name().as_deref(), Some("SumBackward0"));
+    drop(h);
+    assert_eq!(a.memory_allocated(), base);
+    {
+        let _ng = autograd::no_grad();
+        let h = w
+            .mul_scalar(Scalar::Int(2))
+            .unwrap()
+            .exp()
+            .unwrap()
+            .relu()
+            .unwrap()
+            .sum(None, false)
+            .unwrap();
+        assert_eq!(a.memory_allocated() - base, 512);
+        assert!(!h.requires_grad());
+    }
+    assert_eq!(a.memory_allocated(), base);
+}
+
+#[test]
+fn backward_frees_saved_tensors_and_allocates_grads() {
+    let (_g, a) = common::gpu();
+    let opts = TensorOptions::default()
+        .device(Device::Cuda(0))
+        .requires_grad(true);
+    let x = Tensor::randn(&[1000, 1000], &opts).unwrap();
+    let y = Tensor::randn(&[1000, 1000], &opts).unwrap();
+    let s = x.mul(&y).unwrap().relu().unwrap().sum(None, false).unwrap();
+    let before = a.memory_allocated();
+    s.backward(false).unwrap();
+    assert_eq!(a.memory_allocated() as i64 - before as i64, 4970496);
+    assert!(x.grad().is_some() && y.grad().is_some());
+    let err = s.backward(false).unwrap_err();
+    assert!(err
+        .to_string()
+        .starts_with("Trying to backward through the graph a second time"));
+}
