@@ -179,3 +179,37 @@ fn commands_answer_and_bad_ones_say_why() {
     let out = r.run("1 + 1");
     assert!(out.contains("Wall time:"), "{out}");
 }
+
+#[test]
+fn a_no_grad_block_spans_continuation_lines_and_keeps_its_variables() {
+    let mut r = Repl::start();
+    r.send("no_grad {\r");
+    r.expect("... ");
+    r.send("  let inside = 40;\r");
+    r.expect("... ");
+    r.send("  inside += 2;\r");
+    r.expect("... ");
+    r.send("}\r");
+    r.expect(">>> ");
+    r.send("print(`inside=${inside}`)\r");
+    r.expect("inside=42");
+}
+
+#[test]
+fn vars_before_and_after_del() {
+    let mut r = Repl::start();
+    r.run("let doomed = 5; let survivor = 6;");
+    let before = r.run(":vars");
+    assert!(
+        before.contains("doomed") && before.contains("survivor"),
+        "{before}"
+    );
+    r.run("del doomed");
+    let after = r.run(":vars");
+    assert!(
+        !after.contains("doomed") && after.contains("survivor"),
+        "{after}"
+    );
+    let gone = r.run("doomed");
+    assert!(gone.contains("NameError"), "{gone}");
+}

@@ -3,6 +3,7 @@ use std::time::Instant;
 
 use super::memory;
 use super::{DisplayData, Outcome, ScriptError, Session};
+use crate::script::help;
 
 /// One `:command`: its name, its arguments, and what it does.
 #[derive(Clone, Copy, Debug)]
@@ -108,9 +109,9 @@ impl Session {
                 error: None,
                 elapsed: started.elapsed(),
             },
-            Err(error) => Outcome {
+            Err(failure) => Outcome {
                 value: None,
-                error: Some(error),
+                error: Some(failure.into_error()),
                 elapsed: started.elapsed(),
             },
         })
@@ -118,9 +119,9 @@ impl Session {
 
     /// `:load FILE`: run the file in this session; errors name the file and line.
     fn load(&mut self, path: &str, started: Instant) -> Outcome {
-        let failed = |error| Outcome {
+        let failed = |failure: Failure| Outcome {
             value: None,
-            error: Some(error),
+            error: Some(failure.into_error()),
             elapsed: started.elapsed(),
         };
         if path.is_empty() {
@@ -136,18 +137,22 @@ impl Session {
         outcome
     }
 
-    /// `:help` lists commands and functions; `:help name` shows one.
-    fn help(&self, name: &str) -> Result<Option<DisplayData>, ScriptError> {
+    /// `:help` lists commands and the language's names; `:help name` explains one.
+    fn help(&self, name: &str) -> Answer {
         if name.is_empty() {
-            return Ok(Some(DisplayData::text(self.help_index())));
+            return Ok(Some(DisplayData::text(help_index())));
         }
-        let name = name.trim_start_matches(['.', ':']);
-        if let Some(c) = COMMANDS.iter().find(|c| c.name == name) {
-            return Ok(Some(DisplayData::text(format!(
-                ":{} {}\n    {}",
-                c.name, c.args, c.doc
-            ))));
+        let name = name.trim_start_matches('.');
+        let command = name.strip_prefix(':').unwrap_or(name);
+        if let Some(c) = COMMANDS.iter().find(|c| c.name == command) {
+            let text = format!(":{} {}\n    {}", c.name, c.args, c.doc);
+            return Ok(Some(DisplayData::text(text.replace(" \n", "\n"))));
         }
+        if matches!(name, "Tensor" | "cuda") || help::doc(name).is_some() {
+            let text = crate::script::output::help_text(name);
+            return Ok(Some(DisplayData::text(text.trim_end())));
+        }
+        // Not part of the language: a function the user defined, or one of Rhai's own.
         let found = self.signatures(name);
         if found.is_empty() {
             return Err(usage(format!(
@@ -157,54 +162,48 @@ impl Session {
         Ok(Some(DisplayData::text(found.join("\n"))))
     }
 
-    fn help_index(&self) -> String {
-        let mut out = String::from("Commands:\n");
-        for c in COMMANDS {
-            let usage = format!(":{} {}", c.name, c.args);
-            out += &format!("  {usage:<22} {}\n", c.doc);
-        }
-        let functions = self.signatures("");
-        if !functions.is_empty() {
-            out += "\nFunctions (:help NAME for one):\n";
-            for f in functions {
-                out += &format!("  {f}\n");
-            }
-        }
-        out.trim_end().to_string()
-    }
-
-    /// Signatures of torchlet's registered functions named `name` (every one, when empty),
-    /// each followed by its doc comment's first line.
+    /// Signatures of the functions named `name`, the user's first, each with its doc's first line.
     fn signatures(&self, name: &str) -> Vec<String> {
-        let mut found = self.engine.collect_fn_metadata(
+        let with_doc = |signature: String, doc: Option<String>| match doc {
+            Some(doc) => format!("{signature}\n    {doc}"),
+            None => signature,
+        };
+        let mut found: Vec<String> = self
+            .functions
+            .iter_functions()
+            .filter(|f| f.name == name)
+            .map(|f| {
+                let signature = format!("fn {}({})", f.name, f.params.join(", "));
+                with_doc(signature, f.comments.iter().find_map(|c| first_doc_line(c)))
+            })
+            .collect();
+        let mut native = self.engine.collect_fn_metadata(
             None,
             |f| {
-                let full = if f.namespace.is_empty() {
-                    f.metadata.name.to_string()
-                } else {
-                    format!("{}::{}", f.namespace, f.metadata.name)
+                let shown = f
+                    .metadata
+                    .name
+                    .trim_start_matches("get$")
+                    .trim_start_matches("set$");
+                let qualified = match f.namespace.is_empty() {
+                    true => shown.to_string(),
+                    false => format!("{}::{shown}", f.namespace),
                 };
-                let shown = full.replace("get$", "").replace("set$", "");
-                let wanted =
-                    name.is_empty() || shown == name || shown.ends_with(&format!("::{name}"));
-                if !wanted || !shown.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+                if shown != name && qualified != name {
                     return None;
                 }
-                let signature = f.metadata.gen_signature(|t| t.into());
-                let signature = match f.namespace.is_empty() {
-                    true => signature,
-                    false => format!("{}::{signature}", f.namespace),
-                };
+                let mut signature = f.metadata.gen_signature(|t| t.into());
+                if !f.namespace.is_empty() {
+                    signature = format!("{}::{signature}", f.namespace);
+                }
                 let doc = f.metadata.comments.iter().find_map(|c| first_doc_line(c));
-                Some(match doc {
-                    Some(doc) => format!("{signature}\n      {doc}"),
-                    None => signature,
-                })
+                Some(with_doc(signature, doc))
             },
-            false,
+            true,
         );
-        found.sort();
-        found.dedup();
+        native.sort();
+        native.dedup();
+        found.extend(native);
         found
     }
 
@@ -226,6 +225,19 @@ impl Session {
     }
 }
 
+/// `:help` without a name: the commands, then every name of the language.
+fn help_index() -> String {
+    let mut out = String::from("Commands:\n");
+    for c in COMMANDS {
+        let usage = format!(":{} {}", c.name, c.args);
+        out += &format!("  {usage:<22} {}\n", c.doc);
+    }
+    out += "\n";
+    out += &help::overview();
+    out += "\n:help NAME (or NAME?) explains one name; Tab completes names.";
+    out
+}
+
 /// Rows as left-aligned columns.
 fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     let widths: Vec<usize> = (0..N)
@@ -244,12 +256,12 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
         .join("\n")
 }
 
-fn mem() -> Result<Option<DisplayData>, ScriptError> {
+fn mem() -> Answer {
     let devices = memory::sample().map_err(device_error)?;
     Ok(Some(DisplayData::text(memory::table(&devices))))
 }
 
-fn summary() -> Result<Option<DisplayData>, ScriptError> {
+fn summary() -> Answer {
     let summaries = memory::summaries().map_err(device_error)?;
     let text: Vec<String> = summaries.into_iter().map(|(_, s)| s).collect();
     Ok(Some(DisplayData::text(text.join("\n"))))
@@ -275,14 +287,14 @@ fn first_doc_line(comment: &str) -> Option<String> {
     Some(line.to_string())
 }
 
-fn no_arg(name: &str, arg: &str) -> Result<(), ScriptError> {
+fn no_arg(name: &str, arg: &str) -> Result<(), Failure> {
     match arg {
         "" => Ok(()),
         _ => Err(usage(format!(":{name} takes no argument (got '{arg}')"))),
     }
 }
 
-fn switch(name: &str, arg: &str) -> Result<bool, ScriptError> {
+fn switch(name: &str, arg: &str) -> Result<bool, Failure> {
     match arg {
         "on" => Ok(true),
         "off" => Ok(false),
@@ -298,21 +310,39 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
-fn device_error(why: String) -> ScriptError {
-    ScriptError {
-        kind: "RuntimeError".into(),
-        message: why,
-        source: None,
-        line: None,
-        column: None,
-        source_line: None,
+/// What a command answers: text to show, or why it failed.
+type Answer = Result<Option<DisplayData>, Failure>;
+
+/// Why a command failed; it becomes the outcome's `ScriptError`.
+struct Failure {
+    kind: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn into_error(self) -> ScriptError {
+        ScriptError {
+            kind: self.kind.into(),
+            message: self.message,
+            source: None,
+            line: None,
+            column: None,
+            source_line: None,
+        }
+    }
+}
+
+fn device_error(message: String) -> Failure {
+    Failure {
+        kind: "RuntimeError",
+        message,
     }
 }
 
 /// A command used wrongly, named as IPython names a misused magic.
-fn usage(message: String) -> ScriptError {
-    ScriptError {
-        kind: "UsageError".into(),
-        ..device_error(message)
+fn usage(message: String) -> Failure {
+    Failure {
+        kind: "UsageError",
+        message,
     }
 }

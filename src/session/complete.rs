@@ -4,33 +4,15 @@ use std::collections::BTreeSet;
 
 use super::commands::COMMANDS;
 use super::{Completion, Session};
+use crate::script::help;
 
-/// Words of the language that are not functions, offered where a statement or expression starts.
+/// The name the script layer registers tensors under.
+const TENSOR_TYPE: &str = "Tensor";
+
+/// Rhai's own keywords, offered where a statement or expression starts (torchlet's come from help).
 const KEYWORDS: &[&str] = &[
-    "let",
-    "const",
-    "fn",
-    "if",
-    "else",
-    "while",
-    "loop",
-    "for",
-    "in",
-    "do",
-    "until",
-    "return",
-    "break",
-    "continue",
-    "true",
-    "false",
-    "switch",
-    "try",
-    "catch",
-    "throw",
-    "del",
-    "no_grad",
-    "enable_grad",
-    "inference_mode",
+    "let", "const", "fn", "if", "else", "while", "loop", "for", "in", "do", "until", "return",
+    "break", "continue", "true", "false", "switch", "try", "catch", "throw",
 ];
 
 /// What the word before the cursor is completed against.
@@ -81,24 +63,29 @@ impl Session {
         }
     }
 
-    /// Variables, script and registered functions, modules and keywords.
+    /// Variables, functions (documented, defined by the user, registered), modules and keywords.
+    ///
+    /// Rhai's standard library is left out here: its hundreds of helpers would bury the
+    /// language's own names. After `.` it is offered, since there the receiver's type filters it.
     fn global_names(&self) -> BTreeSet<String> {
         let mut names: BTreeSet<String> = self.variable_names().into_iter().collect();
+        names.extend(help::names().into_iter().map(str::to_string));
+        names.extend(help::keyword_names().into_iter().map(str::to_string));
         names.extend(self.functions.iter_functions().map(|f| f.name.to_string()));
-        names.extend(
-            self.registered_functions(|f| {
-                f.namespace.is_empty() && is_identifier(&f.metadata.name)
-            }),
-        );
+        names.extend(self.registered_functions(false, |f| {
+            f.namespace.is_empty() && is_identifier(&f.metadata.name)
+        }));
         names.extend(self.module_names());
+        names.insert("cuda".into());
         names.extend(KEYWORDS.iter().map(|k| k.to_string()));
         names
     }
 
-    /// Everything `:help` knows about: global functions, methods, and `module::member`s.
+    /// Everything `:help` knows about: global functions, tensor members, and `module::member`s.
     fn help_topics(&self) -> BTreeSet<String> {
         let mut names = self.global_names();
-        names.extend(self.member_names(None));
+        names.extend(help::tensor_member_names().into_iter().map(str::to_string));
+        names.insert("Tensor".into());
         for ns in self.module_names() {
             let members = self.module_members(&ns);
             names.extend(members.into_iter().map(|m| format!("{ns}::{m}")));
@@ -108,16 +95,21 @@ impl Session {
 
     /// Methods and properties callable on `receiver` (on anything, when its type is unknown).
     fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
-        let receiver_type = receiver
-            .and_then(|name| self.scope.get(name))
-            .map(rhai::Dynamic::type_id);
+        let receiver = receiver.and_then(|name| self.scope.get(name));
+        let receiver_type = receiver.map(rhai::Dynamic::type_id);
+        let is_tensor = receiver
+            .is_none_or(|value| self.engine.map_type_name(value.type_name()) == TENSOR_TYPE);
+        let documented = help::tensor_member_names()
+            .into_iter()
+            .filter(|_| is_tensor)
+            .map(str::to_string);
         let script_methods = self
             .functions
             .iter_functions()
             .filter(|f| !f.params.is_empty())
             .map(|f| f.name.to_string());
         let dynamic = TypeId::of::<rhai::Dynamic>();
-        let native = self.registered_functions(|f| {
+        let native = self.registered_functions(true, |f| {
             let first = f.metadata.param_types.first();
             f.namespace.is_empty()
                 && first.is_some()
@@ -127,14 +119,19 @@ impl Session {
             .into_iter()
             .filter_map(|name| member_name(&name).map(str::to_string))
             .chain(script_methods)
+            .chain(documented)
             .collect()
     }
 
     /// Members of the module registered as `ns` (`cuda`).
     fn module_members(&self, ns: &str) -> BTreeSet<String> {
-        self.registered_functions(|f| f.namespace == ns && is_identifier(&f.metadata.name))
-            .into_iter()
-            .collect()
+        let mut names = self.registered_functions(true, |f| {
+            f.namespace == ns && is_identifier(&f.metadata.name)
+        });
+        if ns == "cuda" {
+            names.extend(help::cuda_names().into_iter().map(str::to_string));
+        }
+        names
     }
 
     /// Names of the modules registered in the engine (`cuda`).
@@ -149,16 +146,17 @@ impl Session {
             .collect()
     }
 
-    /// Names of the engine's native functions that pass `keep`, standard library included.
+    /// Names of the engine's native functions that pass `keep` (and Rhai's standard library's).
     fn registered_functions(
         &self,
+        standard: bool,
         keep: impl Fn(&rhai::FuncInfo) -> bool + Copy,
     ) -> BTreeSet<String> {
         self.engine
             .collect_fn_metadata(
                 None,
                 |f| keep(&f).then(|| f.metadata.name.to_string()),
-                true,
+                standard,
             )
             .into_iter()
             .collect()

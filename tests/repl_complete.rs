@@ -1,0 +1,72 @@
+//! Tab completion from a session: variables, functions, members after `.`, `cuda::`, `:commands`.
+use torchlet::session::{Completion, Session};
+
+fn complete(s: &Session, code: &str) -> Completion {
+    s.complete(code, code.len())
+}
+
+#[test]
+fn variables_and_functions_complete_at_top_level() {
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("let learning_rate = 0.1; fn learn(x) { x }");
+    let c = complete(&s, "let y = lea");
+    assert_eq!((c.start, c.end), (8, 11));
+    assert_eq!(c.matches, ["learn", "learning_rate"]);
+    assert!(complete(&s, "ze").matches.contains(&"zeros".to_string()));
+    assert!(complete(&s, "no_").matches.contains(&"no_grad".to_string()));
+}
+
+#[test]
+fn tensor_members_complete_after_a_dot() {
+    let (s, _) = Session::captured("<test>");
+    let c = complete(&s, "x.cu");
+    assert_eq!(c.start, 2);
+    assert!(c.matches.contains(&"cuda".to_string()), "{:?}", c.matches);
+    let c = complete(&s, "randn(2, 2).sha");
+    assert_eq!(c.matches, ["shape"]);
+}
+
+#[test]
+fn a_known_receiver_gets_its_own_type_methods() {
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("let words = \"a b\";");
+    let c = complete(&s, "words.to_up");
+    assert_eq!(c.matches, ["to_upper"]);
+    // A string is no tensor: no tensor members offered.
+    assert!(complete(&s, "words.cu").matches.is_empty());
+}
+
+#[test]
+fn cuda_members_complete_after_the_module_name() {
+    let (s, _) = Session::captured("<test>");
+    let c = complete(&s, "cuda::memory_re");
+    assert_eq!(c.start, 6);
+    assert_eq!(c.matches, ["memory_reserved"]);
+}
+
+#[test]
+fn commands_complete_with_their_colon() {
+    let (s, _) = Session::captured("<test>");
+    let c = complete(&s, ":tr");
+    assert_eq!(
+        (c.start, c.matches.clone()),
+        (0, vec![":trace".to_string()])
+    );
+    let c = complete(&s, ":help memory_al");
+    assert_eq!(c.matches, ["memory_allocated"]);
+}
+
+#[test]
+fn the_cursor_may_sit_inside_the_input() {
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("let alpha = 1;");
+    let code = "print(alp) + 1";
+    let c = s.complete(code, 9);
+    assert_eq!(
+        (c.start, c.end, c.matches),
+        (6, 9, vec!["alpha".to_string()])
+    );
+    // Out-of-range and mid-character cursors are clamped, not a panic.
+    let _ = s.complete("é", 1);
+    let _ = s.complete("x", 99);
+}
