@@ -112,3 +112,83 @@ fn failed_input_keeps_variables_defined_before_it() {
     assert_eq!(value(s.execute("b")), "2");
     assert_eq!(s.variable_names(), vec!["b".to_string()]);
 }
+
+mod tensors {
+    //! `del` frees GPU memory at once, unless something else still holds the tensor.
+    use std::sync::{Mutex, MutexGuard, Once};
+
+    use torchlet::session::Session;
+
+    fn exclusive() -> MutexGuard<'static, ()> {
+        static INIT: Once = Once::new();
+        static LOCK: Mutex<()> = Mutex::new(());
+        INIT.call_once(|| {
+            let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
+            torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
+        });
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn allocated(s: &mut Session) -> i64 {
+        let outcome = s.execute("memory_allocated()");
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+        outcome.value.unwrap().plain.parse().unwrap()
+    }
+
+    fn run(s: &mut Session, code: &str) {
+        let outcome = s.execute(code);
+        assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
+    }
+
+    #[test]
+    fn del_frees_the_last_reference_at_once() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        let base = allocated(&mut s);
+        run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
+        assert_eq!(allocated(&mut s), base + 4000256);
+        // Within one input: the figure read right after `del` already dropped.
+        let outcome = s.execute("del x; memory_allocated()");
+        assert_eq!(outcome.value.unwrap().plain, base.to_string());
+    }
+
+    #[test]
+    fn del_of_one_name_keeps_a_tensor_another_name_holds() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        let base = allocated(&mut s);
+        run(
+            &mut s,
+            "let x = ones(1000, 1000, #{device: \"cuda\"}); let view = x[0]; let y = x;",
+        );
+        run(&mut s, "del x;");
+        assert_eq!(
+            allocated(&mut s),
+            base + 4000256,
+            "y and the view still hold the storage"
+        );
+        run(&mut s, "del y;");
+        assert_eq!(allocated(&mut s), base + 4000256, "the view still holds it");
+        run(&mut s, "del view;");
+        assert_eq!(allocated(&mut s), base);
+    }
+
+    #[test]
+    fn del_in_a_nested_block_frees_at_once() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        let base = allocated(&mut s);
+        let outcome = s.execute(
+            "let a = zeros(1000, 1000, #{device: \"cuda\"});
+             let b = zeros(1000, 1000, #{device: \"cuda\"});
+             let seen = 0;
+             if true { no_grad { del a; seen = memory_allocated(); } }
+             [seen, b.shape]",
+        );
+        assert_eq!(
+            outcome.value.unwrap().plain,
+            format!("[{}, [1000, 1000]]", base + 4000256)
+        );
+        assert_eq!(allocated(&mut s), base + 4000256);
+    }
+}

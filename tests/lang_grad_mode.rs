@@ -51,6 +51,30 @@ fn a_block_in_a_loop_or_function_keeps_offsets_right() {
 }
 
 #[test]
+fn a_continuation_after_a_block_is_a_clear_syntax_error() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let x = 1;"));
+    for next in ["[1, 2]", "-x", ".len()"] {
+        let e = s
+            .execute(&format!("no_grad {{ let y = 2; }}\n{next}"))
+            .error
+            .unwrap_or_else(|| panic!("{next} after a block"));
+        assert_eq!(e.kind, "SyntaxError");
+        assert!(
+            e.message.contains("end the block with ';'"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.line, Some(2));
+    }
+    assert_eq!(
+        value(s.execute("no_grad { let y = 2; };\n[y, -x]")),
+        "[2, -1]"
+    );
+    assert_eq!(value(s.execute("no_grad { let z = 3; }\nprint(z); z")), "3");
+}
+
+#[test]
 fn a_block_is_a_statement_with_its_last_value() {
     let (mut s, _) = Session::captured("<test>");
     assert_eq!(value(s.execute("let v = no_grad { 41 + 1 }; v")), "42");
@@ -68,4 +92,144 @@ fn an_error_inside_a_block_reports_its_position_and_keeps_earlier_variables() {
     assert_eq!(e.kind, "NameError");
     assert_eq!((e.line, e.column), (Some(3), Some(3)));
     assert_eq!(value(s.execute("kept")), "9");
+}
+
+mod autograd {
+    //! The blocks set grad mode, nest, restore it on error, and change what memory the graph keeps.
+    use std::sync::{Mutex, MutexGuard, Once};
+
+    use torchlet::session::Session;
+
+    fn exclusive() -> MutexGuard<'static, ()> {
+        static INIT: Once = Once::new();
+        static LOCK: Mutex<()> = Mutex::new(());
+        INIT.call_once(|| {
+            let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
+            torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
+        });
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn value(s: &mut Session, code: &str) -> String {
+        let outcome = s.execute(code);
+        assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
+        outcome.value.map(|v| v.plain).unwrap_or_default()
+    }
+
+    #[test]
+    fn blocks_set_and_restore_the_mode() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        let code = "let seen = [is_grad_enabled()];
+            no_grad {
+                seen.push(is_grad_enabled());
+                enable_grad { seen.push(is_grad_enabled()); }
+                seen.push(is_grad_enabled());
+            }
+            inference_mode { seen.push(is_grad_enabled()); }
+            seen.push(is_grad_enabled());
+            seen";
+        assert_eq!(
+            value(&mut s, code),
+            "[true, false, true, false, false, true]"
+        );
+    }
+
+    #[test]
+    fn the_mode_is_restored_when_the_block_fails() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        let e = s
+            .execute("no_grad { let t = ones(2); t + missing }")
+            .error
+            .unwrap();
+        assert_eq!(e.kind, "NameError");
+        assert_eq!(value(&mut s, "is_grad_enabled()"), "true");
+        let caught = "let r = []; try { no_grad { throw \"stop\"; } } catch { r.push(is_grad_enabled()); } r";
+        assert_eq!(value(&mut s, caught), "[true]");
+        let e = s
+            .execute("no_grad { enable_grad { no_grad { ones(2) + zeros(3) } } }")
+            .error
+            .unwrap();
+        assert_eq!(e.kind, "RuntimeError", "a shape mismatch three blocks deep");
+        assert_eq!(value(&mut s, "is_grad_enabled()"), "true");
+    }
+
+    #[test]
+    fn results_under_no_grad_do_not_require_grad() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        value(&mut s, "let w = ones(3, #{requires_grad: true});");
+        assert_eq!(
+            value(
+                &mut s,
+                "let a = w * 2; [a.requires_grad, a.grad_fn, a.is_leaf]"
+            ),
+            "[true, \"MulBackward0\", false]"
+        );
+        assert_eq!(
+            value(
+                &mut s,
+                "no_grad { let b = w * 2; }; [b.requires_grad, b.grad_fn, b.is_leaf]"
+            ),
+            "[false, (), true]"
+        );
+        assert_eq!(
+            value(
+                &mut s,
+                "no_grad { enable_grad { let c = (w * 2).sum(); } }; [c.requires_grad, c.grad_fn]"
+            ),
+            "[true, \"SumBackward0\"]"
+        );
+        assert_eq!(
+            value(&mut s, "inference_mode { let d = w * 2; } d.requires_grad"),
+            "false"
+        );
+    }
+
+    #[test]
+    fn no_grad_keeps_no_saved_tensors_on_the_gpu() {
+        // The reference's figures: 8001024 extra bytes with the graph, 512 under no_grad.
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        value(
+            &mut s,
+            "let w = randn(1000, 1000, #{device: \"cuda\", requires_grad: true});",
+        );
+        let with_graph = "let base = memory_allocated(); let h = (w * 2).exp().relu().sum(); memory_allocated() - base";
+        assert_eq!(value(&mut s, with_graph), "8001024");
+        value(&mut s, "del h;");
+        let without = "let base = memory_allocated(); no_grad { let h = (w * 2).exp().relu().sum(); } memory_allocated() - base";
+        assert_eq!(value(&mut s, without), "512");
+        let inference = "del h; let base = memory_allocated(); inference_mode { let h = (w * 2).exp().relu().sum(); } memory_allocated() - base";
+        assert_eq!(value(&mut s, inference), "512");
+    }
+
+    #[test]
+    fn backward_fills_grad_and_grad_can_be_freed() {
+        let _g = exclusive();
+        let (mut s, _) = Session::captured("<test>");
+        value(
+            &mut s,
+            "let w = tensor([1.0, 2.0, 3.0], #{requires_grad: true}); let loss = (w * w).sum();",
+        );
+        value(&mut s, "loss.backward(#{retain_graph: true});");
+        assert_eq!(value(&mut s, "w.grad.tolist()"), "[2.0, 4.0, 6.0]");
+        value(&mut s, "loss.backward();");
+        assert_eq!(
+            value(&mut s, "w.grad.tolist()"),
+            "[4.0, 8.0, 12.0]",
+            "gradients accumulate"
+        );
+        let e = s
+            .execute("loss.backward()")
+            .error
+            .expect("the graph was freed");
+        assert_eq!(e.kind, "RuntimeError");
+        assert_eq!(value(&mut s, "w.grad = (); w.grad"), "");
+        assert_eq!(
+            value(&mut s, "w.requires_grad = false; w.requires_grad"),
+            "false"
+        );
+    }
 }

@@ -1,8 +1,13 @@
 //! The Rhai engine of the torchlet language: tensors, the `cuda` module, `del` and grad-mode blocks.
+pub mod convert;
+pub mod creation;
+pub mod cuda_module;
 pub mod errors;
 pub mod help;
+pub mod operators;
 pub mod output;
 pub mod syntax;
+pub mod tensor_api;
 
 use std::rc::Rc;
 
@@ -23,11 +28,23 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     errors::register(&mut engine);
     syntax::register(&mut engine);
     output::register(&mut engine, frontend);
+    tensor_api::register(&mut engine);
+    creation::register(&mut engine);
+    operators::register(&mut engine);
+    cuda_module::register(&mut engine);
     engine
 }
 
 /// How a script value echoes, for values with a richer form than Rhai's `to_string`.
 pub fn display_of(value: &rhai::Dynamic) -> Option<DisplayData> {
+    if let Some(t) = value.read_lock::<crate::tensor::Tensor>() {
+        let plain = t.to_string();
+        let html = format!("<pre>{}</pre>", html_escape(&plain));
+        return Some(DisplayData {
+            plain,
+            html: Some(html),
+        });
+    }
     if let Some(e) = value.read_lock::<Exception>() {
         return Some(DisplayData::text(e.to_string()));
     }
@@ -37,4 +54,10 @@ pub fn display_of(value: &rhai::Dynamic) -> Option<DisplayData> {
 /// A run-time error's Python-style kind and message.
 pub fn describe_error(error: &rhai::EvalAltResult) -> (String, String) {
     errors::describe(error)
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

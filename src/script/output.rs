@@ -73,6 +73,7 @@ pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
     engine.register_fn("help", move |topic: Dynamic| {
         let name = match topic.read_lock::<ImmutableString>() {
             Some(name) => name.to_string(),
+            None if topic.is::<crate::tensor::Tensor>() => "Tensor".to_string(),
             None => topic.type_name().to_string(),
         };
         out.stdout(&help_text(&name));

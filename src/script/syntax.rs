@@ -78,12 +78,42 @@ pub(crate) fn register(engine: &mut Engine) {
         BlockMode::EnableGrad,
         BlockMode::InferenceMode,
     ] {
-        engine
-            .register_custom_syntax([mode.keyword(), "$block$"], true, move |context, inputs| {
+        engine.register_custom_syntax_with_state_raw(
+            mode.keyword(),
+            parse_block_statement,
+            true,
+            move |context, inputs, _| {
                 let _guard = enter(mode);
                 eval_in_callers_scope(context, &inputs[0])
-            })
-            .expect("the grad-mode block syntax is well formed");
+            },
+        );
+    }
+}
+
+/// Tokens that would silently continue a block as an expression: `no_grad { … }\n[a, b]` would
+/// index the block's value, `no_grad { … }\n-x` would subtract. Python users expect a new statement.
+const CONTINUATIONS: &[&str] = &[
+    "[", ".", "?.", "?[", "(", "+", "-", "*", "/", "%", "**", "==", "!=", "<", ">", "<=", ">=",
+    "&&", "||", "&", "|", "^", "??", "..", "..=", "<<", ">>", "=", "+=", "-=", "*=", "/=",
+];
+
+/// KEYWORD `{` … `}`, refusing a continuation right after the block.
+fn parse_block_statement(
+    symbols: &[ImmutableString],
+    look_ahead: &str,
+    _state: &mut Dynamic,
+) -> Result<Option<ImmutableString>, rhai::ParseError> {
+    match symbols.len() {
+        1 => Ok(Some("$block$".into())),
+        _ if CONTINUATIONS.contains(&look_ahead) => Err(rhai::LexError::ImproperSymbol(
+            look_ahead.to_string(),
+            format!(
+                "'{look_ahead}' right after a {} {{ … }} block: end the block with ';' to start a new statement",
+                symbols[0]
+            ),
+        )
+        .into_err(Position::NONE)),
+        _ => Ok(None),
     }
 }
 
@@ -145,11 +175,10 @@ fn eval_in_callers_scope(
 }
 
 /// Enter a grad mode until the returned guard drops (also when the block fails).
-fn enter(mode: BlockMode) -> impl Drop {
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {}
+fn enter(mode: BlockMode) -> crate::autograd::GradModeGuard {
+    match mode {
+        BlockMode::NoGrad => crate::autograd::no_grad(),
+        BlockMode::EnableGrad => crate::autograd::enable_grad(),
+        BlockMode::InferenceMode => crate::autograd::inference_mode(),
     }
-    let _ = mode;
-    Restore
 }

@@ -88,7 +88,14 @@ impl ScriptError {
 
     /// A run-time error of `code`.
     pub fn from_eval(error: &EvalAltResult, code: &str, source: Option<&str>) -> Self {
-        let (kind, message) = crate::script::describe_error(error);
+        let (mut kind, mut message) = crate::script::describe_error(error);
+        // Rhai reports `f(t)` and `t.f()` alike; only the source tells a call from a method call.
+        if let Some(name) = message.strip_prefix("'Tensor' object has no attribute '") {
+            if !after_dot(code, error.position()) {
+                kind = "NameError".into();
+                message = format!("name '{}' is not defined", name.trim_end_matches('\''));
+            }
+        }
         Self::at(&kind, message, error.position(), code, source)
     }
 
@@ -114,6 +121,18 @@ impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)
     }
+}
+
+/// Whether the text before `pos` in `code` ends with a `.` (a method call or property access).
+fn after_dot(code: &str, pos: Position) -> bool {
+    let (Some(line), Some(column)) = (pos.line(), pos.position()) else {
+        return false;
+    };
+    let Some(text) = code.lines().nth(line - 1) else {
+        return false;
+    };
+    let before: String = text.chars().take(column.saturating_sub(1)).collect();
+    before.trim_end().ends_with('.')
 }
 
 /// Whether an input is ready to run.

@@ -1,0 +1,217 @@
+//! The `cuda` module (`cuda::memory_allocated()` …) and the article's top-level names (`empty_cache()` …).
+use std::sync::Arc;
+
+use rhai::{Array, Dynamic, Engine, Map, Module, FLOAT, INT};
+
+use super::convert::{device_of, OrRaise, Res};
+use super::errors::{type_error, value_error};
+use crate::alloc::DeviceAllocator;
+use crate::device::{self, Device};
+
+/// The CUDA index an optional device argument names; none means the current device.
+fn cuda_index(device: Option<&Dynamic>) -> Res<usize> {
+    match device {
+        None => Ok(device::current_device()),
+        Some(d) if d.is_unit() => Ok(device::current_device()),
+        Some(d) => match device_of(d)? {
+            Device::Cuda(i) => Ok(i),
+            Device::Cpu => Err(value_error("Expected a cuda device, but got: cpu")),
+        },
+    }
+}
+
+fn allocator(device: Option<&Dynamic>) -> Res<Arc<dyn DeviceAllocator>> {
+    device::cuda_allocator(cuda_index(device)?).or_raise()
+}
+
+/// A byte count from the allocator; 0 where no GPU was ever set up, as PyTorch reports before CUDA init.
+fn stat(device: Option<&Dynamic>, read: fn(&dyn DeviceAllocator) -> u64) -> Res<INT> {
+    if !device::cuda_is_available() {
+        return Ok(0);
+    }
+    Ok(read(&*allocator(device)?) as INT)
+}
+
+fn memory_stats(device: Option<&Dynamic>) -> Res<Map> {
+    if !device::cuda_is_available() {
+        return Ok(Map::new());
+    }
+    Ok(allocator(device)?
+        .memory_stats()
+        .into_iter()
+        .map(|(k, v)| (k.into(), Dynamic::from_int(v as INT)))
+        .collect())
+}
+
+/// `memory_summary()`, `memory_summary(device)` or `memory_summary(#{device, abbreviated})`.
+fn memory_summary(arg: Option<&Dynamic>) -> Res<String> {
+    let mut device = None;
+    let mut abbreviated = false;
+    if let Some(arg) = arg {
+        if let Some(map) = arg.read_lock::<Map>() {
+            for (key, value) in map.iter() {
+                match key.as_str() {
+                    "device" => device = Some(value.clone()),
+                    "abbreviated" => {
+                        abbreviated = value
+                            .as_bool()
+                            .map_err(|_| type_error("abbreviated must be a bool"))?
+                    }
+                    other => {
+                        return Err(type_error(format!(
+                            "memory_summary(): unexpected keyword '{other}'; allowed: device, abbreviated"
+                        )))
+                    }
+                }
+            }
+        } else {
+            device = Some(arg.clone());
+        }
+    }
+    Ok(allocator(device.as_ref())?.memory_summary(abbreviated))
+}
+
+fn empty_cache() -> Res<()> {
+    // As PyTorch's emptyCache: every device's cache, not only the current one.
+    for index in 0..device::cuda_device_count() {
+        device::cuda_allocator(index).or_raise()?.empty_cache();
+    }
+    Ok(())
+}
+
+fn mem_get_info(device: Option<&Dynamic>) -> Res<Array> {
+    let (free, total) = allocator(device)?
+        .mem_get_info()
+        .map_err(|e| super::errors::raise("RuntimeError", e.to_string()))?;
+    Ok(vec![
+        Dynamic::from_int(free as INT),
+        Dynamic::from_int(total as INT),
+    ])
+}
+
+fn memory_snapshot(device: Option<&Dynamic>) -> Res<Dynamic> {
+    let snapshot = allocator(device)?.snapshot();
+    rhai::serde::to_dynamic(&snapshot)
+}
+
+fn record_memory_history(
+    enabled: &Dynamic,
+    max_entries: Option<INT>,
+    device: Option<&Dynamic>,
+) -> Res<()> {
+    use crate::alloc::{HistoryMode, HistoryOptions};
+    let mode = if enabled.is_unit() {
+        None
+    } else if let Ok(flag) = enabled.as_bool() {
+        flag.then_some(HistoryMode::All)
+    } else {
+        let text = enabled.clone().into_string().map_err(|t| {
+            type_error(format!(
+                "record_memory_history: enabled is \"all\", \"state\" or (), not {t}"
+            ))
+        })?;
+        Some(HistoryMode::parse(&text).map_err(|e| value_error(e.to_string()))?)
+    };
+    let mut options = HistoryOptions {
+        enabled: mode,
+        ..HistoryOptions::default()
+    };
+    if let Some(n) = max_entries {
+        options.max_entries = usize::try_from(n)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| value_error("max_entries must be 1 or more"))?;
+    }
+    allocator(device)?.record_memory_history(options);
+    Ok(())
+}
+
+fn set_fraction(fraction: FLOAT, device: Option<&Dynamic>) -> Res<()> {
+    allocator(device)?
+        .set_memory_fraction(fraction)
+        .map_err(|e| value_error(e.to_string()))
+}
+
+/// Register `fname()` and `fname(device)` in `module` and, when `top_level`, in `engine` too.
+macro_rules! with_optional_device {
+    ($module:expr, $engine:expr, $top:expr, $name:literal, $body:expr) => {{
+        let body = $body;
+        $module.set_native_fn($name, move || body(None));
+        $module.set_native_fn($name, move |d: Dynamic| body(Some(&d)));
+        if $top {
+            $engine.register_fn($name, move || body(None));
+            $engine.register_fn($name, move |d: Dynamic| body(Some(&d)));
+        }
+    }};
+}
+
+/// Register the `cuda` module and the top-level memory functions.
+pub(crate) fn register(engine: &mut Engine) {
+    let mut m = Module::new();
+    m.set_native_fn("is_available", || Ok(device::cuda_is_available()));
+    m.set_native_fn("device_count", || Ok(device::cuda_device_count() as INT));
+    m.set_native_fn("current_device", || Ok(device::current_device() as INT));
+    m.set_native_fn("set_device", |d: Dynamic| {
+        device::set_device(cuda_index(Some(&d))?).or_raise()
+    });
+    m.set_native_fn("empty_cache", empty_cache);
+    engine.register_fn("empty_cache", empty_cache);
+    with_optional_device!(m, engine, false, "get_device_name", |d: Option<
+        &Dynamic,
+    >| {
+        device::get_device_name(cuda_index(d)?).or_raise()
+    });
+    with_optional_device!(m, engine, false, "synchronize", |d: Option<&Dynamic>| {
+        device::synchronize(cuda_index(d)?).or_raise()
+    });
+    with_optional_device!(m, engine, false, "mem_get_info", mem_get_info);
+    with_optional_device!(m, engine, true, "memory_allocated", |d: Option<
+        &Dynamic,
+    >| {
+        stat(d, |a| a.memory_allocated())
+    });
+    with_optional_device!(m, engine, true, "max_memory_allocated", |d: Option<
+        &Dynamic,
+    >| {
+        stat(d, |a| a.max_memory_allocated())
+    });
+    with_optional_device!(m, engine, true, "memory_reserved", |d: Option<&Dynamic>| {
+        stat(d, |a| a.memory_reserved())
+    });
+    with_optional_device!(m, engine, true, "max_memory_reserved", |d: Option<
+        &Dynamic,
+    >| {
+        stat(d, |a| a.max_memory_reserved())
+    });
+    with_optional_device!(m, engine, false, "memory_stats", memory_stats);
+    with_optional_device!(m, engine, true, "memory_summary", memory_summary);
+    with_optional_device!(m, engine, false, "reset_peak_memory_stats", |d: Option<
+        &Dynamic,
+    >| {
+        allocator(d).map(|a| a.reset_peak_memory_stats())
+    });
+    with_optional_device!(
+        m,
+        engine,
+        false,
+        "reset_accumulated_memory_stats",
+        |d: Option<&Dynamic>| { allocator(d).map(|a| a.reset_accumulated_memory_stats()) }
+    );
+    with_optional_device!(m, engine, false, "memory_snapshot", memory_snapshot);
+    m.set_native_fn("record_memory_history", || {
+        record_memory_history(&"all".into(), None, None)
+    });
+    m.set_native_fn("record_memory_history", |e: Dynamic| {
+        record_memory_history(&e, None, None)
+    });
+    m.set_native_fn("record_memory_history", |e: Dynamic, n: INT| {
+        record_memory_history(&e, Some(n), None)
+    });
+    m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT| {
+        set_fraction(f, None)
+    });
+    m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT, d: Dynamic| {
+        set_fraction(f, Some(&d))
+    });
+    engine.register_static_module("cuda", m.into());
+}

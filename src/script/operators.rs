@@ -1,0 +1,51 @@
+//! Arithmetic operators on tensors: `+ - * / **` with tensors and numbers on either side, and unary `-`.
+//!
+//! `a += b` is Rhai's `a = a + b`: a new tensor, not PyTorch's in-place `+=`; `add_` is in place.
+use rhai::{Engine, FLOAT, INT};
+
+use super::convert::OrRaise;
+use crate::tensor::{Scalar, Tensor};
+
+type TensorOp = fn(&Tensor, &Tensor) -> crate::tensor::Result<Tensor>;
+type ScalarOp = fn(&Tensor, Scalar) -> crate::tensor::Result<Tensor>;
+
+/// Register the operators.
+pub(crate) fn register(engine: &mut Engine) {
+    // (operator, tensor ⊕ tensor, tensor ⊕ number, number ⊕ tensor)
+    let ops: [(&str, TensorOp, ScalarOp, ScalarOp); 4] = [
+        ("+", Tensor::add, Tensor::add_scalar, Tensor::add_scalar),
+        ("-", Tensor::sub, Tensor::sub_scalar, Tensor::rsub_scalar),
+        ("*", Tensor::mul, Tensor::mul_scalar, Tensor::mul_scalar),
+        ("/", Tensor::div, Tensor::div_scalar, Tensor::rdiv_scalar),
+    ];
+    for (op, both, right, left) in ops {
+        engine
+            .register_fn(op, move |a: Tensor, b: Tensor| both(&a, &b).or_raise())
+            .register_fn(op, move |a: Tensor, b: INT| {
+                right(&a, Scalar::Int(b)).or_raise()
+            })
+            .register_fn(op, move |a: Tensor, b: FLOAT| {
+                right(&a, Scalar::Float(b)).or_raise()
+            })
+            .register_fn(op, move |a: INT, b: Tensor| {
+                left(&b, Scalar::Int(a)).or_raise()
+            })
+            .register_fn(op, move |a: FLOAT, b: Tensor| {
+                left(&b, Scalar::Float(a)).or_raise()
+            });
+    }
+    // Method forms, so `a.add(b)` reads as in PyTorch.
+    for (name, op) in [
+        ("add", Tensor::add as TensorOp),
+        ("sub", Tensor::sub),
+        ("mul", Tensor::mul),
+        ("div", Tensor::div),
+    ] {
+        engine.register_fn(name, move |a: &mut Tensor, b: Tensor| op(a, &b).or_raise());
+    }
+    engine
+        .register_fn("-", |a: Tensor| a.neg().or_raise())
+        .register_fn("**", |a: Tensor, e: INT| a.pow_scalar(e as f64).or_raise())
+        .register_fn("**", |a: Tensor, e: FLOAT| a.pow_scalar(e).or_raise())
+        .register_fn("**", |a: Tensor, e: Tensor| a.pow(&e).or_raise());
+}

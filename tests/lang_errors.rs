@@ -1,0 +1,179 @@
+//! Bad input: each error has a PyTorch-like kind and message and a position, and the session keeps
+//! every live tensor and its memory figures.
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::Duration;
+
+use torchlet::session::{ScriptError, Session};
+
+fn exclusive() -> MutexGuard<'static, ()> {
+    static INIT: Once = Once::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    INIT.call_once(|| {
+        let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
+        torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
+    });
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A session holding `x` (4 MB) on the GPU and `c` on the CPU.
+fn session_with_tensors() -> Session {
+    let (mut s, _) = Session::captured("<test>");
+    let outcome = s.execute("let x = randn(1000, 1000).cuda(); let c = ones(2, 3);");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    s
+}
+
+fn figures(s: &mut Session) -> String {
+    let outcome =
+        s.execute("`${memory_allocated()} ${memory_reserved()} ${x.shape} ${c.sum().item()}`");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    outcome.value.unwrap().plain
+}
+
+/// Run `code`, which must fail; check the session kept its tensors and figures; return the error.
+fn fails(s: &mut Session, code: &str) -> ScriptError {
+    let before = figures(s);
+    let error = s
+        .execute(code)
+        .error
+        .unwrap_or_else(|| panic!("{code} should fail"));
+    assert_eq!(
+        figures(s),
+        before,
+        "after the failed `{code}`, tensors and memory are as before"
+    );
+    error
+}
+
+#[test]
+fn syntax_error() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let y = x +;\nprint(y);");
+    assert_eq!(e.kind, "SyntaxError");
+    assert_eq!(e.line, Some(1));
+    assert!(e.column.is_some());
+    assert!(e.caret().unwrap().starts_with("let y = x +;\n"));
+}
+
+#[test]
+fn unknown_function_and_method() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let y = 1;\nfrobnicate(x)");
+    assert_eq!(e.kind, "NameError");
+    assert_eq!(e.message, "name 'frobnicate' is not defined");
+    assert_eq!((e.line, e.column), (Some(2), Some(1)));
+    let e = fails(&mut s, "x.frobnicate()");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(e.message, "'Tensor' object has no attribute 'frobnicate'");
+    let e = fails(&mut s, "zeros(\"three\")");
+    assert_eq!(e.kind, "TypeError");
+    assert!(
+        e.message.contains("zeros()") && e.message.contains("usage: zeros("),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn shape_mismatch() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let big = ones(4, 5);\nlet bad = c + big;");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(
+        e.message.contains("must match the size of tensor"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.line, Some(2));
+    let e = fails(&mut s, "c.matmul(c)");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(e.message.contains("cannot be multiplied"), "{}", e.message);
+}
+
+#[test]
+fn device_mismatch() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let bad = x + ones(1000, 1000);");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(
+        e.message
+            .starts_with("Expected all tensors to be on the same device"),
+        "{}",
+        e.message
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(13)));
+}
+
+#[test]
+fn out_of_memory_leaves_the_session_intact() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let huge = empty(1 << 40, #{device: \"cuda\"});");
+    assert_eq!(e.kind, "OutOfMemoryError");
+    assert!(
+        e.message
+            .starts_with("CUDA out of memory. Tried to allocate 4096.00 GiB"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("torchlet"), "{}", e.message);
+    // Caught in the script, the same error is a value with a kind.
+    let outcome = s.execute(
+        "let kind = \"none\"; try { empty(1 << 40, #{device: \"cuda\"}); } catch (e) { kind = e.kind; } kind",
+    );
+    assert_eq!(outcome.value.unwrap().plain, "OutOfMemoryError");
+}
+
+#[test]
+fn index_errors() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "c[5]");
+    assert_eq!(e.kind, "IndexError");
+    let e = fails(&mut s, "c.size(3)");
+    assert_eq!(e.kind, "IndexError");
+    assert!(
+        e.message.contains("Dimension out of range"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn bad_options_are_type_errors() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "zeros(2, #{dtyp: \"float16\"})");
+    assert_eq!(e.kind, "TypeError");
+    assert!(e.message.contains("'dtyp'"), "{}", e.message);
+    let e = fails(&mut s, "zeros(2, #{dtype: \"float17\"})");
+    assert!(e.message.contains("float17"), "{}", e.message);
+    let e = fails(&mut s, "tensor([[1, 2], [3]])");
+    assert_eq!(e.kind, "ValueError");
+    let e = fails(&mut s, "zeros(-2)");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(e.message.contains("negative dimension -2"), "{}", e.message);
+}
+
+#[test]
+fn interrupt_stops_a_loop_and_keeps_the_session() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let before = figures(&mut s);
+    let handle = s.interrupt_handle();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        handle.interrupt();
+    });
+    let e = s
+        .execute("let n = 0; loop { n += 1; }")
+        .error
+        .expect("interrupted");
+    stopper.join().unwrap();
+    assert_eq!(e.kind, "KeyboardInterrupt");
+    assert_eq!(figures(&mut s), before);
+}

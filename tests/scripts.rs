@@ -1,0 +1,289 @@
+//! Every script in `scripts/` runs on the simulated GPU and prints PyTorch's numbers.
+//!
+//! The article's four methods are checked against `../shared/reference/torch-h200.json` (what PyTorch
+//! printed on an H200), read at test time; the demos are checked against the allocator's rules.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn reference() -> Value {
+    let path = repo().join("../shared/reference/torch-h200.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the PyTorch reference {}: {e}. It lives in shared/ beside the repository \
+             (CI checks it out there); these tests compare every script against it.",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).expect("torch-h200.json is JSON")
+}
+
+/// Run a script on a fresh simulated 16 GiB GPU; its standard output.
+fn run(script: &str) -> String {
+    let path = repo().join("scripts").join(script);
+    assert!(path.exists(), "{} is missing", path.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["--simulate-cuda", "run"])
+        .arg(&path)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .output()
+        .expect("the torchlet binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// `after STEP: allocated=A reserved=R` lines, by step; each must be followed by a `why:` line.
+fn steps(output: &str) -> BTreeMap<String, (u64, u64)> {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut steps = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("after ") else {
+            continue;
+        };
+        let (step, figures) = rest
+            .rsplit_once(": allocated=")
+            .expect("allocated= follows the step");
+        let (allocated, reserved) = figures.split_once(" reserved=").expect("reserved= follows");
+        let figures = (allocated.parse().unwrap(), reserved.parse().unwrap());
+        assert!(
+            lines
+                .get(i + 1)
+                .is_some_and(|next| next.starts_with("  why: ")),
+            "step {step:?} has no `why:` line"
+        );
+        assert!(
+            steps.insert(step.to_string(), figures).is_none(),
+            "step {step:?} printed twice"
+        );
+    }
+    steps
+}
+
+/// The number after `prefix` on the line that starts with it.
+fn number_after(output: &str, prefix: &str) -> i64 {
+    let line = output
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?} in:\n{output}"));
+    line[prefix.len()..]
+        .trim()
+        .split(|c: char| !(c.is_ascii_digit() || c == '-' || c == '.'))
+        .next()
+        .unwrap()
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("no number after {prefix:?}: {line}")) as i64
+}
+
+fn check_article_method(section: &str, script: &str) -> String {
+    let reference = reference();
+    let expected = reference[section]
+        .as_object()
+        .unwrap_or_else(|| panic!("{section} missing from torch-h200.json"));
+    let output = run(script);
+    let printed = steps(&output);
+    let mut checked = 0;
+    for (step, want) in expected {
+        let (Some(allocated), Some(reserved)) =
+            (want["allocated"].as_u64(), want["reserved"].as_u64())
+        else {
+            continue; // not a memory step (e.g. y.requires_grad), checked by the caller
+        };
+        let got = printed
+            .get(step)
+            .unwrap_or_else(|| panic!("{script} prints no `after {step}:` line:\n{output}"));
+        assert_eq!(
+            *got,
+            (allocated, reserved),
+            "{script}, after {step}: (allocated, reserved)"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 1, "{section}: no memory step compared");
+    output
+}
+
+#[test]
+fn method_1_del_matches_pytorch() {
+    check_article_method("article_method_1_del", "01_del.rhai");
+}
+
+#[test]
+fn method_2_empty_cache_matches_pytorch() {
+    check_article_method(
+        "article_method_2_empty_cache_while_x_alive",
+        "02_empty_cache.rhai",
+    );
+}
+
+#[test]
+fn method_3_no_grad_matches_pytorch() {
+    let output = check_article_method("article_method_3_no_grad", "03_no_grad.rhai");
+    let reference = reference();
+    let want = reference["article_method_3_no_grad"]["y.requires_grad"]
+        .as_bool()
+        .unwrap();
+    assert!(
+        output
+            .lines()
+            .any(|l| l == format!("y.requires_grad = {want}")),
+        "{output}"
+    );
+    let saved = &reference["autograd_saved_tensors"];
+    let saved = saved.as_object().expect("autograd_saved_tensors");
+    let pick = |under_no_grad: bool| {
+        let mut hits = saved
+            .iter()
+            .filter(|(k, _)| k.contains("no_grad") == under_no_grad);
+        let (_, v) = hits
+            .next()
+            .expect("one figure each with and without no_grad");
+        assert!(hits.next().is_none());
+        v.as_i64().unwrap()
+    };
+    let (grad, no_grad) = (pick(false), pick(true));
+    assert_eq!(number_after(&output, "extra while h lives (grad):"), grad);
+    assert_eq!(
+        number_after(&output, "extra while h lives (no_grad):"),
+        no_grad
+    );
+    assert!(output.lines().any(|l| l == "h.requires_grad = false"));
+}
+
+#[test]
+fn method_4_del_and_empty_cache_matches_pytorch() {
+    let output = check_article_method(
+        "article_method_4_del_and_empty_cache",
+        "04_del_and_empty_cache.rhai",
+    );
+    assert_eq!(number_after(&output, "max_memory_allocated ="), 8000512);
+}
+
+#[test]
+fn training_loop_learns_and_shows_where_memory_goes() {
+    let output = run("05_training_loop.rhai");
+    let line = output
+        .lines()
+        .find(|l| l.starts_with("loss went from "))
+        .expect("final loss line");
+    let losses: Vec<f64> = line["loss went from ".len()..]
+        .split(" to ")
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    assert!(losses[1] < losses[0] / 4.0, "SGD reduces the loss: {line}");
+    assert!(number_after(&output, "step 0: graph_bytes=") > 0);
+    let with_grad = number_after(&output, "eval with grad: extra=");
+    let without = number_after(&output, "eval under no_grad: extra=");
+    assert_eq!(
+        without, 2048,
+        "only the 512x1 float32 prediction stays under no_grad"
+    );
+    assert!(
+        with_grad > without,
+        "the graph holds activations: {with_grad} vs {without}"
+    );
+    let growth = |prefix: &str| -> Vec<i64> {
+        (0..5)
+            .map(|i| number_after(&output, &format!("{prefix}, iteration {i}: growth=")))
+            .collect()
+    };
+    let pitfall = growth("pitfall total = total + loss");
+    assert!(
+        pitfall.windows(2).all(|w| w[1] > w[0]),
+        "each iteration keeps its graph: {pitfall:?}"
+    );
+    assert_eq!(number_after(&output, "after total = 0.0: growth="), 0);
+    let fix = growth("fix total += loss.item()");
+    assert!(
+        fix.windows(2).all(|w| w[1] == w[0]),
+        "memory stays flat with item(): {fix:?}"
+    );
+}
+
+#[test]
+fn fragmentation_demo_follows_the_allocator_rules() {
+    let output = run("06_fragmentation.rhai");
+    let printed = steps(&output);
+    // 6000000 B rounds to 6000128; three per 20 MiB segment; 10000000 B rounds to 10000384.
+    let expected = [
+        ("12 x 6 MB", (12 * 6000128, 4 * 20971520)),
+        ("keep every third", (4 * 6000128, 4 * 20971520)),
+        ("10 MB tensor", (4 * 6000128 + 10000384, 5 * 20971520)),
+        ("empty_cache()", (4 * 6000128 + 10000384, 5 * 20971520)),
+        ("free all, empty_cache()", (0, 0)),
+    ];
+    for (step, figures) in expected {
+        assert_eq!(printed.get(step), Some(&figures), "after {step}");
+    }
+    assert_eq!(
+        number_after(&output, "inactive_split_bytes="),
+        4 * (6000128 + 8971264)
+    );
+}
+
+#[test]
+fn oom_is_caught_and_the_work_retried() {
+    let output = run("07_oom_recovery.rhai");
+    let printed = steps(&output);
+    let attempt_1 = output
+        .lines()
+        .find(|l| l.starts_with("attempt 1: "))
+        .expect("attempt 1");
+    assert!(
+        attempt_1
+            .starts_with("attempt 1: OutOfMemoryError: CUDA out of memory. Tried to allocate "),
+        "{attempt_1}"
+    );
+    assert!(
+        attempt_1.contains(" allowed; "),
+        "the fraction appears in the message: {attempt_1}"
+    );
+    assert!(
+        output
+            .lines()
+            .any(|l| l.starts_with("attempt 2: work fitted")),
+        "{output}"
+    );
+    let cache = printed["cache = 60% of the cap"];
+    assert_eq!(
+        printed["the failed allocation"].0, cache.0,
+        "the failed attempt leaked nothing"
+    );
+    assert_eq!(printed["del cache; empty_cache()"], (0, 0));
+    assert_eq!(printed["the end"].0, 0);
+}
+
+#[test]
+fn every_script_is_covered_here() {
+    let mut scripts: Vec<String> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rhai"))
+        .collect();
+    scripts.sort();
+    let this = std::fs::read_to_string(
+        Path::new(file!())
+            .file_name()
+            .map(|f| repo().join("tests").join(f))
+            .unwrap(),
+    )
+    .unwrap();
+    for script in scripts {
+        assert!(
+            this.contains(&format!("\"{script}\"")),
+            "tests/scripts.rs does not run {script}"
+        );
+    }
+}
