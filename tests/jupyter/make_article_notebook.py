@@ -37,7 +37,7 @@ def build():
         step(f"empty_cache();\n{MEASURE}", m2, "empty_cache()"),
         step("del x;\nempty_cache();"),
         new_markdown_cell("## 3. `no_grad`"),
-        step(f"let x = randn(1000, 1000).cuda();\nno_grad {{ let y = x + 1; }}\n{MEASURE}",
+        step(f"let x = randn(1000, 1000).cuda();\nno_grad {{ let y = x + 1; }};\n{MEASURE}",
              m3, "x = randn(1000,1000).cuda(); no_grad { y = x + 1 }"),
         step("y.requires_grad", m3, "y.requires_grad"),
         step("del x, y;\nempty_cache();"),
