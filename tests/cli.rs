@@ -102,3 +102,54 @@ fn e_errors_are_located_in_the_snippet() {
     let err = text(&out.stderr);
     assert!(err.starts_with("<-e>:2:"), "{err}");
 }
+
+#[test]
+fn cuda_without_a_gpu_says_how_to_simulate_one() {
+    if std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda") {
+        println!("skipped: a real GPU is present (TORCHLET_TEST_DEVICE=cuda)");
+        return;
+    }
+    let out = torchlet(&["run", "-e", "let x = randn(2, 2);\nlet y = x.cuda();"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("<-e>:2:"), "{err}");
+    assert!(err.contains("NVIDIA driver"), "{err}");
+    assert!(err.contains("--simulate-cuda"), "{err}");
+    let out = torchlet(&[
+        "run",
+        "-e",
+        "print(cuda::is_available()); print(memory_allocated());",
+    ]);
+    assert_eq!(text(&out.stdout), "false\n0\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn simulate_cuda_flag_and_environment_choose_the_devices() {
+    let code = "print(cuda::device_count()); for i in 0..cuda::device_count() { print(cuda::mem_get_info(i)[1]); }";
+    let out = torchlet(&["--simulate-cuda", "run", "-e", code]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("1\n{}\n", 16u64 << 30),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = torchlet(&["--simulate-cuda=2GiB,1GiB", "run", "-e", code]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("2\n{}\n{}\n", 2u64 << 30, 1u64 << 30)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["run", "-e", code])
+        .env("TORCHLET_SIMULATE_CUDA", "3GiB")
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        format!("1\n{}\n", 3u64 << 30),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = torchlet(&["--simulate-cuda=lots", "run", "-e", code]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("lots"), "{}", text(&out.stderr));
+}

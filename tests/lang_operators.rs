@@ -182,3 +182,28 @@ fn scalar_results_compare_with_item() {
         );
     }
 }
+
+#[test]
+fn random_constructors_run_every_time_they_are_reached() {
+    // No constant folding: two identical calls, and one call in a loop, give fresh samples.
+    for device in devices() {
+        let mut s = session(device);
+        let code = format!(
+            "let d = #{{device: \"{device}\"}};
+             let a = randn(4, d).tolist(); let b = randn(4, d).tolist();
+             let seen = []; for i in 0..3 {{ seen.push(rand(2, d).tolist()); }}
+             [a != b, seen[0] != seen[1], seen[1] != seen[2]]"
+        );
+        let outcome = s.execute(&code);
+        assert_eq!(
+            outcome.value.map(|v| v.plain),
+            Some("[true, true, true]".into()),
+            "{device}"
+        );
+        let seeded = "manual_seed(7); let p = randn(3).tolist(); manual_seed(7); let q = randn(3).tolist(); p == q";
+        assert_eq!(
+            s.execute(seeded).value.map(|v| v.plain),
+            Some("true".into())
+        );
+    }
+}

@@ -73,7 +73,11 @@ pub static TENSOR_METHODS: &[Entry] = &[
     e("data_ptr", "t.data_ptr() — address of the first element"),
     e("item", "t.item() — the value of a one-element tensor"),
     e("tolist", "t.tolist() — the values as (nested) arrays"),
-    e("pow", "t.pow(exponent) — elementwise power by a number or a tensor"),
+    e("pow", "t.pow(exponent) — elementwise power by a number or a tensor (also t ** exponent)"),
+    e("add", "a.add(b) — a + b"),
+    e("sub", "a.sub(b) — a - b"),
+    e("mul", "a.mul(b) — a * b"),
+    e("div", "a.div(b) — a / b"),
     e("matmul", "a.matmul(b) — matrix product"),
     e("mm", "a.mm(b) — matrix product of two 2-D tensors"),
     e("t", "t.t() — transpose of a 2-D tensor (a view)"),
@@ -260,6 +264,64 @@ mod tests {
             assert!(table
                 .iter()
                 .all(|e| !e.doc.is_empty() && !e.doc.contains('\n')));
+        }
+    }
+
+    /// The names the engine really has, by kind: `name(`, `get$name(`, `cuda::name(`.
+    fn registered() -> Vec<String> {
+        let frontend = std::rc::Rc::new(crate::session::CapturedOutput::default());
+        let engine = crate::script::new_engine(frontend, Default::default());
+        engine.gen_fn_signatures(false)
+    }
+
+    #[test]
+    fn every_documented_name_is_registered() {
+        let signatures = registered();
+        let has = |prefix: String| signatures.iter().any(|s| s.starts_with(&prefix));
+        for entry in FUNCTIONS
+            .iter()
+            .chain(TENSOR_METHODS)
+            .filter(|e| e.name != "print")
+        {
+            assert!(
+                has(format!("{}(", entry.name)),
+                "{} is documented but not registered",
+                entry.name
+            );
+        }
+        for entry in TENSOR_PROPERTIES {
+            assert!(
+                has(format!("get${}(", entry.name)),
+                "property {} is not registered",
+                entry.name
+            );
+        }
+        for entry in CUDA_MEMBERS {
+            assert!(
+                has(format!("cuda::{}(", entry.name)),
+                "cuda::{} is not registered",
+                entry.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_name_is_documented() {
+        let internal = [
+            "to_string",
+            "to_debug",
+            "index$get$",
+            "get$kind",
+            "get$message",
+        ];
+        for signature in registered() {
+            let name = signature.split('(').next().unwrap();
+            let bare = name.trim_start_matches("get$").trim_start_matches("set$");
+            let symbol = !bare.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            if symbol || internal.contains(&name) {
+                continue;
+            }
+            assert!(doc(bare).is_some(), "{signature} has no help entry");
         }
     }
 

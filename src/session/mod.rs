@@ -64,6 +64,8 @@ impl Session {
     /// Open a session whose output goes to `frontend`.
     pub fn new(options: SessionOptions, frontend: Rc<dyn Frontend>) -> Session {
         let interrupt = InterruptHandle::default();
+        // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
+        crate::tensor::set_interrupt_flag(interrupt.0.clone());
         let engine = crate::script::new_engine(frontend.clone(), interrupt.clone());
         Session {
             engine,
