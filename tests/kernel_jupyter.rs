@@ -125,7 +125,7 @@ fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
     println!("{log}");
     assert!(ok, "the article notebook failed:\n{log}");
     assert!(
-        log.contains("test_every_step_shows_pytorchs_numbers ... ok"),
+        log.contains("ArticleNotebook.test_every_step_shows_pytorchs_numbers) ... ok"),
         "{log}"
     );
 }
