@@ -45,7 +45,10 @@ class ArticleNotebook(unittest.TestCase):
         self.assertEqual(checked, 11, "every step of the four methods is checked")
         memory = nb.cells[-1]
         self.assertEqual(memory.source, "%mem")
-        self.assertTrue(any(o.output_type == "execute_result" for o in memory.outputs), memory.outputs)
+        tables = [o for o in memory.outputs if o.output_type == "execute_result"]
+        self.assertEqual(len(tables), 1, memory.outputs)
+        self.assertIn("cuda:0", tables[0]["data"]["text/plain"])
+        self.assertIn("<pre>", tables[0]["data"]["text/html"])
 
 
 if __name__ == "__main__":
