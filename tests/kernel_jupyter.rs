@@ -129,3 +129,25 @@ fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
         "{log}"
     );
 }
+
+#[test]
+fn jupyter_kernelspec_list_shows_the_installed_kernels() {
+    let Some(python) = venv_python("jupyter kernelspec list") else {
+        return;
+    };
+    let dir = jupyter_dir();
+    let (ok, log) = run_python(
+        &python,
+        dir.path(),
+        &["-m", "jupyter_client.kernelspecapp", "list", "--json"],
+        Duration::from_secs(60),
+    );
+    assert!(ok, "jupyter kernelspec list failed:\n{log}");
+    let start = log.find('{').expect("JSON output");
+    let listed: serde_json::Value = serde_json::from_str(&log[start..]).expect("kernelspec JSON");
+    let torchlet = &listed["kernelspecs"]["torchlet"]["spec"];
+    assert_eq!(torchlet["language"], "rhai");
+    assert_eq!(torchlet["interrupt_mode"], "message");
+    let sim = &listed["kernelspecs"]["torchlet-sim"]["spec"];
+    assert_eq!(sim["env"]["TORCHLET_SIMULATE_CUDA"], "16GiB");
+}
