@@ -192,3 +192,18 @@ mod tensors {
         assert_eq!(allocated(&mut s), base + 4000256);
     }
 }
+
+#[test]
+fn variables_lists_live_names_once_with_their_latest_value() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let a = 1; let b = 2; let a = 3; del b; let c = \"x\";"));
+    let vars: Vec<(String, String)> = s
+        .variables()
+        .into_iter()
+        .map(|(n, v)| (n, v.to_string()))
+        .collect();
+    assert_eq!(
+        vars,
+        vec![("a".into(), "3".into()), ("c".into(), "x".into())]
+    );
+}

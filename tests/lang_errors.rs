@@ -177,3 +177,21 @@ fn interrupt_stops_a_loop_and_keeps_the_session() {
     assert_eq!(e.kind, "KeyboardInterrupt");
     assert_eq!(figures(&mut s), before);
 }
+
+#[test]
+fn unknown_and_read_only_attributes() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "c.shapez");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(e.message, "'Tensor' object has no attribute 'shapez'");
+    let e = fails(&mut s, "c.shape = [6];");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(
+        e.message,
+        "attribute 'shape' of 'Tensor' objects is not writable"
+    );
+    let e = fails(&mut s, "c.sum(\"all\")");
+    assert_eq!(e.kind, "TypeError");
+    assert!(e.message.contains("(Tensor, string)"), "{}", e.message);
+}

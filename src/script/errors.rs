@@ -63,7 +63,7 @@ pub fn describe(error: &EvalAltResult) -> (String, String) {
             "AttributeError",
             format!("no property '{name}' here; help(\"Tensor\") lists a tensor's properties"),
         ),
-        E::ErrorDotExpr(message, _) => pair("AttributeError", message.clone()),
+        E::ErrorDotExpr(message, _) => pair("AttributeError", attribute_message(message)),
         E::ErrorMismatchDataType(want, got, _) => {
             pair("TypeError", format!("expected {want}, got {got}"))
         }
@@ -103,6 +103,21 @@ fn without_position(text: &str) -> String {
     }
 }
 
+/// Python's wording for Rhai's "Unknown property 'x' - a getter is not registered for type 'T'"
+/// and "No writable property 'x' - a setter is not registered for type 'T' …".
+fn attribute_message(message: &str) -> String {
+    let quoted: Vec<&str> = message.split('\'').skip(1).step_by(2).collect();
+    match quoted.as_slice() {
+        [name, ty, ..] if message.starts_with("Unknown property") => {
+            format!("'{ty}' object has no attribute '{name}'")
+        }
+        [name, ty, ..] if message.starts_with("No writable property") => {
+            format!("attribute '{name}' of '{ty}' objects is not writable")
+        }
+        _ => message.to_string(),
+    }
+}
+
 /// Python's wording for an unknown name.
 pub fn not_defined(name: &str) -> String {
     format!("name '{name}' is not defined")
@@ -118,6 +133,8 @@ fn describe_missing_function(signature: &str) -> (String, String) {
         .replace("rhai::", "")
         .replace("torchlet::tensor::", "")
         .replace("&mut ", "")
+        .replace("&str | ImmutableString | String", "string")
+        .replace("&str | string | String", "string")
         .replace("ImmutableString", "string")
         .replace("i64", "int")
         .replace("f64", "float");

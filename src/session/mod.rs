@@ -161,6 +161,22 @@ impl Session {
         names
     }
 
+    /// The variables now in scope with their values (innermost binding of each name, in scope order),
+    /// for `:vars`; deleted names are left out.
+    pub fn variables(&self) -> Vec<(String, rhai::Dynamic)> {
+        let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if crate::script::syntax::is_deleted(value) {
+                continue;
+            }
+            match seen.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => entry.1 = value.clone(),
+                None => seen.push((name.to_string(), value.clone())),
+            }
+        }
+        seen
+    }
+
     /// Define (or replace) a variable, e.g. the script's `ARGS`.
     pub fn set_variable(&mut self, name: &str, value: rhai::Dynamic) {
         self.scope.set_or_push(name, value);
