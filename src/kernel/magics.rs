@@ -43,9 +43,14 @@ fn magic(session: &mut Session, name: &str, args: &str) -> Outcome {
     let mut outcome = session
         .run_command(&format!(":{name} {args}"))
         .unwrap_or_else(|| ok(None));
-    if name == "vars" {
-        if let Some(value) = outcome.value.as_mut() {
-            value.html = Some(vars_html(session));
+    if let Some(value) = outcome.value.as_mut() {
+        match name {
+            "vars" => value.html = Some(vars_html(session)),
+            // Tables of fixed-width columns: keep their alignment in a notebook.
+            "mem" | "summary" if value.html.is_none() => {
+                value.html = Some(format!("<pre>{}</pre>", escape(&value.plain)))
+            }
+            _ => {}
         }
     }
     if let Some(error) = outcome.error.as_mut() {

@@ -204,6 +204,23 @@ class TorchletKernelTests(jkt.KernelTests):
         reply, _ = self.run_cell("1")
         self.assertEqual(reply["content"]["status"], "ok")
 
+    def test_torchlet_inspect_describes_a_tensor(self):
+        self.flush_channels()
+        self.run_cell("let inspected = zeros(2, 3);")
+        self.kc.inspect("inspected + 1", cursor_pos=4)
+        reply = self.get_non_kernel_info_reply(timeout=TIMEOUT)
+        self.assertTrue(reply["content"]["found"])
+        text = reply["content"]["data"]["text/plain"]
+        for part in ("inspected: Tensor", "shape [2, 3]", "float32", "on cpu", "24 bytes"):
+            self.assertIn(part, text)
+
+    def test_torchlet_tensor_result_has_html(self):
+        self.flush_channels()
+        _, outputs = self.run_cell("ones(2)")
+        data = [m["content"]["data"] for m in outputs if m["msg_type"] == "execute_result"][0]
+        self.assertEqual(data["text/plain"], "tensor([1., 1.])")
+        self.assertIn("text/html", data)
+
     def test_torchlet_comm_info_is_empty(self):
         self.flush_channels()
         self.kc.comm_info()
