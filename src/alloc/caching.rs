@@ -158,51 +158,46 @@ impl<M: RawMemory> Inner<M> {
         if gc_on {
             pool.get_free_blocks_call_count += 1;
         }
-        let mut it = pool.blocks.range((stream, size, 0)..);
-        let (mut key, mut idx) = it.next().map(|(k, i)| (*k, *i))?;
-        if key.0 != stream {
-            return None;
-        }
-        if arena[idx].expandable != NIL {
-            if expandable_on {
-                // An expandable block counts with the unmapped space after it, which it can grow into.
-                let grow = |i: u32| {
-                    let b = &arena[i];
-                    b.size
-                        + if b.next != NIL && !arena[b.next].mapped {
-                            arena[b.next].size
-                        } else {
-                            0
+        let (found, ptr, idx) = {
+            let mut it = pool.blocks.at_least(stream, size);
+            let (mut found, mut ptr, mut idx) = it.next()?;
+            if arena[idx].expandable != NIL {
+                if expandable_on {
+                    // An expandable block counts with the unmapped space after it, which it can grow into.
+                    let grow = |i: u32| {
+                        let b = &arena[i];
+                        b.size
+                            + if b.next != NIL && !arena[b.next].mapped {
+                                arena[b.next].size
+                            } else {
+                                0
+                            }
+                    };
+                    for (s, p, i) in it {
+                        if arena[idx].expandable == NIL || grow(i) >= grow(idx) {
+                            break;
                         }
-                };
-                for (k, i) in it {
-                    if arena[idx].expandable == NIL || k.0 != stream || grow(*i) >= grow(idx) {
-                        break;
+                        (found, ptr, idx) = (s, p, i);
                     }
-                    (key, idx) = (*k, *i);
-                }
-            } else {
-                // Expandable segments were switched off: only ordinary blocks qualify.
-                loop {
-                    let (k, i) = it.next()?;
-                    (key, idx) = (*k, *i);
-                    if key.0 != stream {
-                        return None;
-                    }
-                    if arena[idx].expandable == NIL {
-                        break;
+                } else {
+                    // Expandable segments were switched off: only ordinary blocks qualify.
+                    loop {
+                        (found, ptr, idx) = it.next()?;
+                        if arena[idx].expandable == NIL {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        let found = key.1;
+            (found, ptr, idx)
+        };
         if size < max_split && found >= max_split {
             return None;
         }
         if size >= max_split && found >= size.saturating_add(max_rounding) {
             return None;
         }
-        pool.blocks.remove(&key);
+        pool.blocks.remove(stream, found, ptr);
         Some(idx)
     }
 
@@ -339,7 +334,7 @@ impl<M: RawMemory> Inner<M> {
             self.history
                 .record(TraceAction::Alloc, ptr, n as u64, stream, tag.as_ref());
         }
-        self.arena[idx].tag = tag;
+        self.arena.set_tag(idx, tag);
         self.active.insert(ptr, idx);
         let s = &mut self.stats;
         s.allocation.increase(kind, 1);
@@ -368,13 +363,13 @@ impl<M: RawMemory> Inner<M> {
         self.stats.allocation.decrease(kind, 1);
         self.stats.allocated_bytes.decrease(kind, size);
         if self.history.enabled {
-            let tag = self.arena[idx].tag.clone();
+            let tag = self.arena.tag(idx);
             self.history.record(
                 TraceAction::FreeRequested,
                 ptr,
                 requested as u64,
                 stream,
-                tag.as_ref(),
+                tag,
             );
         }
         if size >= self.config.max_split_size() {
@@ -387,7 +382,7 @@ impl<M: RawMemory> Inner<M> {
     /// Returns a block to its pool, merging it with free neighbours of its segment; the
     /// inactive-split change is netted and applied once (§2.4, §4.3).
     pub fn free_block(&mut self, idx: u32) {
-        let tag = self.arena[idx].tag.take();
+        let tag = self.arena.take_tag(idx);
         let b = &self.arena[idx];
         let (kind, original_size, requested, stream, ptr) =
             (b.pool, b.size, b.requested, b.stream, b.ptr);
@@ -430,6 +425,7 @@ impl<M: RawMemory> Inner<M> {
     }
 
     /// Absorbs free neighbour `src` into `dst` (which is in no pool); returns the bytes absorbed.
+    #[inline]
     pub fn try_merge_blocks(&mut self, dst: u32, src: u32) -> usize {
         if src == NIL {
             return 0;
@@ -438,23 +434,35 @@ impl<M: RawMemory> Inner<M> {
         if s.allocated || s.mapped != self.arena[dst].mapped {
             return 0;
         }
-        let s = self.arena.remove(src);
-        self.pool_mut(s.pool).remove(&s);
+        self.merge(dst, src)
+    }
+
+    fn merge(&mut self, dst: u32, src: u32) -> usize {
+        let s = &self.arena[src];
+        let (ptr, size, prev, next, stream, mapped) =
+            (s.ptr, s.size, s.prev, s.next, s.stream, s.mapped);
+        let pool = self.pool_mut(s.pool);
+        if mapped {
+            pool.blocks.remove(stream, size, ptr);
+        } else {
+            pool.unmapped.remove(&(stream, ptr));
+        }
+        self.arena.discard(src);
         let d = &mut self.arena[dst];
+        d.size += size;
         if d.prev == src {
-            d.ptr = s.ptr;
-            d.prev = s.prev;
-            if s.prev != NIL {
-                self.arena[s.prev].next = dst;
+            d.ptr = ptr;
+            d.prev = prev;
+            if prev != NIL {
+                self.arena[prev].next = dst;
             }
         } else {
-            d.next = s.next;
-            if s.next != NIL {
-                self.arena[s.next].prev = dst;
+            d.next = next;
+            if next != NIL {
+                self.arena[next].prev = dst;
             }
         }
-        self.arena[dst].size += s.size;
-        s.size
+        size
     }
 }
 
