@@ -48,7 +48,7 @@ impl<M: RawMemory> Inner<M> {
             }
             c = next;
         }
-        let b = self.arena[c].clone();
+        let b = self.arena[c];
         self.pool_mut(kind).remove(&b);
         Ok(Some(c))
     }
@@ -193,7 +193,7 @@ impl<M: RawMemory> Inner<M> {
         self.memory
             .unmap(begin, bytes)
             .map_err(|e| AllocError::from_raw(e, "expandable segment unmapping"))?;
-        let b = self.arena[i].clone();
+        let b = self.arena[i];
         self.pool_mut(kind).remove(&b);
         if begin > ptr {
             self.splice_free_before(i, (begin - ptr) as usize);
