@@ -295,24 +295,7 @@ impl<M: RawMemory> Inner<M> {
             (b.pool, b.stream, b.is_split(), b.expandable != NIL)
         };
         if split {
-            let b = &self.arena[idx];
-            let mut rest = Block::new(b.ptr + size as u64, b.size - size, stream, kind);
-            (rest.requested, rest.prev, rest.next, rest.expandable) =
-                (b.requested, idx, b.next, b.expandable);
-            let rest_size = rest.size;
-            let next = rest.next;
-            let r = self.arena.insert(rest);
-            if next != NIL {
-                self.arena[next].prev = r;
-            }
-            let b = &mut self.arena[idx];
-            b.next = r;
-            b.size = size;
-            let (pool, arena) = match kind {
-                PoolKind::Large => (&mut self.large, &mut self.arena),
-                PoolKind::Small => (&mut self.small, &mut self.arena),
-            };
-            pool.insert(arena, r);
+            let rest_size = self.split_block(idx, size);
             if !expandable {
                 if already_split {
                     self.stats.inactive_split_bytes.decrease(kind, size);
@@ -346,6 +329,31 @@ impl<M: RawMemory> Inner<M> {
             s.oversize_allocations.increase(1);
         }
         ptr
+    }
+
+    /// Cuts block `idx` down to `size` bytes; the rest becomes a free block after it, cached in
+    /// the same pool (it keeps the stale requested size, as PyTorch's remainder does). Returns
+    /// the rest's size.
+    fn split_block(&mut self, idx: u32, size: usize) -> usize {
+        let b = &self.arena[idx];
+        let kind = b.pool;
+        let mut rest = Block::new(b.ptr + size as u64, b.size - size, b.stream, kind);
+        (rest.requested, rest.prev, rest.next, rest.expandable) =
+            (b.requested, idx, b.next, b.expandable);
+        let (rest_size, next) = (rest.size, rest.next);
+        let r = self.arena.insert(rest);
+        if next != NIL {
+            self.arena[next].prev = r;
+        }
+        let b = &mut self.arena[idx];
+        b.next = r;
+        b.size = size;
+        let (pool, arena) = match kind {
+            PoolKind::Large => (&mut self.large, &mut self.arena),
+            PoolKind::Small => (&mut self.small, &mut self.arena),
+        };
+        pool.insert(arena, r);
+        rest_size
     }
 
     /// Takes back a handed-out block (reference §2.4).
