@@ -703,3 +703,30 @@ fn errors_read_like_pytorch() {
     assert_close(&a.mul(&s).unwrap(), &[2.0; 6], 0.0, "gpu * cpu scalar");
     assert_eq!(a.mul(&s).unwrap().device(), gpu);
 }
+
+#[test]
+fn a_pending_interrupt_stops_ops_and_clears() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let devices = common::devices();
+    // Interrupt flags are per thread: this test's flag cannot stop the other tests.
+    let handle = std::thread::spawn(move || {
+        let flag = Arc::new(AtomicBool::new(false));
+        torchlet::tensor::set_interrupt_flag(flag.clone());
+        for device in devices {
+            let x = Tensor::ones(&[4], &opts(DType::F32, device)).unwrap();
+            flag.store(true, Ordering::SeqCst);
+            let e = x.mul_scalar(Scalar::Int(2)).unwrap_err();
+            assert_eq!(e.kind(), "KeyboardInterrupt");
+            assert!(Tensor::zeros(&[2], &opts(DType::F32, device)).is_err());
+            flag.store(false, Ordering::SeqCst);
+            assert_close(
+                &x.mul_scalar(Scalar::Int(2)).unwrap(),
+                &[2.0; 4],
+                0.0,
+                "after the interrupt",
+            );
+        }
+    });
+    handle.join().unwrap();
+}

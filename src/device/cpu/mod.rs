@@ -49,7 +49,8 @@ pub mod kernels {
     };
 }
 
-/// Implement the kernel methods of `Backend` with the host kernels (for `cpu` and `sim`).
+/// Implement the kernel methods of `Backend` with the host kernels (for `cpu` and `sim`);
+/// `matmul` is left to each backend, since the simulated GPU also takes a cuBLAS-like workspace.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! host_kernel_methods {
@@ -94,9 +95,6 @@ macro_rules! host_kernel_methods {
         }
         fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::reduce(op, src, dims, dst)
-        }
-        fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-            $crate::device::cpu::kernels::matmul(lhs, rhs, dst)
         }
         fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::softmax(src, dim, log, dst)
@@ -145,6 +143,9 @@ impl Backend for CpuBackend {
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+    fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+        kernels::matmul(lhs, rhs, dst)
     }
     host_kernel_methods!();
 }
