@@ -183,3 +183,20 @@ fn copying_a_transposed_gpu_tensor_to_the_host_takes_no_gpu_memory() {
     assert_eq!(a.max_memory_allocated(), now);
     assert_eq!(host.to_vec_f64().unwrap(), expected);
 }
+
+#[test]
+fn out_of_memory_is_an_error_that_keeps_every_tensor() {
+    if common::real_gpu() {
+        println!("skipped: the simulated GPU's fixed capacity is what this test exhausts");
+        return;
+    }
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let before = a.memory_allocated();
+    let opts = TensorOptions::default().device(Device::Cuda(0));
+    let e = Tensor::empty(&[5_000_000_000], &opts).unwrap_err();
+    assert_eq!(e.kind(), "OutOfMemoryError");
+    assert!(e.to_string().contains("out of memory"), "{e}");
+    assert_eq!(a.memory_allocated(), before);
+    assert_eq!(x.sum(None, false).unwrap().numel(), 1, "x is still usable");
+}

@@ -105,7 +105,8 @@ impl Tensor {
         }
         let base = self.inner.storage.ptr();
         if self.is_contiguous() {
-            self.backend().read_bytes(base + (l.offset * size) as u64, &mut bytes)?;
+            self.backend()
+                .read_bytes(base + (l.offset * size) as u64, &mut bytes)?;
             return Ok(bytes);
         }
         let span = l.extent() - l.offset;
@@ -113,13 +114,25 @@ impl Tensor {
             return self.contiguous_copy()?.host_bytes();
         }
         let mut raw = vec![0u8; span * size];
-        self.backend().read_bytes(base + (l.offset * size) as u64, &mut raw)?;
-        let from = Layout { offset: 0, ..l.clone() };
+        self.backend()
+            .read_bytes(base + (l.offset * size) as u64, &mut raw)?;
+        let from = Layout {
+            offset: 0,
+            ..l.clone()
+        };
         let to = Layout::contiguous(&l.shape);
         let dtype = self.dtype();
         crate::device::cpu::kernels::copy(
-            crate::device::Operand { ptr: raw.as_ptr() as u64, dtype, layout: &from },
-            crate::device::Operand { ptr: bytes.as_mut_ptr() as u64, dtype, layout: &to },
+            crate::device::Operand {
+                ptr: raw.as_ptr() as u64,
+                dtype,
+                layout: &from,
+            },
+            crate::device::Operand {
+                ptr: bytes.as_mut_ptr() as u64,
+                dtype,
+                layout: &to,
+            },
         )?;
         Ok(bytes)
     }

@@ -29,7 +29,24 @@ pub(crate) fn host_alloc(bytes: usize) -> Result<DevicePtr> {
             format!("[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
         ));
     }
+    if bytes >= HUGE_PAGE_MIN {
+        advise_huge_pages(p, bytes);
+    }
     Ok(p as DevicePtr)
+}
+
+/// Allocations from this size on ask for transparent huge pages, as numpy does: a fresh output
+/// of 64 MiB then faults in 32 pages instead of 16384, which is most of its cost.
+const HUGE_PAGE_MIN: usize = 4 << 20;
+
+fn advise_huge_pages(p: *mut u8, bytes: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = (p as usize).next_multiple_of(HUGE);
+    let end = (p as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: [start, end) lies inside the allocation just made; the advice is only a hint.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
 }
 
 /// Free memory from `host_alloc`.
