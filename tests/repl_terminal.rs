@@ -213,11 +213,18 @@ fn ctrl_c_at_the_prompt_clears_the_line_and_ctrl_d_exits() {
 fn history_is_saved_in_the_data_directory() {
     let mut r = Repl::start();
     r.run("let remembered_line = 1;");
+    r.send("fn hist_fn(a) {\r");
+    r.expect("... ");
+    r.send("  a + 1\r");
+    r.expect("... ");
+    r.run("}");
     r.send(":quit\r");
     r.p.expect(Eof).expect("the REPL ends on :quit");
     let saved = std::fs::read_to_string(r.home.path().join("data/torchlet/history"))
         .expect("history file under XDG_DATA_HOME");
     assert!(saved.contains("let remembered_line = 1;"), "{saved}");
+    // Indented continuation lines are kept too.
+    assert!(saved.contains("\n  a + 1\n"), "{saved}");
     // A new REPL finds it: Ctrl-R searches back for the line, Enter runs it.
     let mut again = Repl {
         p: spawn(r.home.path(), Gpu::Simulated),
