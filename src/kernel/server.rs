@@ -161,6 +161,21 @@ fn unsupported(incoming: &Incoming, channel: &str) -> Option<JupyterMessage> {
     Some(JupyterMessage::new(content, Some(message)))
 }
 
+/// The shutdown_reply, also published on iopub (as ipykernel does) so every client learns of it.
+fn shutdown_reply(
+    restart: bool,
+    request: &JupyterMessage,
+    publisher: &Publisher,
+) -> JupyterMessage {
+    let reply = ShutdownReply {
+        restart,
+        status: ReplyStatus::Ok,
+        error: None,
+    };
+    publisher.send(reply.clone(), request);
+    reply.as_child_of(request)
+}
+
 async fn run_control(
     mut control: KernelControlConnection,
     publisher: Publisher,
@@ -190,14 +205,7 @@ async fn run_control(
             }
             JupyterMessageContent::ShutdownRequest(request) => {
                 stop = true;
-                Some(
-                    ShutdownReply {
-                        restart: request.restart,
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
+                Some(shutdown_reply(request.restart, message, &publisher))
             }
             _ => unsupported(&incoming, "control"),
         };
@@ -318,6 +326,7 @@ impl Shell {
 
     async fn handle(&mut self, incoming: Incoming) {
         let message = incoming.message.clone();
+        let mut stop = false;
         self.publisher.status(ExecutionState::Busy, &message);
         let reply: Option<JupyterMessage> = match &message.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
@@ -410,15 +419,8 @@ impl Shell {
                 Some(InterruptReply::new().as_child_of(&message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {
-                let _ = self.shutdown.send(());
-                Some(
-                    ShutdownReply {
-                        restart: request.restart,
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
+                stop = true;
+                Some(shutdown_reply(request.restart, &message, &self.publisher))
             }
             // torchlet opens no comms: comm messages have nowhere to go.
             JupyterMessageContent::CommOpen(_)
@@ -430,6 +432,9 @@ impl Shell {
             self.reply(reply).await;
         }
         self.publisher.status(ExecutionState::Idle, &message);
+        if stop {
+            let _ = self.shutdown.send(());
+        }
     }
 
     async fn execute(
