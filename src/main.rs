@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "torchlet", version, about)]
 struct Cli {
     /// Simulate CUDA devices in host memory: one size per device (default 16GiB), e.g. 16GiB,8GiB.
-    #[arg(long, global = true, value_name = "SIZE[,SIZE…]", num_args = 0..=1,
-          default_missing_value = "16GiB", require_equals = true, env = "TORCHLET_SIMULATE_CUDA")]
+    #[arg(long, global = true, value_name = "SIZE[,SIZE…]", num_args = 0..=1, require_equals = true,
+          default_missing_value = "16GiB", env = "TORCHLET_SIMULATE_CUDA")]
     simulate_cuda: Option<String>,
 
     #[command(subcommand)]
