@@ -23,17 +23,30 @@ fn venv_python(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// A private Jupyter directory with the torchlet kernelspec installed from this build.
+/// A private Jupyter directory with two kernelspecs of this build: `torchlet`, and `torchlet-sim`
+/// whose kernel.json sets TORCHLET_SIMULATE_CUDA (how a notebook gets a simulated GPU).
 fn jupyter_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let status = Command::new(env!("CARGO_BIN_EXE_torchlet"))
-        .args(["kernel", "install", "--prefix"])
-        .arg(dir.path())
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .stdout(Stdio::null())
-        .status()
-        .expect("run torchlet kernel install");
-    assert!(status.success(), "torchlet kernel install failed");
+    let install = |extra: &[&str]| {
+        let status = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+            .args(["kernel", "install", "--prefix"])
+            .arg(dir.path())
+            .args(extra)
+            .env_remove("TORCHLET_SIMULATE_CUDA")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run torchlet kernel install");
+        assert!(status.success(), "torchlet kernel install {extra:?} failed");
+    };
+    install(&[]);
+    install(&[
+        "--name",
+        "torchlet-sim",
+        "--display-name",
+        "torchlet (simulated GPU)",
+        "--env",
+        "TORCHLET_SIMULATE_CUDA=16GiB",
+    ]);
     dir
 }
 
@@ -95,4 +108,46 @@ fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
     ] {
         assert!(log.contains(name), "{name} did not run:\n{log}");
     }
+}
+
+#[test]
+fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
+    let Some(python) = venv_python("the article notebook") else {
+        return;
+    };
+    let dir = jupyter_dir();
+    let (ok, log) = run_python(
+        &python,
+        dir.path(),
+        &["-m", "unittest", "-v", "test_notebook"],
+        Duration::from_secs(240),
+    );
+    println!("{log}");
+    assert!(ok, "the article notebook failed:\n{log}");
+    assert!(
+        log.contains("ArticleNotebook.test_every_step_shows_pytorchs_numbers) ... ok"),
+        "{log}"
+    );
+}
+
+#[test]
+fn jupyter_kernelspec_list_shows_the_installed_kernels() {
+    let Some(python) = venv_python("jupyter kernelspec list") else {
+        return;
+    };
+    let dir = jupyter_dir();
+    let (ok, log) = run_python(
+        &python,
+        dir.path(),
+        &["-m", "jupyter_client.kernelspecapp", "list", "--json"],
+        Duration::from_secs(60),
+    );
+    assert!(ok, "jupyter kernelspec list failed:\n{log}");
+    let start = log.find('{').expect("JSON output");
+    let listed: serde_json::Value = serde_json::from_str(&log[start..]).expect("kernelspec JSON");
+    let torchlet = &listed["kernelspecs"]["torchlet"]["spec"];
+    assert_eq!(torchlet["language"], "rhai");
+    assert_eq!(torchlet["interrupt_mode"], "message");
+    let sim = &listed["kernelspecs"]["torchlet-sim"]["spec"];
+    assert_eq!(sim["env"]["TORCHLET_SIMULATE_CUDA"], "16GiB");
 }

@@ -13,13 +13,36 @@ struct Repl {
     marks: usize,
 }
 
+/// Which GPU the REPL sees.
+#[derive(Clone, Copy, PartialEq)]
+enum Gpu {
+    /// `--simulate-cuda`: cuda:0 in host memory.
+    Simulated,
+    /// Whatever the machine has: a real GPU under `TORCHLET_TEST_DEVICE=cuda`, else none.
+    Real,
+}
+
 impl Repl {
+    /// A REPL over a simulated GPU.
     fn start() -> Repl {
+        Repl::on(Gpu::Simulated)
+    }
+
+    fn on(gpu: Gpu) -> Repl {
         let home = tempfile::tempdir().expect("temp dir");
-        let p = spawn(home.path());
+        let p = spawn(home.path(), gpu);
         let mut repl = Repl { p, home, marks: 0 };
         repl.expect(">>> ");
         repl
+    }
+
+    /// A REPL over the real GPU, or `None` (saying so) when the tests are not run on one.
+    fn on_real_gpu(test: &str) -> Option<Repl> {
+        if std::env::var("TORCHLET_TEST_DEVICE").as_deref() != Ok("cuda") {
+            println!("{test}: skipped on the real GPU (set TORCHLET_TEST_DEVICE=cuda to run it)");
+            return None;
+        }
+        Some(Repl::on(Gpu::Real))
     }
 
     fn expect(&mut self, needle: &str) -> String {
@@ -52,10 +75,18 @@ impl Repl {
     }
 }
 
-fn spawn(home: &Path) -> Session {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
-    cmd.arg("--simulate-cuda")
-        .env("HOME", home)
+/// The binary under test: `TORCHLET_BIN` where the tests run away from the build (the GPU machine).
+fn torchlet() -> Command {
+    let bin = std::env::var_os("TORCHLET_BIN");
+    Command::new(bin.unwrap_or_else(|| env!("CARGO_BIN_EXE_torchlet").into()))
+}
+
+fn spawn(home: &Path, gpu: Gpu) -> Session {
+    let mut cmd = torchlet();
+    if gpu == Gpu::Simulated {
+        cmd.arg("--simulate-cuda");
+    }
+    cmd.env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .env("TERM", "xterm")
         .env_remove("TORCHLET_SIMULATE_CUDA");
@@ -112,18 +143,58 @@ fn tab_completes_a_variable_name() {
     r.expect("got 17");
 }
 
-#[test]
-fn ctrl_c_stops_running_code_and_keeps_the_session() {
-    let mut r = Repl::start();
-    r.run("let kept = 7;");
+fn ctrl_c_stops_running_code_and_keeps_the_session(mut r: Repl) {
+    r.run("let kept = randn(1000, 1000).cuda();");
     // The print proves the loop runs (and the terminal is back in cooked mode) before Ctrl-C.
-    r.send("print(\"spinning\"); loop {}\r");
+    r.send("print(\"spinning\"); loop { let t = randn(100, 100).cuda() * 2; }\r");
     r.expect("spinning");
     r.send("\x03");
     r.expect("KeyboardInterrupt");
-    r.expect(">>> ");
-    r.send("print(`kept=${kept}`)\r");
-    r.expect("kept=7");
+    // The tensor made before survives, and nothing the loop made is left allocated.
+    let out = r.run("print(`kept=${kept.shape} allocated=${memory_allocated()}`)");
+    assert!(out.contains("kept=[1000, 1000] allocated=4000256"), "{out}");
+    // A second interrupt works as well as the first.
+    r.send("print(\"again\"); loop {}\r");
+    r.expect("again");
+    r.send("\x03");
+    r.expect("KeyboardInterrupt");
+    let out = r.run("print(`still=${kept.numel()}`)");
+    assert!(out.contains("still=1000000"), "{out}");
+}
+
+#[test]
+fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_simulated_gpu() {
+    ctrl_c_stops_running_code_and_keeps_the_session(Repl::start());
+}
+
+#[test]
+fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_real_gpu() {
+    if let Some(r) = Repl::on_real_gpu("ctrl_c_stops_running_code_and_keeps_the_session") {
+        ctrl_c_stops_running_code_and_keeps_the_session(r);
+    }
+}
+
+#[test]
+fn values_echo_in_pytorch_format() {
+    let mut r = Repl::start();
+    let out = r.run("tensor([1.0, 2.5])");
+    assert!(out.contains("tensor([1.0000, 2.5000])"), "{out}");
+    let out = r.run("zeros(2, #{device: \"cuda\"})");
+    assert!(out.contains("tensor([0., 0.], device='cuda:0')"), "{out}");
+}
+
+#[test]
+fn the_prompt_can_show_device_memory() {
+    let mut r = Repl::start();
+    r.send(":prompt mem\r");
+    r.expect("[cuda:0 0 B/0 B] >>> ");
+    r.send("let x = randn(1000, 1000).cuda();\r");
+    r.expect("[cuda:0 3.81 MiB/20.00 MiB] >>> ");
+    r.send(":prompt plain\r");
+    r.send("print(\"plain\" + \"-again\")\r");
+    r.expect("plain-again");
+    // The plain prompt again: right after rustyline's clear-to-end-of-line, no memory before it.
+    r.expect_re(r"\x1b\[K>>> ");
 }
 
 #[test]
@@ -142,14 +213,21 @@ fn ctrl_c_at_the_prompt_clears_the_line_and_ctrl_d_exits() {
 fn history_is_saved_in_the_data_directory() {
     let mut r = Repl::start();
     r.run("let remembered_line = 1;");
+    r.send("fn hist_fn(a) {\r");
+    r.expect("... ");
+    r.send("  a + 1\r");
+    r.expect("... ");
+    r.run("}");
     r.send(":quit\r");
     r.p.expect(Eof).expect("the REPL ends on :quit");
     let saved = std::fs::read_to_string(r.home.path().join("data/torchlet/history"))
         .expect("history file under XDG_DATA_HOME");
     assert!(saved.contains("let remembered_line = 1;"), "{saved}");
+    // Indented continuation lines are kept too.
+    assert!(saved.contains("\n  a + 1\n"), "{saved}");
     // A new REPL finds it: Ctrl-R searches back for the line, Enter runs it.
     let mut again = Repl {
-        p: spawn(r.home.path()),
+        p: spawn(r.home.path(), Gpu::Simulated),
         home: r.home,
         marks: 0,
     };
@@ -183,33 +261,133 @@ fn commands_answer_and_bad_ones_say_why() {
 #[test]
 fn a_no_grad_block_spans_continuation_lines_and_keeps_its_variables() {
     let mut r = Repl::start();
+    r.run("let w = randn(3, #{requires_grad: true});");
     r.send("no_grad {\r");
     r.expect("... ");
-    r.send("  let inside = 40;\r");
+    r.send("  let z = w * 2;\r");
     r.expect("... ");
-    r.send("  inside += 2;\r");
+    r.send("  let inside = is_grad_enabled();\r");
     r.expect("... ");
     r.send("}\r");
     r.expect(">>> ");
-    r.send("print(`inside=${inside}`)\r");
-    r.expect("inside=42");
+    let out = r.run("print(`inside=${inside} z=${z.requires_grad} after=${is_grad_enabled()}`)");
+    assert!(out.contains("inside=false z=false after=true"), "{out}");
 }
 
 #[test]
 fn vars_before_and_after_del() {
     let mut r = Repl::start();
-    r.run("let doomed = 5; let survivor = 6;");
+    r.run("let doomed = randn(10, 10).cuda(); let flat = doomed.view(-1); let n = 6;");
     let before = r.run(":vars");
+    let row = |text: &str, name: &str| {
+        let row = text.lines().find(|l| l.starts_with(name));
+        row.map(str::to_string)
+            .unwrap_or_else(|| panic!("no {name} row in {text}"))
+    };
+    let doomed = row(&before, "doomed");
+    for cell in [
+        "Tensor",
+        "[10, 10]",
+        "float32",
+        "cuda:0",
+        "400",
+        "shared with flat",
+    ] {
+        assert!(doomed.contains(cell), "{cell} missing: {doomed}");
+    }
     assert!(
-        before.contains("doomed") && before.contains("survivor"),
+        row(&before, "flat").contains("shared with doomed"),
         "{before}"
     );
+    assert!(row(&before, "n ").contains("i64"), "{before}");
     r.run("del doomed");
     let after = r.run(":vars");
-    assert!(
-        !after.contains("doomed") && after.contains("survivor"),
-        "{after}"
-    );
+    assert!(!after.contains("doomed"), "{after}");
+    let flat = row(&after, "flat");
+    assert!(flat.contains("[100]") && !flat.contains("shared"), "{flat}");
     let gone = r.run("doomed");
     assert!(gone.contains("NameError"), "{gone}");
+}
+
+#[test]
+fn tab_completes_a_tensor_method() {
+    let mut r = Repl::start();
+    r.run("let x = randn(2, 2);");
+    r.send("let y = x.cu\t");
+    r.send("();\r");
+    r.send("print(\"dev=\" + y.device)\r");
+    r.expect("dev=cuda:0");
+}
+
+fn trace_shows_the_articles_numbers(mut r: Repl) {
+    let on = r.run(":trace on");
+    assert!(on.contains("memory trace on"), "{on}");
+    let made = r.run("let x = randn(1000, 1000).cuda();");
+    assert!(
+        made.contains(
+            "allocated +4000256 (3.81 MiB), reserved +20971520 (20.00 MiB), 1 segment created"
+        ),
+        "{made}"
+    );
+    let freed = r.run("del x");
+    assert!(
+        freed.contains("allocated -4000256 (0 B), reserved +0 (20.00 MiB)"),
+        "{freed}"
+    );
+    let released = r.run("empty_cache()");
+    assert!(
+        released.contains("reserved -20971520 (0 B), 1 segment released"),
+        "{released}"
+    );
+    let mem = r.run(":mem");
+    assert!(
+        mem.contains("cuda:0") && mem.contains("peak allocated"),
+        "{mem}"
+    );
+    assert!(mem.contains("3.81 MiB"), "the peak stays: {mem}");
+}
+
+#[test]
+fn trace_shows_the_articles_numbers_on_the_simulated_gpu() {
+    trace_shows_the_articles_numbers(Repl::start());
+}
+
+#[test]
+fn trace_shows_the_articles_numbers_on_the_real_gpu() {
+    if let Some(r) = Repl::on_real_gpu("trace_shows_the_articles_numbers") {
+        trace_shows_the_articles_numbers(r);
+    }
+}
+
+#[test]
+fn memory_commands_without_a_gpu_say_how_to_simulate_one() {
+    if std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda") {
+        println!("skipped: a real GPU is present, so :mem has a device to show");
+        return;
+    }
+    let mut r = Repl::on(Gpu::Real);
+    let mem = r.run(":mem");
+    assert!(
+        mem.contains("RuntimeError: no CUDA device") && mem.contains("--simulate-cuda"),
+        "{mem}"
+    );
+    // Plain code still runs.
+    let sum = r.run("print(`sum=${1 + 2}`)");
+    assert!(sum.contains("sum=3"), "{sum}");
+}
+
+#[test]
+fn load_runs_a_file_whose_name_tab_completes() {
+    let mut r = Repl::start();
+    let script = r.home.path().join("warm_up_script.rhai");
+    std::fs::write(
+        &script,
+        "let loaded_value = randn(4, 4).cuda();\nprint(`loaded ${loaded_value.numel()}`);\n",
+    )
+    .expect("write the script");
+    let typed = r.home.path().join("warm_up_scr");
+    r.send(&format!(":load {}\t\r", typed.display()));
+    r.expect("loaded 16");
+    let out = r.run("print(`still ${loaded_value.device}`)");
+    assert!(out.contains("still cuda:0"), "{out}");
 }

@@ -1,6 +1,7 @@
 //! What the kernel knows about names: completion candidates, and the help text behind inspect and `name?`.
 use crate::script::help;
 use crate::session::{Completion, DisplayData, Session};
+use crate::tensor::Tensor;
 
 /// Rhai keywords offered as completions alongside names.
 const KEYWORDS: &[&str] = &[
@@ -116,6 +117,17 @@ pub fn help(session: &Session, name: &str) -> Option<String> {
     let is_variable = session.variable_names().iter().any(|v| v == name);
     if let Some(value) = session.scope().get(name).filter(|_| is_variable) {
         let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
+        if let Some(t) = value.read_lock::<Tensor>() {
+            return Some(format!(
+                "{name}: Tensor of shape {:?}, dtype {}, on {}, {} bytes ({} in its storage){}\n{shown}",
+                t.shape(),
+                t.dtype(),
+                t.device(),
+                t.nbytes(),
+                t.storage_nbytes(),
+                if t.requires_grad() { ", requires grad" } else { "" },
+            ));
+        }
         return Some(format!(
             "{name}: variable of type {}\n{shown}",
             session.engine().map_type_name(value.type_name())

@@ -3,7 +3,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use rustyline::completion::Completer;
+use rustyline::completion::{Completer, FilenameCompleter};
 use rustyline::highlight::Highlighter;
 use rustyline::hint::{Hinter, HistoryHinter};
 use rustyline::validate::Validator;
@@ -16,6 +16,7 @@ pub struct ReplHelper {
     session: Rc<RefCell<Session>>,
     pending: Rc<RefCell<String>>,
     hinter: HistoryHinter,
+    files: FilenameCompleter,
 }
 
 impl ReplHelper {
@@ -25,6 +26,7 @@ impl ReplHelper {
             session,
             pending,
             hinter: HistoryHinter::new(),
+            files: FilenameCompleter::new(),
         }
     }
 }
@@ -36,8 +38,12 @@ impl Completer for ReplHelper {
         &self,
         line: &str,
         pos: usize,
-        _ctx: &Context<'_>,
+        ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<String>)> {
+        if line.trim_start().starts_with(":load ") {
+            let (start, found) = self.files.complete(line, pos, ctx)?;
+            return Ok((start, found.into_iter().map(|p| p.replacement).collect()));
+        }
         // Earlier lines of the input take part, so a variable or `fn` defined above completes.
         let pending = self.pending.borrow();
         let code = format!("{pending}{line}");

@@ -206,23 +206,6 @@ impl Session {
         found.extend(native);
         found
     }
-
-    /// `:vars`: one row per variable, tensors with their shape, dtype, device, bytes and storage.
-    fn vars(&self) -> DisplayData {
-        let mut rows = vec![["name", "type", "value"].map(String::from)];
-        for (name, _, value) in self.scope.iter_raw() {
-            let kind = self.engine.map_type_name(value.type_name()).to_string();
-            let mut shown = value.to_string().replace('\n', " ");
-            if shown.chars().count() > 40 {
-                shown = shown.chars().take(37).collect::<String>() + "...";
-            }
-            rows.push([name.to_string(), kind, shown]);
-        }
-        if rows.len() == 1 {
-            return DisplayData::text("no variables");
-        }
-        DisplayData::text(columns(&rows))
-    }
 }
 
 /// `:help` without a name: the commands, then every name of the language.
@@ -238,24 +221,6 @@ fn help_index() -> String {
     out
 }
 
-/// Rows as left-aligned columns.
-fn columns<const N: usize>(rows: &[[String; N]]) -> String {
-    let widths: Vec<usize> = (0..N)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|r| {
-            let cells: Vec<String> = r
-                .iter()
-                .zip(&widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            cells.join("  ").trim_end().to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn mem() -> Answer {
     let devices = memory::sample().map_err(device_error)?;
     Ok(Some(DisplayData::text(memory::table(&devices))))
@@ -263,8 +228,15 @@ fn mem() -> Answer {
 
 fn summary() -> Answer {
     let summaries = memory::summaries().map_err(device_error)?;
-    let text: Vec<String> = summaries.into_iter().map(|(_, s)| s).collect();
-    Ok(Some(DisplayData::text(text.join("\n"))))
+    let many = summaries.len() > 1;
+    let text: Vec<String> = summaries
+        .into_iter()
+        .map(|(i, s)| match many {
+            true => format!("cuda:{i}\n{s}"),
+            false => s,
+        })
+        .collect();
+    Ok(Some(DisplayData::text(text.join("\n").trim_end())))
 }
 
 fn trace_state(on: bool) -> String {

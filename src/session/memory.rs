@@ -1,4 +1,8 @@
 //! Memory figures of every CUDA device, read from their allocators, for `:mem`, `:trace` and the prompt.
+use std::sync::Arc;
+
+use crate::alloc::DeviceAllocator;
+use crate::device;
 
 /// One device's allocator figures at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,18 +23,52 @@ pub struct DeviceMemory {
     pub segments_released: i64,
 }
 
-/// What to say when there is no CUDA device to report on.
-pub const NO_CUDA: &str =
-    "no CUDA device: torchlet found no CUDA driver; start with --simulate-cuda to simulate one";
-
 /// The figures of every CUDA device, or why there are none.
+///
+/// The first call may probe the driver (real GPUs are found lazily); nothing calls this before
+/// the first prompt, so start-up stays fast.
 pub fn sample() -> Result<Vec<DeviceMemory>, String> {
-    Err(NO_CUDA.into())
+    allocators()?
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let stats = a.memory_stats();
+            let stat = |key: &str| stats.get(key).copied().unwrap_or(0);
+            Ok(DeviceMemory {
+                index,
+                allocated: a.memory_allocated(),
+                reserved: a.memory_reserved(),
+                peak_allocated: a.max_memory_allocated(),
+                peak_reserved: a.max_memory_reserved(),
+                segments_created: stat("segment.all.allocated"),
+                segments_released: stat("segment.all.freed"),
+            })
+        })
+        .collect()
 }
 
 /// Each device's `memory_summary()` text, or why there is none.
 pub fn summaries() -> Result<Vec<(usize, String)>, String> {
-    Err(NO_CUDA.into())
+    Ok(allocators()?
+        .iter()
+        .enumerate()
+        .map(|(index, a)| (index, a.memory_summary(false)))
+        .collect())
+}
+
+/// Every CUDA device's allocator; with none, the device layer's own words on why and what to do.
+fn allocators() -> Result<Vec<Arc<dyn DeviceAllocator>>, String> {
+    let count = device::cuda_device_count();
+    if count == 0 {
+        let why = device::cuda_allocator(0).err().map(|e| e.to_string());
+        return Err(format!(
+            "no CUDA device: {}",
+            why.unwrap_or_else(|| "none was found".into())
+        ));
+    }
+    (0..count)
+        .map(|i| device::cuda_allocator(i).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// Bytes as PyTorch's summaries write them: `512 B`, `3.81 MiB`, `1.50 GiB`.

@@ -10,6 +10,7 @@ mod frontend;
 pub mod memory;
 mod outcome;
 mod trace;
+mod vars;
 
 pub use commands::{is_command, CommandInfo, COMMANDS};
 pub use trace::Reports;

@@ -1,11 +1,57 @@
-//! The real CUDA backend (cudarc); `probe` finds the GPUs and wraps each in a `Backend`.
+//! The real CUDA backend over cudarc: device discovery, raw memory for the caching allocator,
+//! NVRTC-compiled kernels, cuBLAS matmul and cuRAND fills; `probe` wraps each GPU in a `Backend`.
+
+pub mod availability;
+pub mod backend;
+pub mod blas;
+pub mod compile;
+pub mod context;
+pub mod device;
+pub mod elem;
+pub mod error;
+pub mod layout;
+pub mod memory;
+pub mod module;
+pub mod ops;
+pub mod reduce;
+pub mod rng;
 
 use std::sync::Arc;
 
+pub use backend::CudaBackend;
+pub use context::{context, devices, CudaContext, DeviceInfo};
+pub use device::CudaDevice;
+pub use elem::Elem;
+pub use error::{CudaError, CudaResult};
+pub use memory::CudaMemory;
+
 use super::Backend;
 
+/// Whether a real CUDA GPU can be used (driver and libraries load, at least one device).
+pub fn is_available() -> bool {
+    availability::check().is_ok()
+}
+
+/// Why CUDA is unavailable (what was looked for), or `None` when it is available.
+pub fn unavailable_reason() -> Option<String> {
+    availability::check().as_ref().err().cloned()
+}
+
+/// Number of real CUDA devices (0 without a driver).
+pub fn device_count() -> usize {
+    devices().map(|d| d.len()).unwrap_or(0)
+}
+
 /// The CUDA devices of this machine, each as a backend with its own caching allocator, or why
-/// there are none (a message for the user, e.g. that libcuda.so was not found).
+/// there are none (what was looked for; the registry adds how to simulate a GPU).
 pub fn probe() -> Result<Vec<Arc<dyn Backend>>, String> {
-    Err("Found no NVIDIA driver on your system (libcuda.so could not be loaded)".into())
+    availability::check().clone()?;
+    let config = crate::alloc::AllocConfig::from_env().map_err(|e| e.to_string())?;
+    (0..device_count())
+        .map(|i| {
+            CudaBackend::new(i, config.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Backend>)
+                .map_err(|e| format!("cuda:{i}: {e}"))
+        })
+        .collect()
 }

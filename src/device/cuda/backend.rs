@@ -1,0 +1,295 @@
+//! `CudaBackend`: the device `Backend` trait over the real GPU — memory through torchlet's caching
+//! allocator on `CudaMemory`, kernels, cuBLAS and cuRAND from `CudaDevice`.
+
+use std::sync::Arc;
+
+use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
+use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::Device;
+use crate::tensor::{DType, ErrorKind, Result, Scalar, TensorError};
+
+use super::device::CudaDevice;
+use super::elem::Elem;
+use super::error::CudaError;
+use super::layout::View;
+use super::memory::CudaMemory;
+use super::reduce::Reduction;
+
+/// One real CUDA device as a torchlet backend.
+pub struct CudaBackend {
+    index: usize,
+    dev: Arc<CudaDevice>,
+    allocator: Arc<CachingAllocator<CudaMemory>>,
+}
+
+impl CudaBackend {
+    /// The backend of real device `index`, with its own caching allocator.
+    pub fn new(index: usize, config: AllocConfig) -> std::result::Result<Self, CudaError> {
+        let dev = CudaDevice::get(index)?;
+        let memory = CudaMemory::new(index)?;
+        Ok(Self {
+            index,
+            dev,
+            allocator: Arc::new(CachingAllocator::new(index, memory, config)),
+        })
+    }
+
+    /// The device's context, kernels and libraries.
+    pub fn device_handle(&self) -> &Arc<CudaDevice> {
+        &self.dev
+    }
+}
+
+impl From<DType> for Elem {
+    fn from(d: DType) -> Elem {
+        match d {
+            DType::F32 => Elem::F32,
+            DType::F64 => Elem::F64,
+            DType::F16 => Elem::F16,
+            DType::BF16 => Elem::BF16,
+            DType::I64 => Elem::I64,
+            DType::I32 => Elem::I32,
+            DType::U8 => Elem::U8,
+            DType::Bool => Elem::Bool,
+        }
+    }
+}
+
+impl From<CudaError> for TensorError {
+    fn from(e: CudaError) -> TensorError {
+        match e {
+            CudaError::OutOfMemory(m) => {
+                TensorError::new(ErrorKind::OutOfMemory, format!("CUDA out of memory. {m}"))
+            }
+            other => TensorError::runtime(other.to_string()),
+        }
+    }
+}
+
+/// The kernels' view of a backend operand.
+fn view<'a>(o: &Operand<'a>) -> View<'a> {
+    View {
+        ptr: o.ptr,
+        elem: o.dtype.into(),
+        shape: &o.layout.shape,
+        strides: &o.layout.strides,
+        offset: o.layout.offset,
+    }
+}
+
+fn scalar_parts(s: Scalar) -> (f64, i64) {
+    (s.to_f64(), s.to_i64())
+}
+
+/// Kernel name and parameters of a unary op.
+fn unary_kernel(op: UnaryOp) -> (&'static str, f64, f64) {
+    match op {
+        UnaryOp::Neg => ("neg", 0.0, 0.0),
+        UnaryOp::Exp => ("exp", 0.0, 0.0),
+        UnaryOp::Log => ("log", 0.0, 0.0),
+        UnaryOp::Sqrt => ("sqrt", 0.0, 0.0),
+        UnaryOp::Abs => ("abs", 0.0, 0.0),
+        UnaryOp::Relu => ("relu", 0.0, 0.0),
+        UnaryOp::Sigmoid => ("sigmoid", 0.0, 0.0),
+        UnaryOp::Tanh => ("tanh", 0.0, 0.0),
+        UnaryOp::Sin => ("sin", 0.0, 0.0),
+        UnaryOp::Cos => ("cos", 0.0, 0.0),
+        UnaryOp::Sign => ("sign", 0.0, 0.0),
+        UnaryOp::Clamp { min, max } => (
+            "clamp",
+            min.unwrap_or(f64::NEG_INFINITY),
+            max.unwrap_or(f64::INFINITY),
+        ),
+        UnaryOp::PowScalar(e) => ("pow", e, 0.0),
+    }
+}
+
+/// Kernel name and parameters of a binary op.
+fn binary_kernel(op: BinaryOp) -> (&'static str, f64, f64) {
+    match op {
+        BinaryOp::Add => ("add", 0.0, 0.0),
+        BinaryOp::Sub => ("sub", 0.0, 0.0),
+        BinaryOp::Mul => ("mul", 0.0, 0.0),
+        BinaryOp::Div => ("div", 0.0, 0.0),
+        BinaryOp::Pow => ("pow", 0.0, 0.0),
+        BinaryOp::Eq => ("eq", 0.0, 0.0),
+        BinaryOp::ReluBackward => ("relu_bw", 0.0, 0.0),
+        BinaryOp::SigmoidBackward => ("sigmoid_bw", 0.0, 0.0),
+        BinaryOp::TanhBackward => ("tanh_bw", 0.0, 0.0),
+        BinaryOp::ClampBackward { min, max } => (
+            "clamp_bw",
+            min.unwrap_or(f64::NEG_INFINITY),
+            max.unwrap_or(f64::INFINITY),
+        ),
+    }
+}
+
+/// The type a comparison computes in: the operands' own when they agree, else f64 when either
+/// is floating, else i64.
+fn compare_type(a: DType, b: DType) -> Elem {
+    if a == b {
+        a.into()
+    } else if a.is_float() || b.is_float() {
+        Elem::F64
+    } else {
+        Elem::I64
+    }
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> Device {
+        Device::Cuda(self.index)
+    }
+    fn name(&self) -> String {
+        self.dev.ctx.info.name.clone()
+    }
+    fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>> {
+        Some(self.allocator.clone())
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        Ok(self.allocator.malloc(bytes, 0, None)?)
+    }
+    fn free(&self, ptr: DevicePtr, _bytes: usize) {
+        // A pointer this storage got from malloc cannot be unknown to the allocator.
+        let _ = self.allocator.free(ptr);
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(self.dev.ctx.synchronize()?)
+    }
+    fn write_bytes(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        Ok(self.dev.write_bytes(dst, src)?)
+    }
+    fn read_bytes(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
+        Ok(self.dev.read_bytes(src, dst)?)
+    }
+    fn copy(&self, src: Operand, dst: Operand) -> Result<()> {
+        Ok(self.dev.gpu().copy(&view(&src), &view(&dst))?)
+    }
+    fn fill(&self, dst: Operand, value: Scalar) -> Result<()> {
+        let (f, i) = scalar_parts(value);
+        Ok(self.dev.gpu().fill(&view(&dst), f, i)?)
+    }
+    fn random(&self, dst: Operand, dist: Distribution, seed: u64) -> Result<()> {
+        let normal = dist == Distribution::Normal;
+        Ok(self
+            .dev
+            .rng
+            .fill(&self.dev.gpu(), &view(&dst), normal, seed)?)
+    }
+    fn arange(&self, dst: Operand, start: f64, step: f64) -> Result<()> {
+        Ok(self.dev.gpu().arange(&view(&dst), start, step)?)
+    }
+    fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()> {
+        let (name, p0, p1) = unary_kernel(op);
+        Ok(self
+            .dev
+            .gpu()
+            .unary(name, p0, p1, &view(&src), &view(&dst))?)
+    }
+    fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+        let (name, p0, p1) = binary_kernel(op);
+        let compute = if op == BinaryOp::Eq {
+            compare_type(lhs.dtype, rhs.dtype)
+        } else {
+            dst.dtype.into()
+        };
+        Ok(self
+            .dev
+            .gpu()
+            .binary(name, p0, p1, compute, &view(&lhs), &view(&rhs), &view(&dst))?)
+    }
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        src: Operand,
+        scalar: Scalar,
+        scalar_first: bool,
+        dst: Operand,
+    ) -> Result<()> {
+        let (name, _, _) = binary_kernel(op);
+        let compute = if op == BinaryOp::Eq {
+            compare_type(
+                src.dtype,
+                if matches!(scalar, Scalar::Float(_)) {
+                    DType::F64
+                } else {
+                    src.dtype
+                },
+            )
+        } else {
+            dst.dtype.into()
+        };
+        let (f, i) = scalar_parts(scalar);
+        Ok(self.dev.gpu().binary_scalar(
+            name,
+            compute,
+            &view(&src),
+            f,
+            i,
+            scalar_first,
+            &view(&dst),
+        )?)
+    }
+    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
+        let op = match op {
+            ReduceOp::Sum => Reduction::Sum,
+            ReduceOp::Mean => Reduction::Mean,
+            ReduceOp::Max => Reduction::Max,
+            ReduceOp::Min => Reduction::Min,
+            ReduceOp::ArgMax => Reduction::ArgMax,
+            ReduceOp::ArgMin => Reduction::ArgMin,
+        };
+        Ok(self.dev.gpu().reduce(op, &view(&src), dims, &view(&dst))?)
+    }
+    fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+        // The workspace comes from the caching allocator and stays allocated for the life of the
+        // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
+        let workspace = |bytes: usize| {
+            self.allocator
+                .malloc(bytes, 0, None)
+                .map_err(|e| CudaError::OutOfMemory(e.to_string()))
+        };
+        let dev = &self.dev;
+        Ok(dev.blas.matmul(
+            &dev.gpu(),
+            &view(&lhs),
+            &view(&rhs),
+            &view(&dst),
+            &workspace,
+        )?)
+    }
+    fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
+        Ok(self.dev.gpu().softmax(&view(&src), dim, log, &view(&dst))?)
+    }
+    fn softmax_backward(
+        &self,
+        grad: Operand,
+        output: Operand,
+        dim: usize,
+        log: bool,
+        dst: Operand,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .softmax_backward(&view(&grad), &view(&output), dim, log, &view(&dst))?)
+    }
+    fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .nll_loss(&view(&logp), &view(&target), &view(&dst))?)
+    }
+    fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .nll_loss_backward(&view(&grad), &view(&target), &view(&dst))?)
+    }
+    fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .scatter(&view(&src), &view(&index), dim, &view(&dst))?)
+    }
+}

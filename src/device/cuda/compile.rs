@@ -1,0 +1,142 @@
+//! The embedded CUDA C kernels, compiled with NVRTC for the device's architecture and cached on
+//! disk, keyed by source hash, architecture and driver, so later starts load the binary directly.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use sha2::{Digest, Sha256};
+
+use super::elem::Elem;
+use super::error::{nvrtc as nvrtc_err, CudaError, CudaResult};
+
+const PRELUDE: &str = include_str!("kernels/prelude.cuh");
+const ELEMENTWISE: &str = include_str!("kernels/elementwise.cu");
+const REDUCE: &str = include_str!("kernels/reduce.cu");
+const SOFTMAX: &str = include_str!("kernels/softmax.cu");
+
+/// The complete CUDA C source of one element type's module.
+pub fn module_source(elem: Elem) -> String {
+    [
+        elem.module_header().as_str(),
+        PRELUDE,
+        ELEMENTWISE,
+        REDUCE,
+        SOFTMAX,
+    ]
+    .join("\n")
+}
+
+/// The cache file for `source` compiled for `arch` (e.g. "sm_90") under `driver` (cuDriverGetVersion).
+pub fn cache_path(dir: &Path, source: &str, arch: &str, driver: i32) -> PathBuf {
+    let mut hash = Sha256::new();
+    hash.update(source.as_bytes());
+    hash.update(arch.as_bytes());
+    hash.update(driver.to_le_bytes());
+    hash.update(nvrtc_version().to_le_bytes());
+    let digest: String = hash
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join(format!("{arch}-{digest}.cubin"))
+}
+
+/// Where compiled kernels live: `$TORCHLET_KERNEL_CACHE`, else `<cache dir>/torchlet/kernels`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TORCHLET_KERNEL_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    dirs::cache_dir().map(|d| d.join("torchlet").join("kernels"))
+}
+
+fn nvrtc_version() -> i32 {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters; only called once the probe found libnvrtc.
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+    major * 1000 + minor * 10
+}
+
+/// The cubin for `elem` on `arch`: read from the disk cache, or compiled and then stored there.
+/// Returns the image and whether it came from the cache.
+pub fn cubin(elem: Elem, arch: &str, driver: i32) -> CudaResult<(Vec<u8>, bool)> {
+    cubin_in(cache_dir().as_deref(), elem, arch, driver)
+}
+
+/// As `cubin`, with the cache in `dir` (no cache when `None`).
+pub fn cubin_in(
+    dir: Option<&Path>,
+    elem: Elem,
+    arch: &str,
+    driver: i32,
+) -> CudaResult<(Vec<u8>, bool)> {
+    let source = module_source(elem);
+    let path = dir.map(|d| cache_path(d, &source, arch, driver));
+    if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        if !bytes.is_empty() {
+            return Ok((bytes, true));
+        }
+    }
+    let image = compile(&source, &format!("torchlet_{}.cu", elem.suffix()), arch)?;
+    if let Some(path) = path {
+        // A failed write only costs a recompile next time; write then rename so that a
+        // concurrent start never reads half a file.
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, &image).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+    Ok((image, false))
+}
+
+/// Compile `source` to a cubin for `arch` with NVRTC.
+pub fn compile(source: &str, name: &str, arch: &str) -> CudaResult<Vec<u8>> {
+    let src =
+        CString::new(source).map_err(|_| CudaError::Call("kernel source has a NUL".into()))?;
+    let cname = CString::new(name).unwrap_or_default();
+    let prog = nvrtc::create_program(&src, Some(&cname)).map_err(|e| nvrtc_err("create", e))?;
+    let options = [
+        format!("-arch={arch}"),
+        "-std=c++17".into(),
+        "-default-device".into(),
+    ];
+    // SAFETY: `prog` is a live program; destroyed below on every path.
+    let compiled = unsafe { nvrtc::compile_program(prog, &options) };
+    let result = match compiled {
+        Ok(()) => cubin_of(prog),
+        Err(e) => {
+            // SAFETY: as above.
+            let log = unsafe { nvrtc::get_program_log(prog) }
+                .map(|l| {
+                    let bytes: Vec<u8> =
+                        l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                    String::from_utf8_lossy(&bytes).into_owned()
+                })
+                .unwrap_or_default();
+            Err(CudaError::Call(format!(
+                "NVRTC could not compile {name} for {arch} ({:?}):\n{log}",
+                e.0
+            )))
+        }
+    };
+    // SAFETY: `prog` is not used after this.
+    unsafe { nvrtc::destroy_program(prog) }.map_err(|e| nvrtc_err("destroy", e))?;
+    result
+}
+
+fn cubin_of(prog: nvrtc_sys::nvrtcProgram) -> CudaResult<Vec<u8>> {
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled successfully; the buffer has the size NVRTC reports.
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }
+        .result()
+        .map_err(|e| nvrtc_err("GetCUBINSize", e))?;
+    let mut image = vec![0u8; size];
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, image.as_mut_ptr().cast()) }
+        .result()
+        .map_err(|e| nvrtc_err("GetCUBIN", e))?;
+    Ok(image)
+}

@@ -1,0 +1,260 @@
+// Elementwise kernels: unary, binary (tensor-tensor and tensor-scalar), comparisons, casts, fill,
+// arange, gather/scatter. Contiguous forms use 16-byte vectors and grid-stride loops; strided forms
+// take a Lay (broadcasting = stride 0).
+
+#define UNROLL 4
+
+// ---- unary ops on compute values; integers go through double for the math functions.
+#define MATH1(name, fexpr, dexpr)                                                        \
+  template <class X> __device__ __forceinline__ X m_##name(X x) { return (X)dexpr((double)x); } \
+  __device__ __forceinline__ float m_##name(float x) { return fexpr(x); }                 \
+  __device__ __forceinline__ double m_##name(double x) { return dexpr(x); }
+MATH1(exp, expf, exp)
+MATH1(log, logf, log)
+MATH1(sqrt, sqrtf, sqrt)
+MATH1(tanh, tanhf, tanh)
+MATH1(sin, sinf, sin)
+MATH1(cos, cosf, cos)
+
+template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow((double)a, (double)b); }
+__device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
+template <class X> __device__ __forceinline__ bool isnan_(X x) { return x != x; }
+
+#define UOP(name, expr) \
+  struct U_##name { template <class X> __device__ __forceinline__ X operator()(X x, double p0, double p1) const { return expr; } };
+UOP(neg, -x)
+UOP(exp, m_exp(x))
+UOP(log, m_log(x))
+UOP(sqrt, m_sqrt(x))
+UOP(abs, (x < (X)0 ? -x : x))
+UOP(relu, ((x != x || x > (X)0) ? x : (X)0))
+UOP(sigmoid, ((X)1 / ((X)1 + m_exp(-x))))
+UOP(tanh, m_tanh(x))
+UOP(sin, m_sin(x))
+UOP(cos, m_cos(x))
+UOP(reciprocal, ((X)1 / x))
+UOP(sign, (X)((x > (X)0) - (x < (X)0)))
+UOP(logical_not, (X)(x == (X)0))
+UOP(clamp, ((double)x < p0 ? (X)p0 : ((double)x > p1 ? (X)p1 : x)))
+UOP(pow, m_pow(x, (X)p0))
+
+template <class Op>
+__device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p0, double p1) {
+  typedef Vec<T, VW> V;
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  // UNROLL independent 16-byte loads in flight per thread before the first use.
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      V y;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x[u].v[k]), p0, p1));
+      reinterpret_cast<V*>(out)[i + u * st] = y;
+    }
+  }
+  for (; i < nv; i += st) {
+    V x = reinterpret_cast<const V*>(a)[i], y;
+#pragma unroll
+    for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x.v[k]), p0, p1));
+    reinterpret_cast<V*>(out)[i] = y;
+  }
+  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) out[i] = Cv<T>::from(Op()(ld(a[i]), p0, p1));
+}
+
+template <class Op>
+__device__ __forceinline__ void unary_strided(T* out, const T* a, const Lay& L, i64 n, double p0, double p1) {
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, oa, ob;
+    offsets(L, i, o, oa, ob);
+    out[o] = Cv<T>::from(Op()(ld(a[oa]), p0, p1));
+  }
+}
+
+#define INST_UNARY(name)                                                                            \
+  extern "C" __global__ void KNAME(unary_c_##name##_)(T* out, const T* a, i64 n, double p0, double p1) { \
+    unary_contig<U_##name>(out, a, n, p0, p1);                                                      \
+  }                                                                                                 \
+  extern "C" __global__ void KNAME(unary_s_##name##_)(T* out, const T* a, Lay L, i64 n, double p0, double p1) { \
+    unary_strided<U_##name>(out, a, L, n, p0, p1);                                                  \
+  }
+INST_UNARY(neg) INST_UNARY(exp) INST_UNARY(log) INST_UNARY(sqrt) INST_UNARY(abs) INST_UNARY(relu)
+INST_UNARY(sigmoid) INST_UNARY(tanh) INST_UNARY(sin) INST_UNARY(cos) INST_UNARY(reciprocal)
+INST_UNARY(sign) INST_UNARY(logical_not) INST_UNARY(clamp) INST_UNARY(pow)
+
+// ---- binary ops: (C, C) -> C for arithmetic, (C, C) -> bool for comparisons.
+
+#define BOP(name, R, expr) \
+  struct B_##name { typedef R Out; template <class X> __device__ __forceinline__ X operator()(X a, X b, double p0, double p1) const { return expr; } };
+BOP(add, T, a + b)
+BOP(sub, T, a - b)
+BOP(mul, T, a * b)
+BOP(div, T, a / b)
+BOP(pow, T, m_pow(a, b))
+BOP(maximum, T, (isnan_(a) ? a : (isnan_(b) ? b : (a > b ? a : b))))
+BOP(minimum, T, (isnan_(a) ? a : (isnan_(b) ? b : (a < b ? a : b))))
+BOP(eq, bool, (X)(a == b))
+BOP(ne, bool, (X)(a != b))
+BOP(lt, bool, (X)(a < b))
+BOP(le, bool, (X)(a <= b))
+BOP(gt, bool, (X)(a > b))
+BOP(ge, bool, (X)(a >= b))
+// Backward ops: a is the incoming gradient, b the forward output (or input, for clamp).
+BOP(relu_bw, T, (b > (X)0 ? a : (X)0))
+BOP(sigmoid_bw, T, (a * b * ((X)1 - b)))
+BOP(tanh_bw, T, (a * ((X)1 - b * b)))
+BOP(clamp_bw, T, (((double)b >= p0 && (double)b <= p1) ? a : (X)0))
+
+template <class Op>
+__device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a, const T* b, i64 n, double p0, double p1) {
+  typedef typename Op::Out O;
+  typedef Vec<T, VW> V;
+  typedef Vec<O, VW> VO;
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL], y[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+      y[u] = reinterpret_cast<const V*>(b)[i + u * st];
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      VO z;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) z.v[k] = Cv<O>::from(Op()(ld(x[u].v[k]), ld(y[u].v[k]), p0, p1));
+      reinterpret_cast<VO*>(out)[i + u * st] = z;
+    }
+  }
+  for (; i < nv; i += st) {
+    V x = reinterpret_cast<const V*>(a)[i], y = reinterpret_cast<const V*>(b)[i];
+    VO z;
+#pragma unroll
+    for (int k = 0; k < (int)VW; k++) z.v[k] = Cv<O>::from(Op()(ld(x.v[k]), ld(y.v[k]), p0, p1));
+    reinterpret_cast<VO*>(out)[i] = z;
+  }
+  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) out[i] = Cv<O>::from(Op()(ld(a[i]), ld(b[i]), p0, p1));
+}
+
+template <class Op>
+__device__ __forceinline__ void binary_strided(typename Op::Out* out, const T* a, const T* b, const Lay& L, i64 n, double p0, double p1) {
+  typedef typename Op::Out O;
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, oa, ob;
+    offsets(L, i, o, oa, ob);
+    out[o] = Cv<O>::from(Op()(ld(a[oa]), ld(b[ob]), p0, p1));
+  }
+}
+
+// Tensor-scalar: rev != 0 computes (scalar op x), as rsub/rdiv/rpow.
+template <class Op>
+__device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a, C s, int rev, i64 n) {
+  typedef typename Op::Out O;
+  typedef Vec<T, VW> V;
+  typedef Vec<O, VW> VO;
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      VO z;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) {
+        C v = ld(x[u].v[k]);
+        z.v[k] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+      }
+      reinterpret_cast<VO*>(out)[i + u * st] = z;
+    }
+  }
+  for (; i < nv; i += st) {
+    V x = reinterpret_cast<const V*>(a)[i];
+    VO z;
+#pragma unroll
+    for (int k = 0; k < (int)VW; k++) {
+      C v = ld(x.v[k]);
+      z.v[k] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+    }
+    reinterpret_cast<VO*>(out)[i] = z;
+  }
+  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) {
+    C v = ld(a[i]);
+    out[i] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+  }
+}
+
+template <class Op>
+__device__ __forceinline__ void scalar_strided(typename Op::Out* out, const T* a, C s, int rev, const Lay& L, i64 n) {
+  typedef typename Op::Out O;
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, oa, ob;
+    offsets(L, i, o, oa, ob);
+    C v = ld(a[oa]);
+    out[o] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+  }
+}
+
+#define INST_BINARY(name)                                                                              \
+  extern "C" __global__ void KNAME(binary_c_##name##_)(B_##name::Out* out, const T* a, const T* b, i64 n, double p0, double p1) { \
+    binary_contig<B_##name>(out, a, b, n, p0, p1);                                                             \
+  }                                                                                                    \
+  extern "C" __global__ void KNAME(binary_s_##name##_)(B_##name::Out* out, const T* a, const T* b, Lay L, i64 n, double p0, double p1) { \
+    binary_strided<B_##name>(out, a, b, L, n, p0, p1);                                                         \
+  }                                                                                                    \
+  extern "C" __global__ void KNAME(scalar_c_##name##_)(B_##name::Out* out, const T* a, double sd, i64 si, int rev, i64 n) { \
+    scalar_contig<B_##name>(out, a, scalar_val(sd, si), rev, n);                                       \
+  }                                                                                                    \
+  extern "C" __global__ void KNAME(scalar_s_##name##_)(B_##name::Out* out, const T* a, double sd, i64 si, int rev, Lay L, i64 n) { \
+    scalar_strided<B_##name>(out, a, scalar_val(sd, si), rev, L, n);                                   \
+  }
+INST_BINARY(add) INST_BINARY(sub) INST_BINARY(mul) INST_BINARY(div) INST_BINARY(pow)
+INST_BINARY(maximum) INST_BINARY(minimum)
+INST_BINARY(eq) INST_BINARY(ne) INST_BINARY(lt) INST_BINARY(le) INST_BINARY(gt) INST_BINARY(ge)
+INST_BINARY(relu_bw) INST_BINARY(sigmoid_bw) INST_BINARY(tanh_bw) INST_BINARY(clamp_bw)
+
+// ---- casts (and strided copies, as a cast to the same dtype).
+#define INST_CAST(U, us)                                                                         \
+  extern "C" __global__ void KNAME(cast_c_##us##_)(U* out, const T* a, i64 n) {                  \
+    for (i64 i = gtid(); i < n; i += gstride()) out[i] = Cv<U>::from(ld(a[i]));                  \
+  }                                                                                              \
+  extern "C" __global__ void KNAME(cast_s_##us##_)(U* out, const T* a, Lay L, i64 n) {          \
+    for (i64 i = gtid(); i < n; i += gstride()) {                                                \
+      i64 o, oa, ob;                                                                             \
+      offsets(L, i, o, oa, ob);                                                                  \
+      out[o] = Cv<U>::from(ld(a[oa]));                                                           \
+    }                                                                                            \
+  }
+INST_CAST(float, f32) INST_CAST(double, f64) INST_CAST(f16, f16) INST_CAST(bf16, bf16)
+INST_CAST(i64, i64) INST_CAST(int, i32) INST_CAST(u8, u8) INST_CAST(bool, bool)
+
+// ---- fill, arange, gather/scatter along the last dim (cross-entropy's picks).
+extern "C" __global__ void KNAME(fill_c_)(T* out, double sd, i64 si, i64 n) {
+  T v = Cv<T>::from(scalar_val(sd, si));
+  for (i64 i = gtid(); i < n; i += gstride()) out[i] = v;
+}
+extern "C" __global__ void KNAME(fill_s_)(T* out, double sd, i64 si, Lay L, i64 n) {
+  T v = Cv<T>::from(scalar_val(sd, si));
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, oa, ob;
+    offsets(L, i, o, oa, ob);
+    out[o] = v;
+  }
+}
+extern "C" __global__ void KNAME(arange_)(T* out, double start, double step, i64 n) {
+  for (i64 i = gtid(); i < n; i += gstride()) out[i] = Cv<T>::from(start + step * (double)i);
+}
+// dst[.., idx[..], ..] = src[..] along `dim`: L.st[0] are dst strides with dim's stride zeroed
+// (added back from the index), L.st[1] src strides, L.st[2] index strides.
+extern "C" __global__ void KNAME(scatter_)(T* dst, const T* src, const i64* idx, Lay L, i64 dst_dim_stride, i64 dst_dim_size, i64 n) {
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, os, oi;
+    offsets(L, i, o, os, oi);
+    i64 k = idx[oi];
+    if (k < 0) k += dst_dim_size;
+    if (k >= 0 && k < dst_dim_size) dst[o + k * dst_dim_stride] = src[os];
+  }
+}

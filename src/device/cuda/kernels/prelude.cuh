@@ -1,0 +1,67 @@
+// torchlet CUDA kernels: shared definitions. Compiled by NVRTC once per dtype module; the module
+// header before this file defines DTS (the dtype suffix), T (storage), C (compute), A (accumulator),
+// SUM_T (what sum writes) and IS_FP.
+#define MAXD 8
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define KNAME(base) CAT(base, DTS)
+#define INFINITY __int_as_float(0x7f800000)
+typedef long long i64;
+typedef unsigned char u8;
+
+struct __align__(2) f16 { unsigned short x; };
+struct __align__(2) bf16 { unsigned short x; };
+DECLARE_TYPES
+
+// Half conversions through PTX, so no toolkit header is needed at run time.
+__device__ __forceinline__ float ld(f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+__device__ __forceinline__ float ld(bf16 h) { return __uint_as_float(((unsigned)h.x) << 16); }
+__device__ __forceinline__ float ld(float x) { return x; }
+__device__ __forceinline__ double ld(double x) { return x; }
+__device__ __forceinline__ i64 ld(i64 x) { return x; }
+__device__ __forceinline__ int ld(int x) { return x; }
+__device__ __forceinline__ int ld(u8 x) { return x; }
+__device__ __forceinline__ int ld(bool x) { return x ? 1 : 0; }
+
+__device__ __forceinline__ f16 f2h(float f) { f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ bf16 f2bf(float f) { bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+
+// Cv<S>::from(x): convert any compute value to storage type S, as PyTorch's casts do.
+template <class S> struct Cv;
+template <> struct Cv<float> { template <class X> __device__ __forceinline__ static float from(X x) { return (float)x; } };
+template <> struct Cv<double> { template <class X> __device__ __forceinline__ static double from(X x) { return (double)x; } };
+template <> struct Cv<f16> { template <class X> __device__ __forceinline__ static f16 from(X x) { return f2h((float)x); } };
+template <> struct Cv<bf16> { template <class X> __device__ __forceinline__ static bf16 from(X x) { return f2bf((float)x); } };
+template <> struct Cv<i64> { template <class X> __device__ __forceinline__ static i64 from(X x) { return (i64)x; } };
+template <> struct Cv<int> { template <class X> __device__ __forceinline__ static int from(X x) { return (int)(i64)x; } };
+template <> struct Cv<u8> { template <class X> __device__ __forceinline__ static u8 from(X x) { return (u8)(i64)x; } };
+template <> struct Cv<bool> { template <class X> __device__ __forceinline__ static bool from(X x) { return x != 0; } };
+
+// Up to MAXD dims; st[k] are the element strides of operand k (0: output, 1: a, 2: b); a
+// broadcast dimension has stride 0.
+struct Lay {
+  int nd;
+  i64 size[MAXD];
+  i64 st[3][MAXD];
+};
+
+__device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i64& o2) {
+  o0 = 0; o1 = 0; o2 = 0;
+  for (int d = L.nd - 1; d >= 0; d--) {
+    i64 s = L.size[d];
+    i64 q = i % s;
+    i /= s;
+    o0 += q * L.st[0][d];
+    o1 += q * L.st[1][d];
+    o2 += q * L.st[2][d];
+  }
+}
+
+__device__ __forceinline__ i64 gtid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ i64 gstride() { return (i64)gridDim.x * blockDim.x; }
+
+// 16-byte (or narrower, for outputs) vectors for contiguous loads and stores.
+template <class X, int N> struct alignas(sizeof(X) * N) Vec { X v[N]; };
+#define VW (16 / sizeof(T))
+
+__device__ __forceinline__ C scalar_val(double d, i64 i) { return IS_FP ? (C)d : (C)i; }

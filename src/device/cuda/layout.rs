@@ -1,0 +1,153 @@
+//! Strided operands as the kernels see them: the `Lay`/`RLay` structs passed by value, built from
+//! shapes and strides with adjacent dimensions merged where every operand allows it.
+
+use super::elem::Elem;
+use super::error::{CudaError, CudaResult};
+
+/// Most dimensions a kernel handles after merging (the kernels' MAXD).
+pub const MAXD: usize = 8;
+
+/// One strided operand: storage base address, element type, shape, strides and offset (elements).
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    /// Device address of the storage's first byte.
+    pub ptr: u64,
+    /// Element type.
+    pub elem: Elem,
+    /// Size of each dimension.
+    pub shape: &'a [usize],
+    /// Element strides (0 for broadcast dimensions).
+    pub strides: &'a [usize],
+    /// Elements from the storage start to the first element.
+    pub offset: usize,
+}
+
+impl View<'_> {
+    /// Address of the first element.
+    pub fn addr(&self) -> u64 {
+        self.ptr + (self.offset * self.elem.size()) as u64
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Dense row-major (size-1 dimensions ignored).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i];
+            }
+        }
+        true
+    }
+}
+
+/// The kernels' `struct Lay`: shape and up to three operands' strides.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lay {
+    nd: i32,
+    size: [i64; MAXD],
+    st: [[i64; MAXD]; 3],
+}
+
+/// Builds a `Lay` over `shape` for up to three operands' strides, dropping size-1 dimensions and
+/// merging neighbours that are contiguous with each other in every operand.
+pub fn lay(shape: &[usize], strides: &[&[usize]]) -> CudaResult<Lay> {
+    let mut dims: Vec<(usize, [usize; 3])> = Vec::new();
+    for (d, &size) in shape.iter().enumerate() {
+        if size == 1 {
+            continue;
+        }
+        let mut st = [0usize; 3];
+        for (k, s) in strides.iter().enumerate() {
+            st[k] = s[d];
+        }
+        if let Some(last) = dims.last_mut() {
+            if (0..3).all(|k| last.1[k] == st[k] * size) {
+                last.0 *= size;
+                last.1 = st;
+                continue;
+            }
+        }
+        dims.push((size, st));
+    }
+    if dims.len() > MAXD {
+        return Err(CudaError::Unsupported(format!(
+            "CUDA kernels handle at most {MAXD} non-mergeable dimensions; this view has {}. \
+             Call .contiguous() first.",
+            dims.len()
+        )));
+    }
+    let mut l = Lay {
+        nd: dims.len() as i32,
+        ..Lay::default()
+    };
+    for (i, (size, st)) in dims.iter().enumerate() {
+        l.size[i] = *size as i64;
+        for (k, &s) in st.iter().enumerate() {
+            l.st[k][i] = s as i64;
+        }
+    }
+    Ok(l)
+}
+
+/// The kernels' `struct RLay`: kept dims (output index → input offset) and reduced dims.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RLay {
+    nd_out: i32,
+    out_size: [i64; MAXD],
+    out_st: [i64; MAXD],
+    nd_red: i32,
+    red_size: [i64; MAXD],
+    red_st: [i64; MAXD],
+}
+
+impl RLay {
+    /// Splits `src`'s dims into kept and reduced (`reduced[d]`); returns the layout, the number
+    /// of outputs and the number of elements reduced into each.
+    pub fn new(
+        shape: &[usize],
+        strides: &[usize],
+        reduced: &[bool],
+    ) -> CudaResult<(RLay, usize, usize)> {
+        let mut l = RLay::default();
+        let (mut m, mut r) = (1usize, 1usize);
+        for d in 0..shape.len() {
+            let (size, st) = (shape[d], strides[d]);
+            if reduced[d] {
+                r *= size;
+            } else {
+                m *= size;
+            }
+            if size == 1 {
+                continue;
+            }
+            let (n, sizes, sts) = if reduced[d] {
+                (&mut l.nd_red, &mut l.red_size, &mut l.red_st)
+            } else {
+                (&mut l.nd_out, &mut l.out_size, &mut l.out_st)
+            };
+            let i = *n as usize;
+            if i > 0 && sts[i - 1] == (st * size) as i64 {
+                sizes[i - 1] *= size as i64;
+                sts[i - 1] = st as i64;
+                continue;
+            }
+            if i == MAXD {
+                return Err(CudaError::Unsupported(format!(
+                    "CUDA reductions handle at most {MAXD} dimensions; call .contiguous() first"
+                )));
+            }
+            sizes[i] = size as i64;
+            sts[i] = st as i64;
+            *n += 1;
+        }
+        Ok((l, m, r))
+    }
+}

@@ -1,0 +1,325 @@
+//! Elementwise operations on device views: copy/cast, fill, arange, unary, binary (tensor and
+//! scalar operands), scatter. Contiguous operands take the 16-byte vector kernels, the rest the
+//! strided ones; operands of another dtype are first cast into scratch memory.
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys;
+
+use super::context::CudaContext;
+use super::elem::Elem;
+use super::error::{driver, CudaError, CudaResult};
+use super::layout::{lay, View};
+use super::module::{grid_for, launch, Kernels, BLOCK};
+
+/// The device's context and kernels, which every operation needs.
+pub struct Gpu<'a> {
+    /// The device context (stream, scratch).
+    pub ctx: &'a CudaContext,
+    /// The device's kernel modules.
+    pub kernels: &'a Kernels,
+}
+
+/// Pointers to each argument's value, as cuLaunchKernel wants them.
+macro_rules! args {
+    ($($v:ident),*) => { [$(&mut $v as *mut _ as *mut c_void),*] };
+}
+
+fn aligned16(views: &[&View]) -> bool {
+    views.iter().all(|v| v.addr() % 16 == 0)
+}
+
+fn same_dense(views: &[&View]) -> bool {
+    let shape = views[0].shape;
+    views.iter().all(|v| v.shape == shape && v.is_contiguous())
+}
+
+impl Gpu<'_> {
+    pub(crate) fn grid(&self, n: usize) -> u32 {
+        grid_for(n, self.ctx.info.sm_count)
+    }
+
+    fn run(&self, elem: Elem, name: &str, n: usize, params: &mut [*mut c_void]) -> CudaResult<()> {
+        let f = self.kernels.function(self.ctx, elem, name)?;
+        launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
+    }
+
+    /// `dst = src` elementwise with dtype conversion (same shape).
+    pub fn copy(&self, src: &View, dst: &View) -> CudaResult<()> {
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        if src.elem == dst.elem && same_dense(&[src, dst]) {
+            self.ctx.bind()?;
+            // SAFETY: both ranges are live device memory of n elements, ordered on our stream.
+            return unsafe {
+                sys::cuMemcpyDtoDAsync_v2(
+                    dst.addr(),
+                    src.addr(),
+                    n * dst.elem.size(),
+                    self.ctx.stream,
+                )
+            }
+            .result()
+            .map_err(|e| driver("cuMemcpyDtoDAsync", e));
+        }
+        let (mut o, mut a, mut nn) = (dst.addr(), src.addr(), n as i64);
+        if same_dense(&[src, dst]) {
+            // Kernel names end with their module's (the source) type: cast_c_<to>_<from>.
+            let name = format!("cast_c_{}_{}", dst.elem.suffix(), src.elem.suffix());
+            self.run(src.elem, &name, n, &mut args!(o, a, nn))
+        } else {
+            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
+            let name = format!("cast_s_{}_{}", dst.elem.suffix(), src.elem.suffix());
+            self.run(src.elem, &name, n, &mut args!(o, a, l, nn))
+        }
+    }
+
+    /// Every element of `dst` set to the scalar (`f` for float dtypes, `i` for the others).
+    pub fn fill(&self, dst: &View, f: f64, i: i64) -> CudaResult<()> {
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut o, mut sd, mut si, mut nn) = (dst.addr(), f, i, n as i64);
+        if dst.is_contiguous() {
+            if f == 0.0 && i == 0 && f.is_sign_positive() {
+                self.ctx.bind()?;
+                // SAFETY: n elements of live device memory, ordered on our stream.
+                return unsafe { sys::cuMemsetD8Async(o, 0, n * dst.elem.size(), self.ctx.stream) }
+                    .result()
+                    .map_err(|e| driver("cuMemsetD8Async", e));
+            }
+            self.run(
+                dst.elem,
+                &format!("fill_c_{}", dst.elem.suffix()),
+                n,
+                &mut args!(o, sd, si, nn),
+            )
+        } else {
+            let mut l = lay(dst.shape, &[dst.strides])?;
+            self.run(
+                dst.elem,
+                &format!("fill_s_{}", dst.elem.suffix()),
+                n,
+                &mut args!(o, sd, si, l, nn),
+            )
+        }
+    }
+
+    /// A contiguous `dst` filled with `start + i * step`.
+    pub fn arange(&self, dst: &View, start: f64, step: f64) -> CudaResult<()> {
+        let n = dst.numel();
+        let (mut o, mut s, mut st, mut nn) = (dst.addr(), start, step, n as i64);
+        if n == 0 {
+            return Ok(());
+        }
+        self.run(
+            dst.elem,
+            &format!("arange_{}", dst.elem.suffix()),
+            n,
+            &mut args!(o, s, st, nn),
+        )
+    }
+
+    /// `src` as a view of dtype `elem`: itself, or a contiguous cast into scratch `slot`.
+    pub fn as_elem<'v>(
+        &self,
+        src: &View<'v>,
+        elem: Elem,
+        slot: usize,
+        strides: &'v mut Vec<usize>,
+    ) -> CudaResult<View<'v>> {
+        if src.elem == elem {
+            return Ok(*src);
+        }
+        let ptr = self
+            .ctx
+            .scratch(slot, (src.numel() * elem.size()).max(16))?;
+        *strides = contiguous_strides(src.shape);
+        let tmp = View {
+            ptr,
+            elem,
+            shape: src.shape,
+            strides,
+            offset: 0,
+        };
+        self.copy(src, &tmp)?;
+        Ok(tmp)
+    }
+
+    /// `dst = op(src)` for kernel op `op` (e.g. "exp", "clamp" with bounds in p0, p1).
+    pub fn unary(&self, op: &str, p0: f64, p1: f64, src: &View, dst: &View) -> CudaResult<()> {
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut st = Vec::new();
+        let src = self.as_elem(src, dst.elem, 0, &mut st)?;
+        let (mut o, mut a, mut nn, mut q0, mut q1) = (dst.addr(), src.addr(), n as i64, p0, p1);
+        let sfx = dst.elem.suffix();
+        if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
+            self.run(
+                dst.elem,
+                &format!("unary_c_{op}_{sfx}"),
+                n / vec_width(dst.elem),
+                &mut args!(o, a, nn, q0, q1),
+            )
+        } else {
+            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
+            self.run(
+                dst.elem,
+                &format!("unary_s_{op}_{sfx}"),
+                n,
+                &mut args!(o, a, l, nn, q0, q1),
+            )
+        }
+    }
+
+    /// `dst = lhs op rhs` (already broadcast to `dst`'s shape) computed in `compute`'s type.
+    #[allow(clippy::too_many_arguments)]
+    pub fn binary(
+        &self,
+        op: &str,
+        p0: f64,
+        p1: f64,
+        compute: Elem,
+        lhs: &View,
+        rhs: &View,
+        dst: &View,
+    ) -> CudaResult<()> {
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut s1, mut s2) = (Vec::new(), Vec::new());
+        let lhs = self.as_elem(lhs, compute, 0, &mut s1)?;
+        let rhs = self.as_elem(rhs, compute, 1, &mut s2)?;
+        let (mut o, mut a, mut b, mut nn, mut q0, mut q1) =
+            (dst.addr(), lhs.addr(), rhs.addr(), n as i64, p0, p1);
+        let sfx = compute.suffix();
+        if same_dense(&[&lhs, &rhs, dst]) && aligned16(&[&lhs, &rhs, dst]) {
+            self.run(
+                compute,
+                &format!("binary_c_{op}_{sfx}"),
+                n / vec_width(compute),
+                &mut args!(o, a, b, nn, q0, q1),
+            )
+        } else {
+            let mut l = lay(dst.shape, &[dst.strides, lhs.strides, rhs.strides])?;
+            self.run(
+                compute,
+                &format!("binary_s_{op}_{sfx}"),
+                n,
+                &mut args!(o, a, b, l, nn, q0, q1),
+            )
+        }
+    }
+
+    /// `dst = src op scalar` (or `scalar op src` when `rev`) computed in `compute`'s type.
+    #[allow(clippy::too_many_arguments)]
+    pub fn binary_scalar(
+        &self,
+        op: &str,
+        compute: Elem,
+        src: &View,
+        f: f64,
+        i: i64,
+        rev: bool,
+        dst: &View,
+    ) -> CudaResult<()> {
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut s1 = Vec::new();
+        let src = self.as_elem(src, compute, 0, &mut s1)?;
+        let (mut o, mut a, mut sd, mut si, mut r, mut nn) =
+            (dst.addr(), src.addr(), f, i, rev as i32, n as i64);
+        let sfx = compute.suffix();
+        if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
+            self.run(
+                compute,
+                &format!("scalar_c_{op}_{sfx}"),
+                n / vec_width(compute),
+                &mut args!(o, a, sd, si, r, nn),
+            )
+        } else {
+            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
+            self.run(
+                compute,
+                &format!("scalar_s_{op}_{sfx}"),
+                n,
+                &mut args!(o, a, sd, si, r, l, nn),
+            )
+        }
+    }
+
+    /// Random numbers from torchlet's Philox kernel into the contiguous float `dst`: standard
+    /// normals or uniforms on [0, 1), a function of (seed, offset, element index) only.
+    pub fn philox(&self, dst: &View, seed: u64, offset: u64, normal: bool) -> CudaResult<()> {
+        if !dst.elem.is_float() {
+            return Err(CudaError::Unsupported(format!(
+                "random fills need a floating point dtype, got {:?}",
+                dst.elem
+            )));
+        }
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut o, mut nn, mut s, mut off, mut nm) =
+            (dst.addr(), n as i64, seed, offset, normal as i32);
+        self.run(
+            dst.elem,
+            &format!("philox_{}", dst.elem.suffix()),
+            n.div_ceil(4),
+            &mut args!(o, nn, s, off, nm),
+        )
+    }
+
+    /// `dst[.., index[..], ..] = src[..]` along `dim`; `index` is int64 shaped like `src`.
+    pub fn scatter(&self, src: &View, index: &View, dim: usize, dst: &View) -> CudaResult<()> {
+        let n = src.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        if index.elem != Elem::I64 {
+            return Err(CudaError::Unsupported(
+                "scatter(): index must be int64".into(),
+            ));
+        }
+        let mut s1 = Vec::new();
+        let src = self.as_elem(src, dst.elem, 0, &mut s1)?;
+        let mut dst_st = dst.strides.to_vec();
+        dst_st[dim] = 0;
+        let mut l = lay(src.shape, &[&dst_st, src.strides, index.strides])?;
+        let (mut o, mut a, mut ix) = (dst.addr(), src.addr(), index.addr());
+        let (mut ds, mut dn, mut nn) = (dst.strides[dim] as i64, dst.shape[dim] as i64, n as i64);
+        self.run(
+            dst.elem,
+            &format!("scatter_{}", dst.elem.suffix()),
+            n,
+            &mut args!(o, a, ix, l, ds, dn, nn),
+        )
+    }
+}
+
+/// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.
+fn vec_width(elem: Elem) -> usize {
+    16 / elem.size()
+}
+
+/// Row-major strides of a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+pub(crate) use args;

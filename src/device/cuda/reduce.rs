@@ -1,0 +1,321 @@
+//! Reductions (sum, mean, max, min, argmax, argmin), softmax and its backward, and the NLL loss on
+//! device views.
+
+use std::ffi::c_void;
+
+use super::elem::Elem;
+use super::error::{CudaError, CudaResult};
+use super::layout::{RLay, View};
+use super::module::{launch, BLOCK};
+use super::ops::{args, contiguous_strides, Gpu};
+
+/// A reduction kernel family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// Sum.
+    Sum,
+    /// Sum divided by the count (floating dtypes).
+    Mean,
+    /// Largest value; NaN propagates.
+    Max,
+    /// Smallest value; NaN propagates.
+    Min,
+    /// Index of the first largest value (int64).
+    ArgMax,
+    /// Index of the first smallest value (int64).
+    ArgMin,
+}
+
+impl Reduction {
+    fn kernel(self) -> &'static str {
+        match self {
+            Reduction::Sum | Reduction::Mean => "sum",
+            Reduction::Max => "max",
+            Reduction::Min => "min",
+            Reduction::ArgMax => "argmax",
+            Reduction::ArgMin => "argmin",
+        }
+    }
+    /// The dtype the kernel writes for input `elem`.
+    fn out_elem(self, elem: Elem) -> Elem {
+        match self {
+            Reduction::Sum | Reduction::Mean => elem.sum_type(),
+            Reduction::Max | Reduction::Min => elem,
+            Reduction::ArgMax | Reduction::ArgMin => Elem::I64,
+        }
+    }
+}
+
+/// Bytes of one partial (value + index) in the two-pass reduction.
+const PARTIAL: usize = 16;
+
+impl Gpu<'_> {
+    /// Reduce `src` over `dims` into the contiguous keepdim-shaped `dst`.
+    pub fn reduce(&self, op: Reduction, src: &View, dims: &[usize], dst: &View) -> CudaResult<()> {
+        let reduced: Vec<bool> = (0..src.shape.len()).map(|d| dims.contains(&d)).collect();
+        let (mut l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
+        if m == 0 {
+            return Ok(());
+        }
+        if r == 0 && op != Reduction::Sum {
+            return Err(CudaError::Unsupported(format!(
+                "{op:?}(): cannot reduce an empty dimension (there is no identity)"
+            )));
+        }
+        let out_elem = op.out_elem(src.elem);
+        // Write straight into dst when it has the kernel's dtype, else into scratch then cast.
+        let direct = out_elem == dst.elem;
+        let out_ptr = if direct {
+            dst.addr()
+        } else {
+            self.ctx.scratch(2, m * out_elem.size())?
+        };
+        let scale = if op == Reduction::Mean {
+            1.0 / r.max(1) as f64
+        } else {
+            1.0
+        };
+        let (name, sfx) = (op.kernel(), src.elem.suffix());
+        let (mut o, mut a, mut mm, mut rr, mut sc) =
+            (out_ptr, src.addr(), m as i64, r as i64, scale);
+        let sms = self.ctx.info.sm_count as usize;
+        if r <= 32 && m >= 1024 {
+            let f = self
+                .kernels
+                .function(self.ctx, src.elem, &format!("reduce_t_{name}_{sfx}"))?;
+            launch(
+                self.ctx,
+                f,
+                (self.grid(m), 1, 1),
+                BLOCK,
+                &mut args!(o, a, l, mm, rr, sc),
+            )?;
+        } else {
+            // Enough blocks to fill the device: split long rows when there are few of them.
+            let splits = if m >= sms * 4 {
+                1
+            } else {
+                (sms * 8 / m).clamp(1, 1024).min(r.div_ceil(4096).max(1))
+            };
+            let mut partial = if splits > 1 {
+                self.ctx.scratch(3, m * splits * PARTIAL)?
+            } else {
+                0
+            };
+            let mut sp = splits as i32;
+            let f = self
+                .kernels
+                .function(self.ctx, src.elem, &format!("reduce_b_{name}_{sfx}"))?;
+            let gy = m.min(65535) as u32;
+            launch(
+                self.ctx,
+                f,
+                (splits as u32, gy, 1),
+                BLOCK,
+                &mut args!(o, a, l, mm, rr, sc, partial, sp),
+            )?;
+            if splits > 1 {
+                let f =
+                    self.kernels
+                        .function(self.ctx, src.elem, &format!("reduce_p_{name}_{sfx}"))?;
+                let gx = m.min(65535) as u32;
+                launch(
+                    self.ctx,
+                    f,
+                    (gx, 1, 1),
+                    BLOCK,
+                    &mut args!(o, partial, mm, sp, sc),
+                )?;
+            }
+        }
+        if !direct {
+            let shape = dst.shape;
+            let st = contiguous_strides(shape);
+            let tmp = View {
+                ptr: out_ptr,
+                elem: out_elem,
+                shape,
+                strides: &st,
+                offset: 0,
+            };
+            self.copy(&tmp, dst)?;
+        }
+        Ok(())
+    }
+
+    fn float_only(&self, what: &str, elem: Elem) -> CudaResult<()> {
+        if elem.is_float() {
+            Ok(())
+        } else {
+            Err(CudaError::Unsupported(format!(
+                "{what}(): expected a floating point tensor, got {elem:?}"
+            )))
+        }
+    }
+
+    /// A contiguous copy of `v` (itself when already contiguous) in scratch `slot`.
+    fn dense<'v>(&self, v: &View<'v>, slot: usize, st: &'v mut Vec<usize>) -> CudaResult<View<'v>> {
+        if v.is_contiguous() {
+            return Ok(*v);
+        }
+        let ptr = self.ctx.scratch(slot, v.numel() * v.elem.size())?;
+        *st = contiguous_strides(v.shape);
+        let tmp = View {
+            ptr,
+            elem: v.elem,
+            shape: v.shape,
+            strides: st,
+            offset: 0,
+        };
+        self.copy(v, &tmp)?;
+        Ok(tmp)
+    }
+
+    /// (Log-)softmax of `src` along `dim` into the same-shaped contiguous `dst`.
+    pub fn softmax(&self, src: &View, dim: usize, log: bool, dst: &View) -> CudaResult<()> {
+        self.float_only("softmax", dst.elem)?;
+        let mut st = Vec::new();
+        let mut sc = Vec::new();
+        let src = self.as_elem(src, dst.elem, 0, &mut sc)?;
+        let src = self.dense(&src, 1, &mut st)?;
+        let (outer, d, inner) = split_at(src.shape, dim);
+        if outer * d * inner == 0 {
+            return Ok(());
+        }
+        let sfx = dst.elem.suffix();
+        let (mut o, mut a, mut dd, mut lg) = (dst.addr(), src.addr(), d as i64, log as i32);
+        if inner == 1 {
+            let mut rows = outer as i64;
+            let f = self
+                .kernels
+                .function(self.ctx, dst.elem, &format!("softmax_r_{sfx}"))?;
+            launch(
+                self.ctx,
+                f,
+                (outer.min(65535) as u32, 1, 1),
+                BLOCK,
+                &mut args!(o, a, rows, dd, lg),
+            )
+        } else {
+            let (mut ou, mut inn) = (outer as i64, inner as i64);
+            let f = self
+                .kernels
+                .function(self.ctx, dst.elem, &format!("softmax_c_{sfx}"))?;
+            launch(
+                self.ctx,
+                f,
+                (self.grid(outer * inner), 1, 1),
+                BLOCK,
+                &mut args!(o, a, ou, dd, inn, lg),
+            )
+        }
+    }
+
+    /// Softmax's backward from `grad` and the forward `output` into the contiguous `dst`.
+    pub fn softmax_backward(
+        &self,
+        grad: &View,
+        output: &View,
+        dim: usize,
+        log: bool,
+        dst: &View,
+    ) -> CudaResult<()> {
+        self.float_only("softmax_backward", dst.elem)?;
+        let (mut s0, mut s1, mut c0, mut c1) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let grad = self.as_elem(grad, dst.elem, 0, &mut c0)?;
+        let grad = self.dense(&grad, 2, &mut s0)?;
+        let output = self.as_elem(output, dst.elem, 1, &mut c1)?;
+        let output = self.dense(&output, 3, &mut s1)?;
+        let (outer, d, inner) = split_at(dst.shape, dim);
+        if outer * d * inner == 0 {
+            return Ok(());
+        }
+        let sfx = dst.elem.suffix();
+        let (mut o, mut g, mut y, mut dd, mut lg) =
+            (dst.addr(), grad.addr(), output.addr(), d as i64, log as i32);
+        if inner == 1 {
+            let mut rows = outer as i64;
+            let f = self
+                .kernels
+                .function(self.ctx, dst.elem, &format!("softmax_bw_r_{sfx}"))?;
+            launch(
+                self.ctx,
+                f,
+                (outer.min(65535) as u32, 1, 1),
+                BLOCK,
+                &mut args!(o, g, y, rows, dd, lg),
+            )
+        } else {
+            let (mut ou, mut inn) = (outer as i64, inner as i64);
+            let f = self
+                .kernels
+                .function(self.ctx, dst.elem, &format!("softmax_bw_c_{sfx}"))?;
+            launch(
+                self.ctx,
+                f,
+                (self.grid(outer * inner), 1, 1),
+                BLOCK,
+                &mut args!(o, g, y, ou, dd, inn, lg),
+            )
+        }
+    }
+
+    /// `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
+    pub fn nll_loss(&self, logp: &View, target: &View, dst: &View) -> CudaResult<()> {
+        self.float_only("nll_loss", dst.elem)?;
+        let mut c0 = Vec::new();
+        let logp = self.as_elem(logp, dst.elem, 0, &mut c0)?;
+        let (n, c) = (logp.shape[0], logp.shape[1]);
+        let (mut o, mut lp, mut t) = (dst.addr(), logp.addr(), target.addr());
+        let (mut nn, mut cc, mut s0, mut s1, mut ts) = (
+            n as i64,
+            c as i64,
+            logp.strides[0] as i64,
+            logp.strides[1] as i64,
+            target.strides[0] as i64,
+        );
+        let f = self
+            .kernels
+            .function(self.ctx, dst.elem, &format!("nll_{}", dst.elem.suffix()))?;
+        launch(
+            self.ctx,
+            f,
+            (1, 1, 1),
+            BLOCK,
+            &mut args!(o, lp, t, nn, cc, s0, s1, ts),
+        )
+    }
+
+    /// NLL's backward into the contiguous [n, c] `dst`.
+    pub fn nll_loss_backward(&self, grad: &View, target: &View, dst: &View) -> CudaResult<()> {
+        self.float_only("nll_loss_backward", dst.elem)?;
+        let mut c0 = Vec::new();
+        let grad = self.as_elem(grad, dst.elem, 0, &mut c0)?;
+        let (n, c) = (dst.shape[0], dst.shape[1]);
+        let (mut o, mut g, mut t, mut nn, mut cc, mut ts) = (
+            dst.addr(),
+            grad.addr(),
+            target.addr(),
+            n as i64,
+            c as i64,
+            target.strides[0] as i64,
+        );
+        let f =
+            self.kernels
+                .function(self.ctx, dst.elem, &format!("nll_bw_{}", dst.elem.suffix()))?;
+        launch(
+            self.ctx,
+            f,
+            (self.grid(n * c), 1, 1),
+            BLOCK,
+            &mut args!(o, g, t, nn, cc, ts),
+        )
+    }
+}
+
+/// (outer, size of dim, inner) of a row-major shape.
+fn split_at(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    let outer = shape[..dim].iter().product();
+    let inner = shape[dim + 1..].iter().product();
+    (outer, shape[dim], inner)
+}

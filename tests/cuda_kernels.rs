@@ -1,0 +1,876 @@
+//! The real CUDA backend's pieces on the GPU: availability, raw memory and expandable segments,
+//! every kernel family against a host reference, cuBLAS and cuRAND. Runs with
+//! TORCHLET_TEST_DEVICE=cuda; elsewhere checks that CUDA reports itself unavailable clearly.
+
+use half::{bf16, f16};
+use torchlet::alloc::{RawError, RawMemory};
+use torchlet::device::cuda::layout::View;
+use torchlet::device::cuda::reduce::Reduction;
+use torchlet::device::cuda::{self, CudaDevice, CudaMemory, Elem};
+
+fn on_gpu() -> bool {
+    std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda")
+}
+
+macro_rules! gpu_or_skip {
+    () => {
+        if !on_gpu() {
+            eprintln!("skipped: set TORCHLET_TEST_DEVICE=cuda to run on a real GPU");
+            return;
+        }
+    };
+}
+
+/// A device buffer with a row-major shape, held in one raw segment.
+struct Buf {
+    ptr: u64,
+    elem: Elem,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+impl Buf {
+    fn view(&self) -> View<'_> {
+        View {
+            ptr: self.ptr,
+            elem: self.elem,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
+}
+
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    torchlet::device::cuda::ops::contiguous_strides(shape)
+}
+
+fn encode(vals: &[f64], elem: Elem) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &v in vals {
+        match elem {
+            Elem::F32 => out.extend((v as f32).to_le_bytes()),
+            Elem::F64 => out.extend(v.to_le_bytes()),
+            Elem::F16 => out.extend(f16::from_f64(v).to_le_bytes()),
+            Elem::BF16 => out.extend(bf16::from_f64(v).to_le_bytes()),
+            Elem::I64 => out.extend((v as i64).to_le_bytes()),
+            Elem::I32 => out.extend((v as i32).to_le_bytes()),
+            Elem::U8 => out.push(v as u8),
+            Elem::Bool => out.push((v != 0.0) as u8),
+        }
+    }
+    out
+}
+
+fn decode(bytes: &[u8], elem: Elem) -> Vec<f64> {
+    bytes
+        .chunks(elem.size())
+        .map(|c| match elem {
+            Elem::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+            Elem::F64 => f64::from_le_bytes(c.try_into().unwrap()),
+            Elem::F16 => f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+            Elem::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+            Elem::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+            Elem::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+            Elem::U8 | Elem::Bool => c[0] as f64,
+        })
+        .collect()
+}
+
+struct Gpu {
+    dev: std::sync::Arc<CudaDevice>,
+    mem: CudaMemory,
+    live: Vec<u64>,
+}
+
+impl Gpu {
+    fn new() -> Self {
+        Gpu {
+            dev: CudaDevice::get(0).expect("cuda:0"),
+            mem: CudaMemory::new(0).expect("memory"),
+            live: Vec::new(),
+        }
+    }
+    fn alloc(&mut self, elem: Elem, shape: &[usize]) -> Buf {
+        let n: usize = shape.iter().product();
+        let ptr = self
+            .mem
+            .allocate((n * elem.size()).max(512))
+            .expect("allocate");
+        self.live.push(ptr);
+        Buf {
+            ptr,
+            elem,
+            shape: shape.to_vec(),
+            strides: strides_of(shape),
+            offset: 0,
+        }
+    }
+    fn up(&mut self, vals: &[f64], elem: Elem, shape: &[usize]) -> Buf {
+        let b = self.alloc(elem, shape);
+        self.dev
+            .write_bytes(b.ptr, &encode(vals, elem))
+            .expect("upload");
+        b
+    }
+    /// Elements of a (possibly strided) buffer in row-major order.
+    fn down(&self, b: &Buf) -> Vec<f64> {
+        let span = b.offset
+            + b.shape
+                .iter()
+                .zip(&b.strides)
+                .map(|(s, t)| (s.max(&1) - 1) * t)
+                .sum::<usize>()
+            + 1;
+        let mut bytes = vec![0u8; span * b.elem.size()];
+        self.dev.read_bytes(b.ptr, &mut bytes).expect("download");
+        let all = decode(&bytes, b.elem);
+        let n: usize = b.shape.iter().product();
+        (0..n)
+            .map(|mut i| {
+                let mut off = b.offset;
+                for d in (0..b.shape.len()).rev() {
+                    off += (i % b.shape[d]) * b.strides[d];
+                    i /= b.shape[d];
+                }
+                all[off]
+            })
+            .collect()
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        for p in self.live.drain(..) {
+            let _ = self.mem.free(p, 0);
+        }
+    }
+}
+
+/// Deterministic non-zero test values in about [-3, 3].
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((x >> 33) as f64 / (1u64 << 31) as f64) * 6.0 - 3.0;
+            if v.abs() < 0.05 {
+                0.5
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+fn tol(elem: Elem) -> f64 {
+    match elem {
+        Elem::F64 => 1e-12,
+        Elem::F32 => 1e-5,
+        Elem::BF16 => 1e-2,
+        _ => 2e-3,
+    }
+}
+
+fn assert_close(got: &[f64], want: &[f64], rtol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rtol * (1.0 + w.abs());
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// `v` rounded to what `elem` can hold.
+fn round(v: f64, elem: Elem) -> f64 {
+    decode(&encode(&[v], elem), elem)[0]
+}
+
+#[test]
+fn availability_is_reported_clearly() {
+    if on_gpu() {
+        assert!(cuda::is_available(), "{:?}", cuda::unavailable_reason());
+        assert!(cuda::device_count() >= 1);
+        let info = &cuda::devices().unwrap()[0];
+        assert!(!info.name.is_empty());
+        assert!(info.capability.0 >= 5, "{:?}", info.capability);
+        eprintln!(
+            "cuda:0 = {} sm_{}{} ({} SMs)",
+            info.name, info.capability.0, info.capability.1, info.sm_count
+        );
+    } else if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        assert!(!cuda::is_available());
+        let reason = cuda::unavailable_reason().expect("a reason");
+        assert!(reason.contains("libcuda"), "{reason}");
+        assert!(reason.contains("tried libcuda.so"), "{reason}");
+        torchlet::device::init(None).unwrap();
+        let err = torchlet::device::backend(torchlet::device::Device::Cuda(0))
+            .err()
+            .expect("no GPU");
+        assert!(err.to_string().contains("--simulate-cuda"), "{err}");
+        assert_eq!(cuda::device_count(), 0);
+        assert!(CudaDevice::get(0).is_err());
+    } else {
+        eprintln!("skipped: a driver is present but TORCHLET_TEST_DEVICE is not cuda");
+    }
+}
+
+#[test]
+fn raw_memory_segments_and_expandable_pages() {
+    gpu_or_skip!();
+    let mut mem = CudaMemory::new(0).unwrap();
+    let (free0, total) = mem.mem_get_info().unwrap();
+    assert!(total > 1 << 30 && free0 <= total);
+    let p = mem.allocate(20 << 20).unwrap();
+    let (free1, _) = mem.mem_get_info().unwrap();
+    assert!(
+        free1 + (20 << 20) <= free0 + (2 << 20),
+        "free {free0} -> {free1}"
+    );
+    mem.free(p, 20 << 20).unwrap();
+    // Expandable segments: reserve address space, back parts of it with 20 MiB and 2 MiB pages.
+    let dev = CudaDevice::get(0).unwrap();
+    let base = mem.reserve(1 << 30).unwrap();
+    mem.map(base, 40 << 20).unwrap();
+    mem.map(base + (40 << 20), 2 << 20).unwrap();
+    let data: Vec<u8> = (0..(42usize << 20)).map(|i| (i % 251) as u8).collect();
+    dev.write_bytes(base, &data).unwrap();
+    let mut back = vec![0u8; data.len()];
+    dev.read_bytes(base, &mut back).unwrap();
+    assert!(back == data, "mapped pages keep their data");
+    let (free2, _) = mem.mem_get_info().unwrap();
+    mem.unmap(base + (20 << 20), 20 << 20).unwrap(); // one large page alone
+    let (free3, _) = mem.mem_get_info().unwrap();
+    assert!(
+        free3 >= free2 + (20 << 20),
+        "unmap returns the page: {free2} -> {free3}"
+    );
+    assert!(
+        mem.unmap(base, 2 << 20).is_err(),
+        "part of a page is refused"
+    );
+    mem.release_reservation(base, 1 << 30).unwrap();
+}
+
+#[test]
+fn raw_memory_out_of_memory_is_a_value() {
+    gpu_or_skip!();
+    let mut mem = CudaMemory::new(0).unwrap();
+    let (_, total) = mem.mem_get_info().unwrap();
+    assert_eq!(mem.allocate(total * 2), Err(RawError::OutOfMemory));
+    let p = mem
+        .allocate(1 << 20)
+        .expect("the device still works after an OOM");
+    mem.free(p, 1 << 20).unwrap();
+}
+
+type HostFn = fn(f64) -> f64;
+
+const UNARY: [(&str, HostFn); 11] = [
+    ("neg", |x| -x),
+    ("exp", f64::exp),
+    ("log", |x: f64| x.abs().ln()),
+    ("sqrt", |x: f64| x.abs().sqrt()),
+    ("abs", f64::abs),
+    ("relu", |x: f64| x.max(0.0)),
+    ("sigmoid", |x: f64| 1.0 / (1.0 + (-x).exp())),
+    ("tanh", f64::tanh),
+    ("sin", f64::sin),
+    ("cos", f64::cos),
+    ("sign", f64::signum),
+];
+
+#[test]
+fn unary_ops_match_the_host_for_float_dtypes() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+        // 1027 elements: vector body plus a scalar tail.
+        for (name, f) in UNARY {
+            let raw = values(1027, 7);
+            let input: Vec<f64> = raw
+                .iter()
+                .map(|&x| {
+                    round(
+                        if name == "log" || name == "sqrt" {
+                            x.abs()
+                        } else {
+                            x
+                        },
+                        elem,
+                    )
+                })
+                .collect();
+            let a = g.up(&input, elem, &[1027]);
+            let out = g.alloc(elem, &[1027]);
+            g.dev
+                .gpu()
+                .unary(name, 0.0, 0.0, &a.view(), &out.view())
+                .unwrap();
+            let want: Vec<f64> = input.iter().map(|&x| f(x)).collect();
+            assert_close(
+                &g.down(&out),
+                &want,
+                tol(elem) * 4.0,
+                &format!("{name} {elem:?}"),
+            );
+        }
+        // clamp and pow with parameters, on a transposed (strided) view.
+        let input: Vec<f64> = values(12, 3).iter().map(|&x| round(x, elem)).collect();
+        let mut a = g.up(&input, elem, &[3, 4]);
+        a.shape = vec![4, 3];
+        a.strides = vec![1, 4];
+        let out = g.alloc(elem, &[4, 3]);
+        g.dev
+            .gpu()
+            .unary("clamp", -1.0, f64::INFINITY, &a.view(), &out.view())
+            .unwrap();
+        let host = g.down(&a);
+        assert_close(
+            &g.down(&out),
+            &host.iter().map(|x| x.max(-1.0)).collect::<Vec<_>>(),
+            tol(elem),
+            "clamp",
+        );
+        g.dev
+            .gpu()
+            .unary("pow", 2.0, 0.0, &a.view(), &out.view())
+            .unwrap();
+        assert_close(
+            &g.down(&out),
+            &host.iter().map(|x| x * x).collect::<Vec<_>>(),
+            tol(elem) * 4.0,
+            "pow",
+        );
+    }
+}
+
+#[test]
+fn binary_ops_broadcast_and_promote() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [
+        Elem::F32,
+        Elem::F64,
+        Elem::F16,
+        Elem::BF16,
+        Elem::I64,
+        Elem::I32,
+    ] {
+        let xs: Vec<f64> = values(6 * 5, 1)
+            .iter()
+            .map(|&x| round((x * 4.0).round().max(1.0), elem))
+            .collect();
+        let ys: Vec<f64> = values(5, 2)
+            .iter()
+            .map(|&x| round((x * 4.0).round().max(1.0), elem))
+            .collect();
+        let a = g.up(&xs, elem, &[6, 5]);
+        // b is [5] broadcast over rows: stride 0 on dim 0.
+        let mut b = g.up(&ys, elem, &[5]);
+        b.shape = vec![6, 5];
+        b.strides = vec![0, 1];
+        let out = g.alloc(elem, &[6, 5]);
+        for (op, f) in [
+            ("add", (|x, y| x + y) as fn(f64, f64) -> f64),
+            ("sub", |x, y| x - y),
+            ("mul", |x, y| x * y),
+        ] {
+            g.dev
+                .gpu()
+                .binary(op, 0.0, 0.0, elem, &a.view(), &b.view(), &out.view())
+                .unwrap();
+            let want: Vec<f64> = (0..30).map(|i| round(f(xs[i], ys[i % 5]), elem)).collect();
+            assert_close(&g.down(&out), &want, tol(elem), &format!("{op} {elem:?}"));
+        }
+        // eq into bool
+        let eq = g.alloc(Elem::Bool, &[6, 5]);
+        g.dev
+            .gpu()
+            .binary("eq", 0.0, 0.0, elem, &a.view(), &a.view(), &eq.view())
+            .unwrap();
+        assert!(g.down(&eq).iter().all(|&v| v == 1.0));
+    }
+    // Contiguous vector path with mixed operand dtypes: f32 + i64 computed in f32.
+    let n = 4099;
+    let xs = values(n, 5);
+    let ys: Vec<f64> = values(n, 6).iter().map(|x| (x * 10.0).round()).collect();
+    let a = g.up(&xs, Elem::F32, &[n]);
+    let b = g.up(&ys, Elem::I64, &[n]);
+    let out = g.alloc(Elem::F32, &[n]);
+    g.dev
+        .gpu()
+        .binary(
+            "div",
+            0.0,
+            0.0,
+            Elem::F32,
+            &a.view(),
+            &b.view(),
+            &out.view(),
+        )
+        .unwrap();
+    let want: Vec<f64> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| round(*x, Elem::F32) / y)
+        .collect();
+    assert_close(&g.down(&out), &want, 1e-5, "div f32/i64");
+    // Scalars, both ways: 2 - x and x ** 3.
+    g.dev
+        .gpu()
+        .binary_scalar("sub", Elem::F32, &a.view(), 2.0, 2, true, &out.view())
+        .unwrap();
+    let want: Vec<f64> = xs.iter().map(|x| 2.0 - round(*x, Elem::F32)).collect();
+    assert_close(&g.down(&out), &want, 1e-6, "rsub");
+    // Backward ops.
+    let grad = g.up(&values(n, 9), Elem::F32, &[n]);
+    g.dev
+        .gpu()
+        .binary(
+            "relu_bw",
+            0.0,
+            0.0,
+            Elem::F32,
+            &grad.view(),
+            &a.view(),
+            &out.view(),
+        )
+        .unwrap();
+    let gv = g.down(&grad);
+    let want: Vec<f64> = gv
+        .iter()
+        .zip(&xs)
+        .map(|(g, x)| if *x > 0.0 { *g } else { 0.0 })
+        .collect();
+    assert_close(&g.down(&out), &want, 1e-6, "relu_bw");
+}
+
+#[test]
+fn casts_between_every_dtype_pair() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    let vals = [0.0, 1.0, 2.0, 3.0, 100.0, 7.0, 1.0, 0.0, 5.0];
+    for from in Elem::ALL {
+        for to in Elem::ALL {
+            let src: Vec<f64> = vals.iter().map(|&v| round(v, from)).collect();
+            let a = g.up(&src, from, &[3, 3]);
+            let out = g.alloc(to, &[3, 3]);
+            g.dev.gpu().copy(&a.view(), &out.view()).unwrap();
+            let want: Vec<f64> = src.iter().map(|&v| round(v, to)).collect();
+            assert_close(&g.down(&out), &want, 0.0, &format!("{from:?} -> {to:?}"));
+            // Strided: the transpose, made contiguous.
+            let t = Buf {
+                shape: vec![3, 3],
+                strides: vec![1, 3],
+                ..g.up(&src, from, &[3, 3])
+            };
+            g.dev.gpu().copy(&t.view(), &out.view()).unwrap();
+            let want_t: Vec<f64> = (0..9)
+                .map(|i| round(src[(i % 3) * 3 + i / 3], to))
+                .collect();
+            assert_close(
+                &g.down(&out),
+                &want_t,
+                0.0,
+                &format!("{from:?} -> {to:?} transposed"),
+            );
+        }
+    }
+}
+
+#[test]
+fn fill_and_arange() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in Elem::ALL {
+        let b = g.alloc(elem, &[37]);
+        g.dev.gpu().fill(&b.view(), 1.0, 1).unwrap();
+        assert!(g.down(&b).iter().all(|&v| v == 1.0), "{elem:?}");
+        g.dev.gpu().fill(&b.view(), 0.0, 0).unwrap();
+        assert!(g.down(&b).iter().all(|&v| v == 0.0), "{elem:?}");
+    }
+    let b = g.alloc(Elem::F32, &[10]);
+    g.dev.gpu().arange(&b.view(), 1.0, 0.5).unwrap();
+    assert_close(
+        &g.down(&b),
+        &(0..10).map(|i| 1.0 + 0.5 * i as f64).collect::<Vec<_>>(),
+        0.0,
+        "arange",
+    );
+}
+
+fn host_reduce(op: Reduction, x: &[f64]) -> f64 {
+    match op {
+        Reduction::Sum => x.iter().sum(),
+        Reduction::Mean => x.iter().sum::<f64>() / x.len() as f64,
+        Reduction::Max => x.iter().cloned().fold(f64::MIN, f64::max),
+        Reduction::Min => x.iter().cloned().fold(f64::MAX, f64::min),
+        Reduction::ArgMax => {
+            x.iter()
+                .enumerate()
+                .fold((0, f64::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b })
+                .0 as f64
+        }
+        Reduction::ArgMin => {
+            x.iter()
+                .enumerate()
+                .fold((0, f64::MAX), |b, (i, &v)| if v < b.1 { (i, v) } else { b })
+                .0 as f64
+        }
+    }
+}
+
+#[test]
+fn reductions_over_dims_and_all() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    let ops = [
+        Reduction::Sum,
+        Reduction::Mean,
+        Reduction::Max,
+        Reduction::Min,
+        Reduction::ArgMax,
+        Reduction::ArgMin,
+    ];
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::I64] {
+        // [rows, cols] read transposed, so the reduced dim is strided; then every dim, then all.
+        for &(rows, cols) in &[(7usize, 5usize), (3, 300_000), (2000, 3)] {
+            let xs: Vec<f64> = values(rows * cols, 11)
+                .iter()
+                .map(|&x| round((x * 100.0).round() / 8.0, elem))
+                .collect();
+            let a = g.up(&xs, elem, &[rows, cols]);
+            for op in ops {
+                if op == Reduction::Mean && !elem.is_float() {
+                    continue;
+                }
+                let out_elem = match op {
+                    Reduction::ArgMax | Reduction::ArgMin => Elem::I64,
+                    Reduction::Sum if !elem.is_float() => Elem::I64,
+                    _ => elem,
+                };
+                for dim in [Some(0), Some(1), None] {
+                    let out_shape = match dim {
+                        Some(0) => vec![1, cols],
+                        Some(_) => vec![rows, 1],
+                        None => vec![1, 1],
+                    };
+                    let out = g.alloc(out_elem, &out_shape);
+                    let dims: Vec<usize> = match dim {
+                        Some(d) => vec![d],
+                        None => vec![0, 1],
+                    };
+                    g.dev
+                        .gpu()
+                        .reduce(op, &a.view(), &dims, &out.view())
+                        .unwrap();
+                    let want: Vec<f64> = match dim {
+                        Some(0) => (0..cols)
+                            .map(|c| {
+                                host_reduce(
+                                    op,
+                                    &(0..rows).map(|r| xs[r * cols + c]).collect::<Vec<_>>(),
+                                )
+                            })
+                            .collect(),
+                        Some(_) => (0..rows)
+                            .map(|r| host_reduce(op, &xs[r * cols..(r + 1) * cols]))
+                            .collect(),
+                        None => vec![host_reduce(op, &xs)],
+                    };
+                    let t = if matches!(op, Reduction::Sum | Reduction::Mean) {
+                        tol(elem) * 10.0
+                    } else {
+                        0.0
+                    };
+                    let want: Vec<f64> = want
+                        .iter()
+                        .map(|&w| if t == 0.0 { w } else { round(w, out_elem) })
+                        .collect();
+                    assert_close(
+                        &g.down(&out),
+                        &want,
+                        t,
+                        &format!("{op:?} {elem:?} {rows}x{cols} dim {dim:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn softmax_rows_and_columns_with_backward() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [Elem::F32, Elem::F64, Elem::BF16] {
+        let (r, c) = (4, 1000);
+        let xs: Vec<f64> = values(r * c, 21).iter().map(|&x| round(x, elem)).collect();
+        let a = g.up(&xs, elem, &[r, c]);
+        for (dim, log) in [(1, false), (1, true), (0, false), (0, true)] {
+            let out = g.alloc(elem, &[r, c]);
+            g.dev
+                .gpu()
+                .softmax(&a.view(), dim, log, &out.view())
+                .unwrap();
+            let mut want = vec![0.0; r * c];
+            let lines: Vec<Vec<usize>> = if dim == 1 {
+                (0..r)
+                    .map(|i| (0..c).map(|j| i * c + j).collect())
+                    .collect()
+            } else {
+                (0..c)
+                    .map(|j| (0..r).map(|i| i * c + j).collect())
+                    .collect()
+            };
+            for line in &lines {
+                let mx = line.iter().map(|&k| xs[k]).fold(f64::MIN, f64::max);
+                let s: f64 = line.iter().map(|&k| (xs[k] - mx).exp()).sum();
+                for &k in line {
+                    want[k] = if log {
+                        xs[k] - mx - s.ln()
+                    } else {
+                        (xs[k] - mx).exp() / s
+                    };
+                }
+            }
+            assert_close(
+                &g.down(&out),
+                &want,
+                tol(elem) * 10.0,
+                &format!("softmax {elem:?} dim {dim} log {log}"),
+            );
+            // Backward with grad = 1 everywhere: softmax gives 0, log_softmax 1 - c·softmax.
+            let ones = g.up(&vec![1.0; r * c], elem, &[r, c]);
+            let dx = g.alloc(elem, &[r, c]);
+            g.dev
+                .gpu()
+                .softmax_backward(&ones.view(), &out.view(), dim, log, &dx.view())
+                .unwrap();
+            let n = lines[0].len() as f64;
+            let want_dx: Vec<f64> = (0..r * c)
+                .map(|k| if log { 1.0 - n * (want[k]).exp() } else { 0.0 })
+                .collect();
+            assert_close(
+                &g.down(&dx),
+                &want_dx,
+                tol(elem) * 50.0,
+                &format!("softmax_backward {elem:?} dim {dim} log {log}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn nll_loss_and_scatter() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    let (n, c) = (5, 4);
+    let lp: Vec<f64> = values(n * c, 4);
+    let tg = [3.0, 0.0, 1.0, 3.0, 2.0];
+    let logp = g.up(&lp, Elem::F32, &[n, c]);
+    let target = g.up(&tg, Elem::I64, &[n]);
+    let out = g.alloc(Elem::F32, &[]);
+    g.dev
+        .gpu()
+        .nll_loss(&logp.view(), &target.view(), &out.view())
+        .unwrap();
+    let want = -(0..n)
+        .map(|i| round(lp[i * c + tg[i] as usize], Elem::F32))
+        .sum::<f64>()
+        / n as f64;
+    assert_close(&g.down(&out), &[want], 1e-6, "nll");
+    let grad = g.up(&[2.0], Elem::F32, &[]);
+    let dx = g.alloc(Elem::F32, &[n, c]);
+    g.dev
+        .gpu()
+        .nll_loss_backward(&grad.view(), &target.view(), &dx.view())
+        .unwrap();
+    let want: Vec<f64> = (0..n * c)
+        .map(|k| {
+            if tg[k / c] as usize == k % c {
+                -2.0 / n as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_close(&g.down(&dx), &want, 1e-6, "nll backward");
+    // scatter along dim 1: dst[i, idx[i, 0]] = src[i, 0]
+    let dst = g.up(&vec![0.0; n * c], Elem::F32, &[n, c]);
+    let src = g.up(&[1.0, 2.0, 3.0, 4.0, 5.0], Elem::F32, &[n, 1]);
+    let idx = g.up(&tg, Elem::I64, &[n, 1]);
+    g.dev
+        .gpu()
+        .scatter(&src.view(), &idx.view(), 1, &dst.view())
+        .unwrap();
+    let want: Vec<f64> = (0..n * c)
+        .map(|k| {
+            if tg[k / c] as usize == k % c {
+                (k / c + 1) as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_close(&g.down(&dst), &want, 0.0, "scatter");
+}
+
+#[test]
+fn matmul_through_cublas_with_workspace_from_the_caller() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    let (b, m, k, n) = (2, 33, 17, 9);
+    let requested = std::cell::Cell::new(0usize);
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+        let xs: Vec<f64> = values(b * m * k, 31)
+            .iter()
+            .map(|&x| round(x, elem))
+            .collect();
+        let ys: Vec<f64> = values(b * k * n, 32)
+            .iter()
+            .map(|&x| round(x, elem))
+            .collect();
+        let a = g.up(&xs, elem, &[b, m, k]);
+        // rhs given transposed in memory: [b, n, k] storage read as [b, k, n].
+        let yt: Vec<f64> = (0..b * n * k)
+            .map(|i| {
+                let (bb, j, kk) = (i / (n * k), (i / k) % n, i % k);
+                ys[bb * k * n + kk * n + j]
+            })
+            .collect();
+        let rb = g.up(&yt, elem, &[b, n, k]);
+        let rhs = Buf {
+            shape: vec![b, k, n],
+            strides: vec![n * k, 1, k],
+            ..rb
+        };
+        let out = g.alloc(elem, &[b, m, n]);
+        let ws = g.alloc(Elem::U8, &[32 << 20]);
+        let wsp = ws.ptr;
+        let dev = g.dev.clone();
+        dev.blas
+            .matmul(&dev.gpu(), &a.view(), &rhs.view(), &out.view(), &|size| {
+                requested.set(requested.get() + size);
+                assert!(size <= 32 << 20);
+                Ok(wsp)
+            })
+            .unwrap();
+        let mut want = vec![0.0; b * m * n];
+        for bb in 0..b {
+            for i in 0..m {
+                for j in 0..n {
+                    want[bb * m * n + i * n + j] = (0..k)
+                        .map(|kk| xs[bb * m * k + i * k + kk] * ys[bb * k * n + kk * n + j])
+                        .sum();
+                }
+            }
+        }
+        assert_close(
+            &g.down(&out),
+            &want,
+            tol(elem) * 20.0,
+            &format!("matmul {elem:?}"),
+        );
+    }
+    let cap = cuda::devices().unwrap()[0].capability;
+    assert_eq!(
+        requested.get(),
+        cuda::blas::workspace_size(cap),
+        "the workspace is asked for once"
+    );
+    if cap.0 >= 9 {
+        assert_eq!(requested.get(), 33554432, "32 MiB on Hopper, as PyTorch");
+    }
+}
+
+#[test]
+fn random_fills_normal_and_uniform_any_length() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+        for n in [1usize, 7, 100_001] {
+            let b = g.alloc(elem, &[n]);
+            g.dev.rng.fill(&g.dev.gpu(), &b.view(), true, 42).unwrap();
+            let x = g.down(&b);
+            assert!(x.iter().all(|v| v.is_finite()));
+            if n > 1 {
+                assert!(
+                    x.windows(2).any(|w| w[0] != w[1]),
+                    "{elem:?} {n}: values vary"
+                );
+            }
+            if n > 1000 {
+                let mean = x.iter().sum::<f64>() / n as f64;
+                let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+                assert!(
+                    mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+                    "{elem:?}: mean {mean} var {var}"
+                );
+            }
+            let b2 = g.alloc(elem, &[n]);
+            g.dev.rng.fill(&g.dev.gpu(), &b2.view(), true, 42).unwrap();
+            assert_eq!(g.down(&b2), x, "same seed, same numbers");
+            g.dev.rng.fill(&g.dev.gpu(), &b2.view(), false, 7).unwrap();
+            let u = g.down(&b2);
+            assert!(
+                u.iter().all(|&v| (0.0..1.0).contains(&v)
+                    || (elem != Elem::F32 && elem != Elem::F64 && v <= 1.0)),
+                "{elem:?}: uniform in [0, 1)"
+            );
+        }
+    }
+}
+
+#[test]
+fn kernels_come_from_the_disk_cache_the_second_time() {
+    gpu_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let info = &cuda::devices().unwrap()[0];
+    let arch = format!("sm_{}{}", info.capability.0, info.capability.1);
+    let t = std::time::Instant::now();
+    let (first, cached) =
+        cuda::compile::cubin_in(Some(dir.path()), Elem::F32, &arch, 13000).unwrap();
+    let compile_time = t.elapsed();
+    assert!(!cached);
+    let t = std::time::Instant::now();
+    let (second, cached) =
+        cuda::compile::cubin_in(Some(dir.path()), Elem::F32, &arch, 13000).unwrap();
+    assert!(cached && first == second);
+    eprintln!(
+        "NVRTC compile {compile_time:?}, cache hit {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn philox_fills_are_counter_based_for_every_float_dtype() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+        let n = 200_003; // not a multiple of 4: the last group is partial
+        let b = g.alloc(elem, &[n]);
+        g.dev.gpu().philox(&b.view(), 9, 0, true).unwrap();
+        let x = g.down(&b);
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.02,
+            "{elem:?}: mean {mean} var {var}"
+        );
+        // A shorter fill with the same seed is a prefix of the longer one.
+        let short = g.alloc(elem, &[5]);
+        g.dev.gpu().philox(&short.view(), 9, 0, true).unwrap();
+        assert_eq!(g.down(&short), x[..5].to_vec());
+        g.dev.gpu().philox(&b.view(), 9, 1, false).unwrap();
+        let u = g.down(&b);
+        assert!(u.iter().all(|&v| (0.0..=1.0).contains(&v)));
+        let mean = u.iter().sum::<f64>() / n as f64;
+        assert!((mean - 0.5).abs() < 0.01, "{elem:?}: uniform mean {mean}");
+    }
+}

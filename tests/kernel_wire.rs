@@ -1,0 +1,291 @@
+//! The kernel process over its ZeroMQ sockets, from Rust clients: bad input on the wire, interrupts by message and by SIGINT, heartbeat.
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jupyter_protocol::{
+    ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage, JupyterMessageContent,
+    KernelInfoRequest, ReplyStatus, Transport,
+};
+use jupyter_zmq_client::{
+    create_client_control_connection, create_client_heartbeat_connection,
+    create_client_shell_connection_with_identity, peer_identity_for_session, ClientShellConnection,
+};
+use sha2::{Digest, Sha256};
+use zeromq::{Socket, SocketSend};
+
+const KEY: &str = "a-test-key";
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A kernel process on free local ports; killed when dropped.
+struct Kernel {
+    child: Child,
+    info: ConnectionInfo,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_kernel() -> Kernel {
+    let listeners: Vec<TcpListener> = (0..5)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    let port = |i: usize| listeners[i].local_addr().unwrap().port();
+    let info = ConnectionInfo {
+        transport: Transport::TCP,
+        ip: "127.0.0.1".into(),
+        shell_port: port(0),
+        iopub_port: port(1),
+        stdin_port: port(2),
+        control_port: port(3),
+        hb_port: port(4),
+        signature_scheme: "hmac-sha256".into(),
+        key: KEY.into(),
+        kernel_name: Some("torchlet".into()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("connection.json");
+    std::fs::write(&file, serde_json::to_string(&info).unwrap()).unwrap();
+    drop(listeners);
+    let child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["kernel", "--connection-file"])
+        .arg(&file)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the kernel");
+    Kernel {
+        child,
+        info,
+        _dir: dir,
+    }
+}
+
+async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
+    let session = uuid::Uuid::new_v4().to_string();
+    let identity = peer_identity_for_session(&session).unwrap();
+    create_client_shell_connection_with_identity(info, &session, identity)
+        .await
+        .expect("connect shell")
+}
+
+/// Send `request` and read replies until the one whose parent it is.
+async fn request(shell: &mut ClientShellConnection, request: JupyterMessage) -> JupyterMessage {
+    let id = request.header.msg_id.clone();
+    shell.send(request).await.expect("send on shell");
+    loop {
+        let reply = tokio::time::timeout(WAIT, shell.read())
+            .await
+            .expect("a reply in time")
+            .expect("a readable reply");
+        if reply.parent_header.as_ref().map(|h| h.msg_id.as_str()) == Some(id.as_str()) {
+            return reply;
+        }
+    }
+}
+
+async fn execute(shell: &mut ClientShellConnection, code: &str) -> JupyterMessage {
+    request(shell, ExecuteRequest::new(code.into()).into()).await
+}
+
+fn reply_status(reply: &JupyterMessage) -> (ReplyStatus, Option<String>) {
+    match &reply.content {
+        JupyterMessageContent::ExecuteReply(r) => {
+            (r.status.clone(), r.error.as_ref().map(|e| e.ename.clone()))
+        }
+        other => panic!("expected an execute_reply, got {other:?}"),
+    }
+}
+
+fn hmac_hex(key: &[u8], parts: &[&[u8]]) -> String {
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let mut inner = Sha256::new();
+    inner.update(pad(0x36));
+    for part in parts {
+        inner.update(part);
+    }
+    let mut outer = Sha256::new();
+    outer.update(pad(0x5c));
+    outer.update(inner.finalize());
+    outer
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Frames of a request with the given content text; signed with KEY unless `signature` is given.
+fn frames(msg_type: &str, content: &str, signature: Option<&str>) -> zeromq::ZmqMessage {
+    let header = serde_json::json!({"msg_id": uuid::Uuid::new_v4().to_string(), "username": "t",
+        "session": "s", "date": "2026-01-01T00:00:00Z", "msg_type": msg_type, "version": "5.3"})
+    .to_string();
+    let parts: [&[u8]; 4] = [header.as_bytes(), b"{}", b"{}", content.as_bytes()];
+    let signature = signature.map_or_else(|| hmac_hex(KEY.as_bytes(), &parts), str::to_string);
+    let mut message = zeromq::ZmqMessage::from(b"<IDS|MSG>".to_vec());
+    message.push_back(signature.into_bytes().into());
+    for part in parts {
+        message.push_back(part.to_vec().into());
+    }
+    message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_messages_are_dropped_or_answered_and_the_kernel_keeps_serving() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    let ready = request(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(ready.header.msg_type, "kernel_info_reply");
+
+    let mut raw = zeromq::DealerSocket::new();
+    raw.connect(&kernel.info.shell_url()).await.unwrap();
+    let bad_signature = frames("execute_request", r#"{"code": "print(1)"}"#, Some("00ff"));
+    let not_json = frames("execute_request", "{not json", None);
+    raw.send(bad_signature).await.unwrap();
+    raw.send(not_json).await.unwrap();
+    raw.send(zeromq::ZmqMessage::from(b"just one frame".to_vec()))
+        .await
+        .unwrap();
+    // Frames on one connection arrive in order: this answer comes after the garbage was read.
+    raw.send(frames("kernel_info_request", "{}", None))
+        .await
+        .unwrap();
+    let after_garbage = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(&mut raw))
+        .await
+        .expect("kernel_info answered after the garbage")
+        .unwrap();
+    assert!(after_garbage
+        .iter()
+        .any(|f| String::from_utf8_lossy(f).contains("kernel_info_reply")));
+
+    let defined = execute(&mut shell, "let survived = 1; survived + 1").await;
+    assert_eq!(reply_status(&defined).0, ReplyStatus::Ok);
+    let JupyterMessageContent::ExecuteReply(defined) = &defined.content else {
+        unreachable!()
+    };
+    assert_eq!(
+        defined.execution_count.0, 1,
+        "the badly signed cell must not have run"
+    );
+
+    // A known type with content that does not fit is answered with an error, not dropped.
+    let session = uuid::Uuid::new_v4().to_string();
+    let identity = peer_identity_for_session(&session).unwrap();
+    let mut options = zeromq::SocketOptions::default();
+    options.peer_identity(identity);
+    let mut typed = zeromq::DealerSocket::with_options(options);
+    typed.connect(&kernel.info.shell_url()).await.unwrap();
+    typed
+        .send(frames("complete_request", r#"{"code": 5}"#, None))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(&mut typed))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let text: Vec<String> = answer
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    assert!(
+        text.iter().any(|f| f.contains("complete_reply")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter().any(|f| f.contains("\"status\":\"error\"")),
+        "{text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(
+        reply_status(&execute(&mut shell, "let kept = 41;").await).0,
+        ReplyStatus::Ok
+    );
+
+    let running: JupyterMessage = ExecuteRequest::new("loop { kept += 0; }".into()).into();
+    let running_id = running.header.msg_id.clone();
+    shell.send(running).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut control = create_client_control_connection(&kernel.info, "control-session")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    control.send(InterruptRequest {}.into()).await.unwrap();
+    let interrupt_reply = tokio::time::timeout(WAIT, control.read())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(interrupt_reply.header.msg_type, "interrupt_reply");
+
+    let stopped = tokio::time::timeout(WAIT, shell.read())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stopped.parent_header.as_ref().unwrap().msg_id, running_id);
+    assert_eq!(
+        reply_status(&stopped),
+        (ReplyStatus::Error, Some("KeyboardInterrupt".into()))
+    );
+    assert!(started.elapsed() < WAIT);
+    let after = execute(&mut shell, "if kept != 41 { throw \"lost\" }").await;
+    assert_eq!(reply_status(&after).0, ReplyStatus::Ok);
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_stops_the_cell_not_the_kernel() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    shell
+        .send(ExecuteRequest::new("let n = 0; loop { n += 1; }".into()).into())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = kernel.child.id() as libc::pid_t;
+    // SAFETY: kill(2) with a child's pid and SIGINT has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let stopped = tokio::time::timeout(WAIT, shell.read())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        reply_status(&stopped).1.as_deref(),
+        Some("KeyboardInterrupt")
+    );
+    let after = execute(&mut shell, "n > 0").await;
+    assert_eq!(reply_status(&after).0, ReplyStatus::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_answers_while_a_cell_runs() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    shell
+        .send(ExecuteRequest::new("loop { }".into()).into())
+        .await
+        .unwrap();
+    let mut heartbeat = create_client_heartbeat_connection(&kernel.info)
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        tokio::time::timeout(WAIT, heartbeat.single_heartbeat())
+            .await
+            .expect("a heartbeat in time")
+            .unwrap();
+    }
+}
