@@ -28,18 +28,12 @@ impl Tensor {
             return Ok(self.clone());
         }
         let target = device::backend(device)?;
-        // The copy goes through contiguous host bytes; only the result is allocated on a GPU.
-        let src = if self.is_contiguous() {
-            self.clone()
-        } else {
-            self.contiguous_copy()?
-        };
-        let bytes = src.host_bytes()?;
+        // The copy goes through host bytes; only the result is allocated on a GPU.
+        let bytes = self.host_bytes()?;
         let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
         if !bytes.is_empty() {
             out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
         }
-        drop(src);
         if needs_grad(&[self]) {
             let from = self.device();
             record(
@@ -98,17 +92,48 @@ impl Tensor {
     }
 
     /// The elements' bytes in row-major order, copied to the host.
+    ///
+    /// A strided view whose elements fill most of the memory they span (a transpose, a
+    /// permute) is read whole and reordered on the host, so reading it takes no device memory,
+    /// as PyTorch's device-to-host copy of a dense view takes none.
     pub(crate) fn host_bytes(&self) -> Result<Vec<u8>> {
-        let src = if self.is_contiguous() {
-            self.clone()
-        } else {
-            self.contiguous_copy()?
-        };
-        let mut bytes = vec![0u8; src.nbytes()];
-        if !bytes.is_empty() {
-            let start = src.inner.storage.ptr() + (src.layout().offset * src.element_size()) as u64;
-            src.backend().read_bytes(start, &mut bytes)?;
+        let size = self.element_size();
+        let l = self.layout();
+        let mut bytes = vec![0u8; self.nbytes()];
+        if bytes.is_empty() {
+            return Ok(bytes);
         }
+        let base = self.inner.storage.ptr();
+        if self.is_contiguous() {
+            self.backend()
+                .read_bytes(base + (l.offset * size) as u64, &mut bytes)?;
+            return Ok(bytes);
+        }
+        let span = l.extent() - l.offset;
+        if span > 2 * self.numel() {
+            return self.contiguous_copy()?.host_bytes();
+        }
+        let mut raw = vec![0u8; span * size];
+        self.backend()
+            .read_bytes(base + (l.offset * size) as u64, &mut raw)?;
+        let from = Layout {
+            offset: 0,
+            ..l.clone()
+        };
+        let to = Layout::contiguous(&l.shape);
+        let dtype = self.dtype();
+        crate::device::cpu::kernels::copy(
+            crate::device::Operand {
+                ptr: raw.as_ptr() as u64,
+                dtype,
+                layout: &from,
+            },
+            crate::device::Operand {
+                ptr: bytes.as_mut_ptr() as u64,
+                dtype,
+                layout: &to,
+            },
+        )?;
         Ok(bytes)
     }
 
