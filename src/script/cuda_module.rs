@@ -213,5 +213,6 @@ pub(crate) fn register(engine: &mut Engine) {
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT, d: Dynamic| {
         set_fraction(f, Some(&d))
     });
+    super::distributed_module::register(&mut m);
     engine.register_static_module("cuda", m.into());
 }

@@ -28,17 +28,21 @@ impl Tensor {
             return Ok(self.clone());
         }
         let target = device::backend(device)?;
-        // The copy goes through contiguous host bytes; only the result is allocated on a GPU.
+        // A contiguous copy of the bytes: peer-to-peer between real GPUs, a host memcpy between
+        // simulated ones and the CPU, staged through the host otherwise.
         let src = if self.is_contiguous() {
             self.clone()
         } else {
             self.contiguous_copy()?
         };
-        let bytes = src.host_bytes()?;
         let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
-        if !bytes.is_empty() {
-            out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
-        }
+        device::peer::copy_bytes(
+            src.backend().as_ref(),
+            src.data_ptr(),
+            out.backend().as_ref(),
+            out.data_ptr(),
+            src.nbytes(),
+        )?;
         drop(src);
         if needs_grad(&[self]) {
             let from = self.device();

@@ -12,7 +12,9 @@ pub mod error;
 pub mod layout;
 pub mod memory;
 pub mod module;
+pub mod nccl;
 pub mod ops;
+pub mod peer;
 pub mod reduce;
 pub mod rng;
 
