@@ -1,26 +1,139 @@
-//! GPU benchmarks on the real device, compared with PyTorch's figures from the same run
-//! (`.gpu/torch_anchor.py`): `x * 2` bandwidth, sgemm 4096³, `randn(1000, 1000)`, and the
-//! first-use start-up. Prints a note and measures nothing without a GPU.
+//! GPU benchmarks on the real device, run beside `.gpu/torch_anchor.py` in the same GPU run so
+//! RESULTS.md can give ratios: `x * 2` over 2^28 float32, sgemm 4096³, `randn(1000, 1000)` on the
+//! GPU, a script-level `empty` + `del` pair, a 10×10 op (tensor API and script), and the random
+//! fill kernels. Without a GPU it says so and measures nothing.
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchlet::alloc::RawMemory;
-use torchlet::device::cuda::layout::View;
-use torchlet::device::cuda::{self, CudaDevice, CudaMemory, Elem};
+use torchlet::device::cuda::{self, layout::View, CudaDevice, Elem};
+use torchlet::device::{self, Device};
+use torchlet::session::Session;
+use torchlet::tensor::{Scalar, Tensor, TensorOptions};
+
+fn sync() {
+    device::synchronize(0).expect("synchronize");
+}
 
 /// Time `iters` runs of `f`, waiting for the device at the end (launches are asynchronous).
-fn timed(dev: &CudaDevice, iters: u64, mut f: impl FnMut()) -> Duration {
-    dev.ctx.synchronize().unwrap();
+fn timed(iters: u64, mut f: impl FnMut()) -> Duration {
+    sync();
     let t = Instant::now();
     for _ in 0..iters {
         f();
     }
-    dev.ctx.synchronize().unwrap();
+    sync();
     t.elapsed()
 }
 
-fn kernels(c: &mut Criterion) {
+fn on_cuda() -> TensorOptions {
+    TensorOptions {
+        device: Device::Cuda(0),
+        ..TensorOptions::default()
+    }
+}
+
+fn tensor_ops(c: &mut Criterion) {
+    let mut g = c.benchmark_group("gpu");
+    let x = Tensor::randn(&[1 << 28], &on_cuda()).unwrap();
+    g.throughput(Throughput::Bytes(8 << 28));
+    g.bench_function("scale_2p28_f32", |b| {
+        b.iter_custom(|n| timed(n, || drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())))
+    });
+    drop(x);
+    let a = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
+    let bm = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
+    g.throughput(Throughput::Elements(2 * 4096u64.pow(3)));
+    g.bench_function("sgemm_4096", |b| {
+        b.iter_custom(|n| timed(n, || drop(a.matmul(&bm).unwrap())))
+    });
+    drop((a, bm));
+    g.throughput(Throughput::Elements(1_000_000));
+    g.bench_function("randn_1000x1000_cuda", |b| {
+        b.iter_custom(|n| {
+            timed(n, || {
+                drop(Tensor::randn(&[1000, 1000], &on_cuda()).unwrap())
+            })
+        })
+    });
+    let s = Tensor::randn(&[10, 10], &on_cuda()).unwrap();
+    g.throughput(Throughput::Elements(2));
+    g.bench_function("small_op_10x10_pair", |b| {
+        b.iter_custom(|n| {
+            timed(n, || {
+                let y = s.mul_scalar(Scalar::Float(2.0)).unwrap();
+                drop(y.add_scalar(Scalar::Float(1.0)).unwrap());
+            })
+        })
+    });
+    g.finish();
+}
+
+fn script_level(c: &mut Criterion) {
+    let mut g = c.benchmark_group("gpu_script");
+    let (mut session, _out) = Session::captured("<bench>");
+    let mut run = |code: String| {
+        let outcome = session.execute(&code);
+        assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
+        outcome.elapsed
+    };
+    run("let s = randn(10, 10, #{device: \"cuda\"});".into());
+    for bytes in [512usize, 4_000_000, 200_000_000] {
+        g.bench_function(format!("empty_del_pair_{bytes}B"), |b| {
+            b.iter_custom(|n| {
+                run(format!(
+                    "for i in 0..{n} {{ let t = empty({}, #{{device: \"cuda\"}}); del t; }}",
+                    bytes / 4
+                ))
+            })
+        });
+    }
+    g.throughput(Throughput::Elements(2));
+    g.bench_function("small_op_10x10_pair", |b| {
+        b.iter_custom(|n| {
+            run(format!(
+                "for i in 0..{n} {{ let y = s * 2 + 1; }} cuda::synchronize();"
+            ))
+        })
+    });
+    g.finish();
+}
+
+fn random_kernels(c: &mut Criterion) {
+    let dev = CudaDevice::get(0).unwrap();
+    let t = Tensor::empty(&[1000, 1000], &on_cuda()).unwrap();
+    let (shape, st) = ([1_000_000usize], [1usize]);
+    let v = View {
+        ptr: t.data_ptr(),
+        elem: Elem::F32,
+        shape: &shape,
+        strides: &st,
+        offset: 0,
+    };
+    let mut g = c.benchmark_group("gpu_random");
+    g.throughput(Throughput::Elements(1_000_000));
+    let mut seed = 0;
+    g.bench_function("curand_normal_1e6", |b| {
+        b.iter_custom(|n| {
+            timed(n, || {
+                seed += 1;
+                dev.rng.fill(&dev.gpu(), &v, true, seed).unwrap()
+            })
+        })
+    });
+    g.bench_function("philox_normal_1e6", |b| {
+        b.iter_custom(|n| {
+            timed(n, || {
+                seed += 1;
+                dev.gpu().philox(&v, seed, 0, true).unwrap()
+            })
+        })
+    });
+    g.finish();
+}
+
+fn all(c: &mut Criterion) {
+    device::init(None).unwrap();
     if !cuda::is_available() {
         eprintln!(
             "gpu bench: no CUDA device ({})",
@@ -29,119 +142,24 @@ fn kernels(c: &mut Criterion) {
         return;
     }
     let t = Instant::now();
-    let dev = CudaDevice::get(0).unwrap();
-    dev.preload_kernels().unwrap();
-    eprintln!("gpu bench: context + kernel load {:?}", t.elapsed());
-    let mut mem = CudaMemory::new(0).unwrap();
-    let gpu = dev.gpu();
-
-    // x * 2 over 2^28 float32: read + write = 8 bytes per element.
-    let n = 1usize << 28;
-    let (x, y) = (mem.allocate(n * 4).unwrap(), mem.allocate(n * 4).unwrap());
-    let shape = [n];
-    let st = [1usize];
-    let vx = View {
-        ptr: x,
-        elem: Elem::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
-    };
-    let vy = View {
-        ptr: y,
-        elem: Elem::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
-    };
-    dev.rng.fill(&gpu, &vx, true, 1).unwrap();
-    let mut g = c.benchmark_group("gpu");
-    g.throughput(Throughput::Bytes(8 * n as u64));
-    g.bench_function("scale_2p28_f32", |b| {
-        b.iter_custom(|iters| {
-            timed(&dev, iters, || {
-                gpu.binary_scalar("mul", Elem::F32, &vx, 2.0, 2, false, &vy)
-                    .unwrap()
-            })
-        })
-    });
-    mem.free(x, n * 4).unwrap();
-    mem.free(y, n * 4).unwrap();
-
-    // sgemm 4096³ without TF32.
-    let m = 4096usize;
-    let (a, b_, out, ws) = (
-        mem.allocate(m * m * 4).unwrap(),
-        mem.allocate(m * m * 4).unwrap(),
-        mem.allocate(m * m * 4).unwrap(),
-        mem.allocate(32 << 20).unwrap(),
+    drop(
+        Tensor::randn(&[10, 10], &TensorOptions::default())
+            .unwrap()
+            .to_device(Device::Cuda(0))
+            .unwrap(),
     );
-    let shape = [1, m, m];
-    let st = [m * m, m, 1];
-    let va = View {
-        ptr: a,
-        elem: Elem::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
-    };
-    let vb = View { ptr: b_, ..va };
-    let vo = View { ptr: out, ..va };
-    dev.rng.fill(&gpu, &va, true, 2).unwrap();
-    dev.rng.fill(&gpu, &vb, true, 3).unwrap();
-    g.throughput(Throughput::Elements(2 * (m * m * m) as u64));
-    g.bench_function("sgemm_4096", |b| {
-        b.iter_custom(|iters| {
-            timed(&dev, iters, || {
-                dev.blas.matmul(&gpu, &va, &vb, &vo, &|_| Ok(ws)).unwrap()
-            })
-        })
-    });
-
-    // randn(1000, 1000) into an existing buffer (the allocator's cost is measured elsewhere).
-    let shape = [1000usize * 1000];
-    let st = [1usize];
-    let vr = View {
-        ptr: out,
-        elem: Elem::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
-    };
-    g.throughput(Throughput::Elements(1_000_000));
-    g.bench_function("randn_1000x1000_fill", |b| {
-        b.iter_custom(|iters| timed(&dev, iters, || dev.rng.fill(&gpu, &vr, true, 5).unwrap()))
-    });
-
-    // A 10x10 op: launch overhead.
-    let shape = [100usize];
-    let vs = View {
-        ptr: out,
-        elem: Elem::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
-    };
-    let vd = View { ptr: a, ..vs };
-    g.throughput(Throughput::Elements(1));
-    g.bench_function("small_op_10x10_kernel", |b| {
-        b.iter_custom(|iters| {
-            timed(&dev, iters, || {
-                gpu.binary_scalar("mul", Elem::F32, &vs, 2.0, 2, false, &vd)
-                    .unwrap()
-            })
-        })
-    });
-    g.finish();
-    for p in [a, b_, out] {
-        mem.free(p, m * m * 4).unwrap();
-    }
-    mem.free(ws, 32 << 20).unwrap();
+    eprintln!(
+        "gpu bench: first .cuda() in this process took {:?}",
+        t.elapsed()
+    );
+    tensor_ops(c);
+    script_level(c);
+    random_kernels(c);
 }
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
-    targets = kernels
+    config = Criterion::default().warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1)).sample_size(10);
+    targets = all
 }
 criterion_main!(benches);

@@ -1,4 +1,4 @@
-//! Properties over random allocate/free/empty_cache/settings sequences: the books always balance.
+//! Properties over random allocate/free/empty_cache/settings sequences: best fit is chosen, and the books always balance.
 
 use std::collections::HashMap;
 
@@ -150,6 +150,39 @@ fn check(
     Ok(())
 }
 
+/// The block best fit must pick for `bytes` on `stream`, from a snapshot taken just before:
+/// same stream and pool, smallest size, lowest address, within the oversize rules.
+/// `None` when expandable segments are involved (their blocks may grow) or nothing fits.
+fn predicted_fit(
+    a: &CachingAllocator<SimulatedMemory>,
+    snap: &Snapshot,
+    bytes: usize,
+    stream: u64,
+) -> Option<Option<u64>> {
+    let cfg = a.config();
+    if cfg.expandable_segments() || snap.segments.iter().any(|s| s.is_expandable) {
+        return None;
+    }
+    let size = cfg.round_size(bytes) as u64;
+    let pool = if size <= MIB as u64 { "small" } else { "large" };
+    let best = snap
+        .segments
+        .iter()
+        .filter(|s| s.stream == stream && s.segment_type == pool)
+        .flat_map(|s| s.blocks.iter())
+        .filter(|b| b.state == "inactive" && b.size >= size)
+        .min_by_key(|b| (b.size, b.address));
+    let max_split = cfg.max_split_size() as u64;
+    Some(best.and_then(|b| {
+        let too_big = if size < max_split {
+            b.size >= max_split
+        } else {
+            b.size >= size + cfg.max_non_split_rounding() as u64
+        };
+        (!too_big).then_some(b.address)
+    }))
+}
+
 fn stamp(p: u64, n: usize) {
     // SAFETY: p..p+n is a live allocation this test owns.
     let bytes = unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) };
@@ -166,7 +199,7 @@ fn stamped(p: u64, n: usize) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn books_balance_under_random_use(ops in proptest::collection::vec(op(), 1..80)) {
@@ -176,14 +209,25 @@ proptest! {
         let mut split_changed = false;
         for op in ops {
             match op {
-                Op::Alloc { bytes, stream } => match a.malloc(bytes, stream, Some("p")) {
+                Op::Alloc { bytes, stream } => {
+                    let before = a.snapshot();
+                    let segments_before = a.memory_stats()["num_device_alloc"];
+                    let predicted = predicted_fit(&a, &before, bytes, stream);
+                    let result = a.malloc(bytes, stream, Some("p"));
+                    match (predicted, &result) {
+                        (Some(Some(addr)), r) => prop_assert_eq!(r.as_ref().ok(), Some(&addr), "best fit"),
+                        (Some(None), Ok(_)) => prop_assert!(a.memory_stats()["num_device_alloc"] > segments_before, "no cached block fit, so a new segment"),
+                        _ => {}
+                    }
+                    match result {
                     Ok(p) => {
                         stamp(p, bytes);
                         live.insert(p, bytes);
                         order.push(p);
                     }
                     Err(e) => prop_assert!(e.is_out_of_memory(), "{}", e),
-                },
+                    }
+                }
                 Op::Free(i) if !order.is_empty() => {
                     let p = order.swap_remove(i % order.len());
                     let n = live.remove(&p).unwrap();

@@ -847,3 +847,30 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
         t.elapsed()
     );
 }
+
+#[test]
+fn philox_fills_are_counter_based_for_every_float_dtype() {
+    gpu_or_skip!();
+    let mut g = Gpu::new();
+    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+        let n = 200_003; // not a multiple of 4: the last group is partial
+        let b = g.alloc(elem, &[n]);
+        g.dev.gpu().philox(&b.view(), 9, 0, true).unwrap();
+        let x = g.down(&b);
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.02,
+            "{elem:?}: mean {mean} var {var}"
+        );
+        // A shorter fill with the same seed is a prefix of the longer one.
+        let short = g.alloc(elem, &[5]);
+        g.dev.gpu().philox(&short.view(), 9, 0, true).unwrap();
+        assert_eq!(g.down(&short), x[..5].to_vec());
+        g.dev.gpu().philox(&b.view(), 9, 1, false).unwrap();
+        let u = g.down(&b);
+        assert!(u.iter().all(|&v| (0.0..=1.0).contains(&v)));
+        let mean = u.iter().sum::<f64>() / n as f64;
+        assert!((mean - 0.5).abs() < 0.01, "{elem:?}: uniform mean {mean}");
+    }
+}

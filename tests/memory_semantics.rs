@@ -13,43 +13,84 @@ fn cpu_randn(shape: &[usize]) -> Tensor {
 #[test]
 fn moving_to_gpu_allocates_exactly_the_tensor() {
     let (_g, a) = common::gpu();
-    assert_eq!(a.memory_allocated(), 0);
+    let (base, base_reserved) = (a.memory_allocated(), a.memory_reserved());
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
-    assert_eq!(a.memory_allocated(), 4000256);
-    assert_eq!(a.memory_reserved(), 20971520);
+    assert_eq!(a.memory_allocated() - base, 4000256);
+    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
     let x_cpu = x.to_device(Device::Cpu).unwrap();
     drop(x); // `x = x.cpu()` in Python drops the GPU tensor's last reference
-    assert_eq!(a.memory_allocated(), 0);
-    assert_eq!(a.memory_reserved(), 20971520);
+    assert_eq!(a.memory_allocated(), base);
+    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
     drop(x_cpu);
-    assert_eq!(a.memory_reserved(), 20971520);
+    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
     a.empty_cache();
-    assert_eq!(a.memory_reserved(), 0);
-    assert_eq!(a.max_memory_allocated(), 4000256);
+    assert_eq!(a.memory_reserved(), base_reserved);
+    assert_eq!(a.max_memory_allocated() - base, 4000256);
 }
 
 #[test]
 fn temporaries_are_freed_with_their_last_handle() {
     let (_g, a) = common::gpu();
+    let (base, base_reserved) = (a.memory_allocated(), a.memory_reserved());
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
     let temp = x.mul_scalar(Scalar::Int(2)).unwrap();
-    assert_eq!(a.memory_allocated(), 8000512);
-    assert_eq!(a.memory_reserved(), 20971520);
+    assert_eq!(a.memory_allocated() - base, 8000512);
+    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
     drop(temp);
-    assert_eq!(a.memory_allocated(), 4000256);
+    assert_eq!(a.memory_allocated() - base, 4000256);
     a.empty_cache();
     assert_eq!(
-        a.memory_reserved(),
+        a.memory_reserved() - base_reserved,
         20971520,
         "the segment is still split by x"
     );
-    assert_eq!(a.max_memory_allocated(), 8000512);
+    assert_eq!(a.max_memory_allocated() - base, 8000512);
     drop(x);
+}
+
+#[test]
+fn no_grad_result_is_the_only_new_allocation() {
+    let (_g, a) = common::gpu();
+    let base = a.memory_allocated();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let y = {
+        let _ng = autograd::no_grad();
+        x.add_scalar(Scalar::Int(1)).unwrap()
+    };
+    assert_eq!(a.memory_allocated() - base, 8000512);
+    assert!(!y.requires_grad());
+}
+
+#[test]
+fn the_first_matmul_takes_a_cublas_workspace_that_stays() {
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let before = a.memory_allocated();
+    let c = x.matmul(&x).unwrap();
+    let workspace = a.memory_allocated() - before - 4000256;
+    // 32 MiB on the first product on this device (no other test in this file multiplies matrices).
+    assert_eq!(workspace, 33554432);
+    drop(c);
+    a.empty_cache();
+    let after_first = a.memory_allocated();
+    let c2 = x.matmul(&x).unwrap();
+    assert_eq!(
+        a.memory_allocated() - after_first,
+        4000256,
+        "the workspace is reused"
+    );
+    drop((c2, x));
+    a.empty_cache();
+    assert!(
+        a.memory_allocated() >= 33554432,
+        "the workspace outlives empty_cache"
+    );
 }
 
 #[test]
 fn views_share_storage_and_allocate_nothing() {
     let (_g, a) = common::gpu();
+    let base = a.memory_allocated();
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
     let before = a.memory_allocated();
     let v = x
@@ -68,7 +109,7 @@ fn views_share_storage_and_allocate_nothing() {
     drop(x);
     assert_eq!(a.memory_allocated(), before, "views keep the storage alive");
     drop((row, n, flat));
-    assert_eq!(a.memory_allocated(), 0);
+    assert_eq!(a.memory_allocated(), base);
 }
 
 #[test]
@@ -126,4 +167,36 @@ fn backward_frees_saved_tensors_and_allocates_grads() {
     assert!(err
         .to_string()
         .starts_with("Trying to backward through the graph a second time"));
+}
+
+#[test]
+fn copying_a_transposed_gpu_tensor_to_the_host_takes_no_gpu_memory() {
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[300, 200]).to_device(Device::Cuda(0)).unwrap();
+    let expected: Vec<f64> = {
+        let v = x.to_vec_f64().unwrap();
+        (0..60000).map(|i| v[(i % 300) * 200 + i / 300]).collect()
+    };
+    a.reset_peak_memory_stats();
+    let now = a.memory_allocated();
+    let host = x.t().unwrap().to_device(Device::Cpu).unwrap();
+    assert_eq!(a.max_memory_allocated(), now);
+    assert_eq!(host.to_vec_f64().unwrap(), expected);
+}
+
+#[test]
+fn out_of_memory_is_an_error_that_keeps_every_tensor() {
+    if common::real_gpu() {
+        println!("skipped: the simulated GPU's fixed capacity is what this test exhausts");
+        return;
+    }
+    let (_g, a) = common::gpu();
+    let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
+    let before = a.memory_allocated();
+    let opts = TensorOptions::default().device(Device::Cuda(0));
+    let e = Tensor::empty(&[5_000_000_000], &opts).unwrap_err();
+    assert_eq!(e.kind(), "OutOfMemoryError");
+    assert!(e.to_string().contains("out of memory"), "{e}");
+    assert_eq!(a.memory_allocated(), before);
+    assert_eq!(x.sum(None, false).unwrap().numel(), 1, "x is still usable");
 }

@@ -95,6 +95,36 @@ fn binary_ops_broadcast_and_match_f64() {
 }
 
 #[test]
+fn row_broadcasts_of_every_stride_pattern() {
+    for device in common::devices() {
+        for (sa, sb) in [
+            ([3usize, 4], [3usize, 1]),
+            ([3, 1], [3, 4]),
+            ([600, 300], [600, 1]),
+            ([1, 300], [600, 300]),
+        ] {
+            let (a, av) = data(&sa, 18, device);
+            let (b, bv) = data(&sb, 19, device);
+            let out = [sa[0].max(sb[0]), sa[1].max(sb[1])];
+            let n = out[0] * out[1];
+            let expected: Vec<f64> = (0..n)
+                .map(|i| av[bindex(i, &out, &sa)] * bv[bindex(i, &out, &sb)])
+                .collect();
+            assert_close(&a.mul(&b).unwrap(), &expected, 1e-6, "broadcast mul");
+        }
+        let (a, av) = data(&[4, 6], 20, device);
+        let (b, bv) = data(&[6, 4], 21, device);
+        let expected: Vec<f64> = (0..24).map(|i| av[(i % 4) * 6 + i / 4] - bv[i]).collect();
+        assert_close(
+            &a.t().unwrap().sub(&b).unwrap(),
+            &expected,
+            1e-6,
+            "transposed operand",
+        );
+    }
+}
+
+#[test]
 fn large_and_strided_operands_take_every_kernel_path() {
     for device in common::devices() {
         let (a, av) = data(&[512, 300], 3, device);
@@ -702,4 +732,31 @@ fn errors_read_like_pytorch() {
     let s = Tensor::full(&[], Scalar::Float(2.0), &opts(DType::F32, cpu)).unwrap();
     assert_close(&a.mul(&s).unwrap(), &[2.0; 6], 0.0, "gpu * cpu scalar");
     assert_eq!(a.mul(&s).unwrap().device(), gpu);
+}
+
+#[test]
+fn a_pending_interrupt_stops_ops_and_clears() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let devices = common::devices();
+    // Interrupt flags are per thread: this test's flag cannot stop the other tests.
+    let handle = std::thread::spawn(move || {
+        let flag = Arc::new(AtomicBool::new(false));
+        torchlet::tensor::set_interrupt_flag(flag.clone());
+        for device in devices {
+            let x = Tensor::ones(&[4], &opts(DType::F32, device)).unwrap();
+            flag.store(true, Ordering::SeqCst);
+            let e = x.mul_scalar(Scalar::Int(2)).unwrap_err();
+            assert_eq!(e.kind(), "KeyboardInterrupt");
+            assert!(Tensor::zeros(&[2], &opts(DType::F32, device)).is_err());
+            flag.store(false, Ordering::SeqCst);
+            assert_close(
+                &x.mul_scalar(Scalar::Int(2)).unwrap(),
+                &[2.0; 4],
+                0.0,
+                "after the interrupt",
+            );
+        }
+    });
+    handle.join().unwrap();
 }

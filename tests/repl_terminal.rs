@@ -13,13 +13,36 @@ struct Repl {
     marks: usize,
 }
 
+/// Which GPU the REPL sees.
+#[derive(Clone, Copy, PartialEq)]
+enum Gpu {
+    /// `--simulate-cuda`: cuda:0 in host memory.
+    Simulated,
+    /// Whatever the machine has: a real GPU under `TORCHLET_TEST_DEVICE=cuda`, else none.
+    Real,
+}
+
 impl Repl {
+    /// A REPL over a simulated GPU.
     fn start() -> Repl {
+        Repl::on(Gpu::Simulated)
+    }
+
+    fn on(gpu: Gpu) -> Repl {
         let home = tempfile::tempdir().expect("temp dir");
-        let p = spawn(home.path());
+        let p = spawn(home.path(), gpu);
         let mut repl = Repl { p, home, marks: 0 };
         repl.expect(">>> ");
         repl
+    }
+
+    /// A REPL over the real GPU, or `None` (saying so) when the tests are not run on one.
+    fn on_real_gpu(test: &str) -> Option<Repl> {
+        if std::env::var("TORCHLET_TEST_DEVICE").as_deref() != Ok("cuda") {
+            println!("{test}: skipped on the real GPU (set TORCHLET_TEST_DEVICE=cuda to run it)");
+            return None;
+        }
+        Some(Repl::on(Gpu::Real))
     }
 
     fn expect(&mut self, needle: &str) -> String {
@@ -52,10 +75,18 @@ impl Repl {
     }
 }
 
-fn spawn(home: &Path) -> Session {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
-    cmd.arg("--simulate-cuda")
-        .env("HOME", home)
+/// The binary under test: `TORCHLET_BIN` where the tests run away from the build (the GPU machine).
+fn torchlet() -> Command {
+    let bin = std::env::var_os("TORCHLET_BIN");
+    Command::new(bin.unwrap_or_else(|| env!("CARGO_BIN_EXE_torchlet").into()))
+}
+
+fn spawn(home: &Path, gpu: Gpu) -> Session {
+    let mut cmd = torchlet();
+    if gpu == Gpu::Simulated {
+        cmd.arg("--simulate-cuda");
+    }
+    cmd.env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .env("TERM", "xterm")
         .env_remove("TORCHLET_SIMULATE_CUDA");
@@ -112,9 +143,7 @@ fn tab_completes_a_variable_name() {
     r.expect("got 17");
 }
 
-#[test]
-fn ctrl_c_stops_running_code_and_keeps_the_session() {
-    let mut r = Repl::start();
+fn ctrl_c_stops_running_code_and_keeps_the_session(mut r: Repl) {
     r.run("let kept = randn(1000, 1000).cuda();");
     // The print proves the loop runs (and the terminal is back in cooked mode) before Ctrl-C.
     r.send("print(\"spinning\"); loop { let t = randn(100, 100).cuda() * 2; }\r");
@@ -131,6 +160,18 @@ fn ctrl_c_stops_running_code_and_keeps_the_session() {
     r.expect("KeyboardInterrupt");
     let out = r.run("print(`still=${kept.numel()}`)");
     assert!(out.contains("still=1000000"), "{out}");
+}
+
+#[test]
+fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_simulated_gpu() {
+    ctrl_c_stops_running_code_and_keeps_the_session(Repl::start());
+}
+
+#[test]
+fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_real_gpu() {
+    if let Some(r) = Repl::on_real_gpu("ctrl_c_stops_running_code_and_keeps_the_session") {
+        ctrl_c_stops_running_code_and_keeps_the_session(r);
+    }
 }
 
 #[test]
@@ -172,14 +213,21 @@ fn ctrl_c_at_the_prompt_clears_the_line_and_ctrl_d_exits() {
 fn history_is_saved_in_the_data_directory() {
     let mut r = Repl::start();
     r.run("let remembered_line = 1;");
+    r.send("fn hist_fn(a) {\r");
+    r.expect("... ");
+    r.send("  a + 1\r");
+    r.expect("... ");
+    r.run("}");
     r.send(":quit\r");
     r.p.expect(Eof).expect("the REPL ends on :quit");
     let saved = std::fs::read_to_string(r.home.path().join("data/torchlet/history"))
         .expect("history file under XDG_DATA_HOME");
     assert!(saved.contains("let remembered_line = 1;"), "{saved}");
+    // Indented continuation lines are kept too.
+    assert!(saved.contains("\n  a + 1\n"), "{saved}");
     // A new REPL finds it: Ctrl-R searches back for the line, Enter runs it.
     let mut again = Repl {
-        p: spawn(r.home.path()),
+        p: spawn(r.home.path(), Gpu::Simulated),
         home: r.home,
         marks: 0,
     };
@@ -271,9 +319,7 @@ fn tab_completes_a_tensor_method() {
     r.expect("dev=cuda:0");
 }
 
-#[test]
-fn trace_shows_the_articles_numbers() {
-    let mut r = Repl::start();
+fn trace_shows_the_articles_numbers(mut r: Repl) {
     let on = r.run(":trace on");
     assert!(on.contains("memory trace on"), "{on}");
     let made = r.run("let x = randn(1000, 1000).cuda();");
@@ -302,21 +348,24 @@ fn trace_shows_the_articles_numbers() {
 }
 
 #[test]
+fn trace_shows_the_articles_numbers_on_the_simulated_gpu() {
+    trace_shows_the_articles_numbers(Repl::start());
+}
+
+#[test]
+fn trace_shows_the_articles_numbers_on_the_real_gpu() {
+    if let Some(r) = Repl::on_real_gpu("trace_shows_the_articles_numbers") {
+        trace_shows_the_articles_numbers(r);
+    }
+}
+
+#[test]
 fn memory_commands_without_a_gpu_say_how_to_simulate_one() {
     if std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda") {
         println!("skipped: a real GPU is present, so :mem has a device to show");
         return;
     }
-    let home = tempfile::tempdir().expect("temp dir");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
-    cmd.env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("TERM", "xterm")
-        .env_remove("TORCHLET_SIMULATE_CUDA");
-    let mut p = Session::spawn(cmd).expect("spawn torchlet in a pty");
-    p.set_expect_timeout(Some(Duration::from_secs(60)));
-    let mut r = Repl { p, home, marks: 0 };
-    r.expect(">>> ");
+    let mut r = Repl::on(Gpu::Real);
     let mem = r.run(":mem");
     assert!(
         mem.contains("RuntimeError: no CUDA device") && mem.contains("--simulate-cuda"),

@@ -158,51 +158,46 @@ impl<M: RawMemory> Inner<M> {
         if gc_on {
             pool.get_free_blocks_call_count += 1;
         }
-        let mut it = pool.blocks.range((stream, size, 0)..);
-        let (mut key, mut idx) = it.next().map(|(k, i)| (*k, *i))?;
-        if key.0 != stream {
-            return None;
-        }
-        if arena[idx].expandable != NIL {
-            if expandable_on {
-                // An expandable block counts with the unmapped space after it, which it can grow into.
-                let grow = |i: u32| {
-                    let b = &arena[i];
-                    b.size
-                        + if b.next != NIL && !arena[b.next].mapped {
-                            arena[b.next].size
-                        } else {
-                            0
+        let (found, ptr, idx) = {
+            let mut it = pool.blocks.at_least(stream, size);
+            let (mut found, mut ptr, mut idx) = it.next()?;
+            if arena[idx].expandable != NIL {
+                if expandable_on {
+                    // An expandable block counts with the unmapped space after it, which it can grow into.
+                    let grow = |i: u32| {
+                        let b = &arena[i];
+                        b.size
+                            + if b.next != NIL && !arena[b.next].mapped {
+                                arena[b.next].size
+                            } else {
+                                0
+                            }
+                    };
+                    for (s, p, i) in it {
+                        if arena[idx].expandable == NIL || grow(i) >= grow(idx) {
+                            break;
                         }
-                };
-                for (k, i) in it {
-                    if arena[idx].expandable == NIL || k.0 != stream || grow(*i) >= grow(idx) {
-                        break;
+                        (found, ptr, idx) = (s, p, i);
                     }
-                    (key, idx) = (*k, *i);
-                }
-            } else {
-                // Expandable segments were switched off: only ordinary blocks qualify.
-                loop {
-                    let (k, i) = it.next()?;
-                    (key, idx) = (*k, *i);
-                    if key.0 != stream {
-                        return None;
-                    }
-                    if arena[idx].expandable == NIL {
-                        break;
+                } else {
+                    // Expandable segments were switched off: only ordinary blocks qualify.
+                    loop {
+                        (found, ptr, idx) = it.next()?;
+                        if arena[idx].expandable == NIL {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        let found = key.1;
+            (found, ptr, idx)
+        };
         if size < max_split && found >= max_split {
             return None;
         }
         if size >= max_split && found >= size.saturating_add(max_rounding) {
             return None;
         }
-        pool.blocks.remove(&key);
+        pool.blocks.remove(stream, found, ptr);
         Some(idx)
     }
 
@@ -300,24 +295,7 @@ impl<M: RawMemory> Inner<M> {
             (b.pool, b.stream, b.is_split(), b.expandable != NIL)
         };
         if split {
-            let b = &self.arena[idx];
-            let mut rest = Block::new(b.ptr + size as u64, b.size - size, stream, kind);
-            (rest.requested, rest.prev, rest.next, rest.expandable) =
-                (b.requested, idx, b.next, b.expandable);
-            let rest_size = rest.size;
-            let next = rest.next;
-            let r = self.arena.insert(rest);
-            if next != NIL {
-                self.arena[next].prev = r;
-            }
-            let b = &mut self.arena[idx];
-            b.next = r;
-            b.size = size;
-            let (pool, arena) = match kind {
-                PoolKind::Large => (&mut self.large, &mut self.arena),
-                PoolKind::Small => (&mut self.small, &mut self.arena),
-            };
-            pool.insert(arena, r);
+            let rest_size = self.split_block(idx, size);
             if !expandable {
                 if already_split {
                     self.stats.inactive_split_bytes.decrease(kind, size);
@@ -339,7 +317,7 @@ impl<M: RawMemory> Inner<M> {
             self.history
                 .record(TraceAction::Alloc, ptr, n as u64, stream, tag.as_ref());
         }
-        self.arena[idx].tag = tag;
+        self.arena.set_tag(idx, tag);
         self.active.insert(ptr, idx);
         let s = &mut self.stats;
         s.allocation.increase(kind, 1);
@@ -351,6 +329,31 @@ impl<M: RawMemory> Inner<M> {
             s.oversize_allocations.increase(1);
         }
         ptr
+    }
+
+    /// Cuts block `idx` down to `size` bytes; the rest becomes a free block after it, cached in
+    /// the same pool (it keeps the stale requested size, as PyTorch's remainder does). Returns
+    /// the rest's size.
+    fn split_block(&mut self, idx: u32, size: usize) -> usize {
+        let b = &self.arena[idx];
+        let kind = b.pool;
+        let mut rest = Block::new(b.ptr + size as u64, b.size - size, b.stream, kind);
+        (rest.requested, rest.prev, rest.next, rest.expandable) =
+            (b.requested, idx, b.next, b.expandable);
+        let (rest_size, next) = (rest.size, rest.next);
+        let r = self.arena.insert(rest);
+        if next != NIL {
+            self.arena[next].prev = r;
+        }
+        let b = &mut self.arena[idx];
+        b.next = r;
+        b.size = size;
+        let (pool, arena) = match kind {
+            PoolKind::Large => (&mut self.large, &mut self.arena),
+            PoolKind::Small => (&mut self.small, &mut self.arena),
+        };
+        pool.insert(arena, r);
+        rest_size
     }
 
     /// Takes back a handed-out block (reference §2.4).
@@ -368,13 +371,13 @@ impl<M: RawMemory> Inner<M> {
         self.stats.allocation.decrease(kind, 1);
         self.stats.allocated_bytes.decrease(kind, size);
         if self.history.enabled {
-            let tag = self.arena[idx].tag.clone();
+            let tag = self.arena.tag(idx);
             self.history.record(
                 TraceAction::FreeRequested,
                 ptr,
                 requested as u64,
                 stream,
-                tag.as_ref(),
+                tag,
             );
         }
         if size >= self.config.max_split_size() {
@@ -387,7 +390,7 @@ impl<M: RawMemory> Inner<M> {
     /// Returns a block to its pool, merging it with free neighbours of its segment; the
     /// inactive-split change is netted and applied once (§2.4, §4.3).
     pub fn free_block(&mut self, idx: u32) {
-        let tag = self.arena[idx].tag.take();
+        let tag = self.arena.take_tag(idx);
         let b = &self.arena[idx];
         let (kind, original_size, requested, stream, ptr) =
             (b.pool, b.size, b.requested, b.stream, b.ptr);
@@ -430,6 +433,7 @@ impl<M: RawMemory> Inner<M> {
     }
 
     /// Absorbs free neighbour `src` into `dst` (which is in no pool); returns the bytes absorbed.
+    #[inline]
     pub fn try_merge_blocks(&mut self, dst: u32, src: u32) -> usize {
         if src == NIL {
             return 0;
@@ -438,23 +442,35 @@ impl<M: RawMemory> Inner<M> {
         if s.allocated || s.mapped != self.arena[dst].mapped {
             return 0;
         }
-        let s = self.arena.remove(src);
-        self.pool_mut(s.pool).remove(&s);
+        self.merge(dst, src)
+    }
+
+    fn merge(&mut self, dst: u32, src: u32) -> usize {
+        let s = &self.arena[src];
+        let (ptr, size, prev, next, stream, mapped) =
+            (s.ptr, s.size, s.prev, s.next, s.stream, s.mapped);
+        let pool = self.pool_mut(s.pool);
+        if mapped {
+            pool.blocks.remove(stream, size, ptr);
+        } else {
+            pool.unmapped.remove(&(stream, ptr));
+        }
+        self.arena.discard(src);
         let d = &mut self.arena[dst];
+        d.size += size;
         if d.prev == src {
-            d.ptr = s.ptr;
-            d.prev = s.prev;
-            if s.prev != NIL {
-                self.arena[s.prev].next = dst;
+            d.ptr = ptr;
+            d.prev = prev;
+            if prev != NIL {
+                self.arena[prev].next = dst;
             }
         } else {
-            d.next = s.next;
-            if s.next != NIL {
-                self.arena[s.next].prev = dst;
+            d.next = next;
+            if next != NIL {
+                self.arena[next].prev = dst;
             }
         }
-        self.arena[dst].size += s.size;
-        s.size
+        size
     }
 }
 

@@ -48,8 +48,8 @@ impl<M: RawMemory> Inner<M> {
             }
             c = next;
         }
-        let key = self.arena[c].key();
-        self.pool_mut(kind).blocks.remove(&key);
+        let b = self.arena[c];
+        self.pool_mut(kind).remove(&b);
         Ok(Some(c))
     }
 
@@ -193,8 +193,8 @@ impl<M: RawMemory> Inner<M> {
         self.memory
             .unmap(begin, bytes)
             .map_err(|e| AllocError::from_raw(e, "expandable segment unmapping"))?;
-        let key = self.arena[i].key();
-        self.pool_mut(kind).blocks.remove(&key);
+        let b = self.arena[i];
+        self.pool_mut(kind).remove(&b);
         if begin > ptr {
             self.splice_free_before(i, (begin - ptr) as usize);
         }

@@ -15,7 +15,7 @@ impl<M: RawMemory> Inner<M> {
         let traces = vec![self.history.entries()];
         let arena = &self.arena;
         let mut segments = Vec::new();
-        for (_, head) in arena.iter() {
+        for (head_idx, head) in arena.iter() {
             if !head.mapped || (head.prev != NIL && arena[head.prev].mapped) {
                 continue;
             }
@@ -32,8 +32,9 @@ impl<M: RawMemory> Inner<M> {
                 is_expandable: head.expandable != NIL,
                 blocks: Vec::new(),
             };
-            let mut i = Some(head);
-            while let Some(b) = i.filter(|b| b.mapped) {
+            let mut i = head_idx;
+            while i != NIL && arena[i].mapped {
+                let b = &arena[i];
                 seg.total_size += b.size as u64;
                 if b.allocated {
                     seg.allocated_size += b.size as u64;
@@ -49,9 +50,9 @@ impl<M: RawMemory> Inner<M> {
                     } else {
                         "inactive"
                     },
-                    tag: b.tag.as_deref().map(str::to_string),
+                    tag: arena.tag(i).map(|t| t.to_string()),
                 });
-                i = (b.next != NIL).then(|| &arena[b.next]);
+                i = b.next;
             }
             segments.push(seg);
         }

@@ -18,7 +18,7 @@ impl<M: RawMemory> Inner<M> {
     }
 
     fn release_blocks(&mut self, kind: PoolKind) -> Result<(), AllocError> {
-        let candidates: Vec<u32> = self.pool_mut(kind).blocks.values().copied().collect();
+        let candidates = self.pool_mut(kind).blocks.indices();
         let mut to_unmap = Vec::new();
         for idx in candidates {
             let b = &self.arena[idx];
@@ -67,11 +67,9 @@ impl<M: RawMemory> Inner<M> {
             return Ok(false);
         }
         let key_size = size.max(max_split);
-        let key = (stream, key_size, 0);
-        let pool = self.pool_mut(kind);
-        let single = pool.blocks.range(key..).next().map(|(k, i)| (*k, *i));
-        if let Some((k, i)) = single {
-            if k.0 == stream && self.arena[i].expandable == NIL && !self.arena[i].is_split() {
+        let single = self.pool_mut(kind).blocks.at_least(stream, key_size).next();
+        if let Some((_, _, i)) = single {
+            if self.arena[i].expandable == NIL && !self.arena[i].is_split() {
                 self.release_block(i)?;
                 return Ok(true);
             }
@@ -80,10 +78,9 @@ impl<M: RawMemory> Inner<M> {
         let below: Vec<(usize, u32)> = self
             .pool_mut(kind)
             .blocks
-            .range(..key)
-            .rev()
-            .take_while(|(k, _)| k.0 == stream && k.1 >= max_split)
-            .map(|(k, i)| (k.1, *i))
+            .below(stream, key_size)
+            .take_while(|&(size, _, _)| size >= max_split)
+            .map(|(size, _, i)| (size, i))
             .collect();
         let mut released = 0usize;
         for (bytes, i) in below {
@@ -112,7 +109,7 @@ impl<M: RawMemory> Inner<M> {
         let clock = self.large.get_free_blocks_call_count;
         let age = |b: &super::block::Block| clock - b.gc_count_base;
         let (mut total_age, mut count) = (0u64, 0u64);
-        for &i in self.large.blocks.values() {
+        for i in self.large.blocks.indices() {
             let b = &self.arena[i];
             if !b.is_split() {
                 total_age += age(b);
@@ -124,7 +121,7 @@ impl<M: RawMemory> Inner<M> {
         while reclaimed < target && freed_any && count > 0 {
             let threshold_age = total_age as f64 / count as f64;
             freed_any = false;
-            let candidates: Vec<u32> = self.large.blocks.values().copied().collect();
+            let candidates = self.large.blocks.indices();
             for i in candidates {
                 let b = &self.arena[i];
                 if !b.is_split() && b.expandable == NIL && age(b) as f64 >= threshold_age {

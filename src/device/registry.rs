@@ -133,11 +133,16 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
                     if list.is_empty() { String::new() } else { format!(": cuda:0 to cuda:{}", list.len() - 1) }
                 ))
             }),
-            Err(why) => Err(TensorError::runtime(format!(
-                "{why}. To simulate a GPU in host memory, pass --simulate-cuda[=SIZE] or set TORCHLET_SIMULATE_CUDA=16GiB."
-            ))),
+            Err(why) => Err(unavailable(why)),
         },
     }
+}
+
+/// The error for CUDA use when no GPU can be used: why, and how to simulate one instead.
+fn unavailable(why: &str) -> TensorError {
+    TensorError::runtime(format!(
+        "{why}. To simulate a GPU in host memory, pass --simulate-cuda[=SIZE] or set TORCHLET_SIMULATE_CUDA=16GiB."
+    ))
 }
 
 /// Whether any CUDA device (real or simulated) is present.
@@ -195,5 +200,20 @@ mod tests {
         assert_eq!(parse_size("1000000000"), Ok(1_000_000_000));
         assert!(parse_size("lots").unwrap_err().contains("invalid size"));
         assert_eq!(parse_spec("16GiB,8GiB").unwrap(), vec![16 << 30, 8 << 30]);
+        assert_eq!(parse_spec("").unwrap(), vec![16 << 30]);
+    }
+
+    #[test]
+    fn no_gpu_error_says_what_was_missing_and_how_to_simulate() {
+        let why = super::super::cuda::probe()
+            .err()
+            .unwrap_or_else(|| "no GPU".into());
+        let msg = unavailable(&why).to_string();
+        assert!(
+            msg.contains("--simulate-cuda") && msg.contains("TORCHLET_SIMULATE_CUDA"),
+            "{msg}"
+        );
+        let stub = "Found no NVIDIA driver on your system (libcuda.so could not be loaded)";
+        assert!(unavailable(stub).to_string().starts_with(stub));
     }
 }

@@ -1,6 +1,6 @@
 //! The simulated CUDA device: memory from a caching allocator over host memory, host kernels.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
 use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
@@ -13,7 +13,12 @@ pub struct SimBackend {
     index: usize,
     capacity: u64,
     allocator: Arc<CachingAllocator<SimulatedMemory>>,
+    /// The cuBLAS-like workspace, allocated at the first matrix product and kept, as PyTorch does.
+    workspace: OnceLock<DevicePtr>,
 }
+
+/// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
+pub const CUBLAS_WORKSPACE_BYTES: usize = 32 << 20;
 
 impl SimBackend {
     /// Simulated `cuda:index` with `capacity` bytes.
@@ -23,6 +28,7 @@ impl SimBackend {
             index,
             capacity,
             allocator: Arc::new(CachingAllocator::new(index, memory, config)),
+            workspace: OnceLock::new(),
         }
     }
 }
@@ -49,6 +55,16 @@ impl Backend for SimBackend {
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+    fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+        if self.workspace.get().is_none() {
+            let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
+            if self.workspace.set(ptr).is_err() {
+                // Another thread made the workspace first; keep one, as a device has one handle.
+                let _ = self.allocator.free(ptr);
+            }
+        }
+        crate::device::cpu::kernels::matmul(lhs, rhs, dst)
     }
     host_kernel_methods!();
 }

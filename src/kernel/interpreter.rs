@@ -24,7 +24,7 @@ use crate::session::{
 /// One request for the interpreter thread.
 pub enum Job {
     /// Run a cell.
-    Execute(ExecuteJob),
+    Execute(Box<ExecuteJob>),
     /// Completion candidates at a byte offset.
     Complete {
         code: String,

@@ -11,7 +11,7 @@ use crate::session::{DisplayData, Outcome, Session, COMMANDS};
 /// the following lines then runs as usual, so `%trace on` can head the cell it traces.
 pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) {
     let trimmed = code.trim();
-    if let Some(topic) = help_request(trimmed) {
+    if let Some(topic) = help_request(trimmed).or_else(|| help_call(trimmed)) {
         // Variables are described by the kernel; names of the language by its own help.
         let text = match introspect::help(session, &topic) {
             Some(text) if session.variable_names().contains(&topic) => text,
@@ -100,6 +100,23 @@ fn help_request(cell: &str) -> Option<String> {
     serde_json::from_str(quoted).ok()
 }
 
+/// A cell that is only `help(name)`, `help("name")` or `help()` asks for the pager too.
+fn help_call(cell: &str) -> Option<String> {
+    let inner = cell
+        .trim_end_matches(';')
+        .trim_end()
+        .strip_prefix("help(")?
+        .strip_suffix(')')?
+        .trim();
+    if inner.starts_with('"') {
+        return serde_json::from_str(inner).ok();
+    }
+    let name = inner
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '.'));
+    name.then(|| inner.to_string())
+}
+
 fn ok(value: Option<DisplayData>) -> Outcome {
     Outcome {
         value,
@@ -168,6 +185,15 @@ mod tests {
         assert_eq!(help_request("t.sum?").as_deref(), Some("Tensor.sum"));
         assert_eq!(help_request("a + b?"), None);
         assert_eq!(help_request("?"), None);
+    }
+
+    #[test]
+    fn whole_cell_help_calls_page() {
+        assert_eq!(help_call("help(zeros)").as_deref(), Some("zeros"));
+        assert_eq!(help_call("help(\"cuda\");").as_deref(), Some("cuda"));
+        assert_eq!(help_call("help()").as_deref(), Some(""));
+        assert_eq!(help_call("help(1 + 2)"), None);
+        assert_eq!(help_call("let h = help(zeros)"), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The Jupyter kernel over a `Session`: ZeroMQ sockets, the interpreter thread, and the kernelspec.
 //!
-//! Map: `server` binds the sockets and serves shell/control/stdin/heartbeat; `iopub` owns the XPUB
+//! Map: `server` binds the sockets and serves control/stdin/heartbeat, `shell` the shell requests; `iopub` owns the XPUB
 //! socket and orders everything published; `interpreter` runs the `Session` on its own thread;
 //! `replies`, `introspect`, `history` and `magics` build the answers; `install` writes kernel.json.
 mod history;
@@ -11,6 +11,7 @@ mod iopub;
 mod magics;
 mod replies;
 mod server;
+mod shell;
 mod wire;
 
 use std::path::Path;

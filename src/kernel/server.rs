@@ -3,30 +3,27 @@
 //! Shell requests are handled one at a time, in order, each wrapped in `busy` … `idle` on iopub.
 //! Cells run on the interpreter thread, so control (interrupt, shutdown, kernel_info) and the
 //! heartbeat answer while a cell runs.
-use std::collections::HashMap;
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use jupyter_protocol::{
-    CommInfoReply, CompleteReply, ConnectionInfo, ExecuteReply, ExecuteRequest, ExecuteResult,
-    ExecutionCount, ExecutionState, HistoryReply, InputRequest, InspectReply, InterruptReply,
-    IsCompleteReply, JupyterMessage, JupyterMessageContent, Media, MediaType, Payload, ReplyStatus,
-    ShutdownReply, Transient,
+    ConnectionInfo, ExecutionState, InputRequest, InterruptReply, JupyterMessage,
+    JupyterMessageContent, ReplyStatus, ShutdownReply,
 };
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
     create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
     create_kernel_stdin_connection, KernelControlConnection, KernelHeartbeatConnection,
-    KernelStdinConnection, RouterRecvConnection, RouterSendConnection, RuntimeError,
+    KernelStdinConnection, RuntimeError,
 };
-use tokio::sync::{mpsc as tmpsc, oneshot};
+use tokio::sync::mpsc as tmpsc;
 
-use super::history::History;
-use super::interpreter::{self, ExecuteDone, ExecuteJob, InputAsk, Job};
+use super::interpreter::{self, InputAsk};
 use super::iopub::{self, Publisher};
 use super::replies;
+use super::shell::Shell;
 use super::wire::{self, Incoming};
-use crate::session::{Completeness, InterruptHandle};
+use crate::session::InterruptHandle;
 
 /// Bind every socket of `info`, serve until a shutdown_request, and return.
 pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
@@ -67,18 +64,7 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
         interrupt.clone(),
         shutdown_tx.clone(),
     ));
-    let (send, recv) = shell.split();
-    let shell = Shell {
-        send,
-        recv,
-        publisher: publisher.clone(),
-        jobs,
-        interrupt,
-        shutdown: shutdown_tx,
-        count: 0,
-        history: History::default(),
-        aborting: false,
-    };
+    let shell = Shell::new(shell, publisher.clone(), jobs, interrupt, shutdown_tx);
     tokio::spawn(shell.run());
     wait_for_shutdown(shutdown_rx).await;
     // Let the iopub task publish the last idle before the process goes.
@@ -124,7 +110,7 @@ async fn run_heartbeat(mut heartbeat: KernelHeartbeatConnection) {
 }
 
 /// Log a message that could not be read, and back off if the socket itself failed.
-async fn bad_message(channel: &str, error: RuntimeError) {
+pub(super) async fn bad_message(channel: &str, error: RuntimeError) {
     eprintln!("torchlet kernel: dropped a bad {channel} message: {error}");
     if matches!(error, RuntimeError::ZmqError(_) | RuntimeError::IoError(_)) {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -133,7 +119,7 @@ async fn bad_message(channel: &str, error: RuntimeError) {
 
 /// A reply with status "error" for a request torchlet cannot serve: an unknown type, or content
 /// that does not parse (`problem`). Non-requests get no reply.
-fn unsupported(incoming: &Incoming, channel: &str) -> Option<JupyterMessage> {
+pub(super) fn unsupported(incoming: &Incoming, channel: &str) -> Option<JupyterMessage> {
     let message = &incoming.message;
     let JupyterMessageContent::UnknownMessage(unknown) = &message.content else {
         return None;
@@ -161,6 +147,21 @@ fn unsupported(incoming: &Incoming, channel: &str) -> Option<JupyterMessage> {
     Some(JupyterMessage::new(content, Some(message)))
 }
 
+/// The shutdown_reply, also published on iopub (as ipykernel does) so every client learns of it.
+pub(super) fn shutdown_reply(
+    restart: bool,
+    request: &JupyterMessage,
+    publisher: &Publisher,
+) -> JupyterMessage {
+    let reply = ShutdownReply {
+        restart,
+        status: ReplyStatus::Ok,
+        error: None,
+    };
+    publisher.send(reply.clone(), request);
+    reply.as_child_of(request)
+}
+
 async fn run_control(
     mut control: KernelControlConnection,
     publisher: Publisher,
@@ -180,24 +181,17 @@ async fn run_control(
         let mut stop = false;
         let reply = match &message.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
-                Some(replies::kernel_info().as_child_of(&message))
+                Some(replies::kernel_info().as_child_of(message))
             }
             JupyterMessageContent::InterruptRequest(_) => {
                 if let Some(handle) = interrupt.get() {
                     handle.interrupt();
                 }
-                Some(InterruptReply::new().as_child_of(&message))
+                Some(InterruptReply::new().as_child_of(message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {
                 stop = true;
-                Some(
-                    ShutdownReply {
-                        restart: request.restart,
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
+                Some(shutdown_reply(request.restart, message, &publisher))
             }
             _ => unsupported(&incoming, "control"),
         };
@@ -249,273 +243,5 @@ async fn run_stdin(mut stdin: KernelStdinConnection, mut asks: tmpsc::UnboundedR
                 }
             }
         }
-    }
-}
-
-/// Poll `future` once: its output if it is ready now, else `None` (the future is dropped, which
-/// the socket's receive allows: a message is taken off its queue only when returned).
-fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(output) => Some(output),
-        std::task::Poll::Pending => None,
-    }
-}
-
-/// The shell channel: requests in order, each between busy and idle.
-struct Shell {
-    send: RouterSendConnection,
-    recv: RouterRecvConnection,
-    publisher: Publisher,
-    jobs: mpsc::Sender<Job>,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
-    shutdown: tmpsc::UnboundedSender<()>,
-    /// The execution counter (In[n]).
-    count: usize,
-    history: History,
-    /// A cell failed with stop_on_error: abort the execute requests already queued behind it.
-    aborting: bool,
-}
-
-impl Shell {
-    async fn run(mut self) {
-        loop {
-            match wire::read(&mut self.recv).await {
-                Ok(incoming) => self.handle(incoming).await,
-                Err(e) => bad_message("shell", e).await,
-            }
-            if self.aborting {
-                self.abort_queued().await;
-            }
-        }
-    }
-
-    /// Answer the requests already waiting: execute requests are aborted (as ipykernel does after a
-    /// failed cell with stop_on_error), others served. Requests sent later run normally.
-    async fn abort_queued(&mut self) {
-        while let Some(read) = poll_once(wire::read(&mut self.recv)) {
-            match read {
-                Ok(incoming) => self.handle(incoming).await,
-                Err(e) => bad_message("shell", e).await,
-            }
-        }
-        self.aborting = false;
-    }
-
-    async fn reply(&mut self, reply: JupyterMessage) {
-        if let Err(e) = self.send.send(reply).await {
-            eprintln!("torchlet kernel: cannot reply on shell: {e}");
-        }
-    }
-
-    /// Run `job` on the interpreter thread and wait for its answer.
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Job) -> Option<T> {
-        let (tx, rx) = oneshot::channel();
-        self.jobs.send(make(tx)).ok()?;
-        rx.await.ok()
-    }
-
-    async fn handle(&mut self, incoming: Incoming) {
-        let message = incoming.message.clone();
-        self.publisher.status(ExecutionState::Busy, &message);
-        let reply: Option<JupyterMessage> = match &message.content {
-            JupyterMessageContent::KernelInfoRequest(_) => {
-                Some(replies::kernel_info().as_child_of(&message))
-            }
-            JupyterMessageContent::ExecuteRequest(request) => {
-                let request = request.clone();
-                Some(self.execute(request, &message).await)
-            }
-            JupyterMessageContent::CompleteRequest(request) => {
-                let code = request.code.clone();
-                let cursor = replies::byte_offset(&code, request.cursor_pos);
-                let found = self
-                    .ask(|reply| Job::Complete {
-                        code: code.clone(),
-                        cursor,
-                        reply,
-                    })
-                    .await
-                    .unwrap_or_default();
-                let (start, end) = if found.matches.is_empty() {
-                    (cursor, cursor)
-                } else {
-                    (found.start, found.end)
-                };
-                Some(
-                    CompleteReply {
-                        matches: found.matches,
-                        cursor_start: replies::char_offset(&code, start),
-                        cursor_end: replies::char_offset(&code, end),
-                        metadata: Default::default(),
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
-            }
-            JupyterMessageContent::InspectRequest(request) => {
-                let code = request.code.clone();
-                let cursor = replies::byte_offset(&code, request.cursor_pos);
-                let text = self
-                    .ask(|reply| Job::Inspect {
-                        code,
-                        cursor,
-                        reply,
-                    })
-                    .await
-                    .flatten();
-                Some(
-                    InspectReply {
-                        found: text.is_some(),
-                        data: text
-                            .map_or_else(Media::default, |t| Media::new(vec![MediaType::Plain(t)])),
-                        metadata: Default::default(),
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
-            }
-            JupyterMessageContent::IsCompleteRequest(request) => {
-                let code = request.code.clone();
-                let status = self
-                    .ask(|reply| Job::IsComplete {
-                        code: code.clone(),
-                        reply,
-                    })
-                    .await;
-                let reply = match status {
-                    Some(Completeness::Complete) => IsCompleteReply::complete(),
-                    Some(Completeness::Incomplete) => {
-                        IsCompleteReply::incomplete(replies::continuation_indent(&code))
-                    }
-                    Some(Completeness::Invalid) => IsCompleteReply::invalid(),
-                    None => IsCompleteReply::unknown(),
-                };
-                Some(reply.as_child_of(&message))
-            }
-            JupyterMessageContent::HistoryRequest(request) => {
-                Some(HistoryReply::new(self.history.query(request)).as_child_of(&message))
-            }
-            JupyterMessageContent::CommInfoRequest(_) => {
-                Some(CommInfoReply::default().as_child_of(&message))
-            }
-            // Old clients send these on shell; serve them as control does.
-            JupyterMessageContent::InterruptRequest(_) => {
-                if let Some(handle) = self.interrupt.get() {
-                    handle.interrupt();
-                }
-                Some(InterruptReply::new().as_child_of(&message))
-            }
-            JupyterMessageContent::ShutdownRequest(request) => {
-                let _ = self.shutdown.send(());
-                Some(
-                    ShutdownReply {
-                        restart: request.restart,
-                        status: ReplyStatus::Ok,
-                        error: None,
-                    }
-                    .as_child_of(&message),
-                )
-            }
-            // torchlet opens no comms: comm messages have nowhere to go.
-            JupyterMessageContent::CommOpen(_)
-            | JupyterMessageContent::CommMsg(_)
-            | JupyterMessageContent::CommClose(_) => None,
-            _ => unsupported(&incoming, "shell"),
-        };
-        if let Some(reply) = reply {
-            self.reply(reply).await;
-        }
-        self.publisher.status(ExecutionState::Idle, &message);
-    }
-
-    async fn execute(
-        &mut self,
-        request: ExecuteRequest,
-        message: &JupyterMessage,
-    ) -> JupyterMessage {
-        if self.aborting {
-            return ExecuteReply {
-                status: ReplyStatus::Aborted,
-                execution_count: ExecutionCount::new(self.count),
-                payload: vec![],
-                user_expressions: Some(HashMap::new()),
-                error: None,
-            }
-            .as_child_of(message);
-        }
-        let silent = request.silent;
-        let store = request.store_history && !silent;
-        if store {
-            self.count += 1;
-        }
-        let count = self.count;
-        if !silent {
-            self.publisher.send(
-                jupyter_protocol::ExecuteInput {
-                    code: request.code.clone(),
-                    execution_count: ExecutionCount::new(count),
-                },
-                message,
-            );
-        }
-        self.publisher.begin(message, silent);
-        let done = self
-            .ask(|reply| {
-                Job::Execute(ExecuteJob {
-                    code: request.code.clone(),
-                    allow_stdin: request.allow_stdin,
-                    user_expressions: request.user_expressions.clone().unwrap_or_default(),
-                    parent: message.clone(),
-                    reply,
-                })
-            })
-            .await;
-        let done = done.unwrap_or_else(|| ExecuteDone::lost());
-        let outcome = &done.outcome;
-        // Silent cells publish no results (the publisher is muted too; this keeps it explicit).
-        if let Some(value) = outcome.value.as_ref().filter(|_| !silent) {
-            self.publisher.output(ExecuteResult {
-                execution_count: ExecutionCount::new(count),
-                data: replies::media(value),
-                metadata: Default::default(),
-                // `None` would serialise as null, which strict clients reject.
-                transient: Some(Transient { display_id: None }),
-            });
-        }
-        if let Some(error) = outcome.error.as_ref().filter(|_| !silent) {
-            self.publisher.output(replies::error_output(error, count));
-        }
-        self.publisher.end();
-        if store {
-            let shown = outcome.value.as_ref().map_or("", |v| v.plain.as_str());
-            self.history.record(count, &request.code, shown);
-        }
-        let payload = done
-            .page
-            .iter()
-            .map(|text| Payload::Page {
-                data: Media::new(vec![MediaType::Plain(text.clone())]),
-                start: 0,
-            })
-            .collect();
-        let (status, error) = match &outcome.error {
-            Some(e) => {
-                self.aborting = request.stop_on_error;
-                (ReplyStatus::Error, Some(replies::reply_error(e, count)))
-            }
-            None => (ReplyStatus::Ok, None),
-        };
-        ExecuteReply {
-            status,
-            execution_count: ExecutionCount::new(count),
-            payload,
-            user_expressions: Some(done.user_expressions),
-            error,
-        }
-        .as_child_of(message)
     }
 }

@@ -56,7 +56,8 @@ impl Repl {
             .max_history_size(10_000)
             .and_then(|c| c.history_ignore_dups(true))
             .map_err(|e| format!("cannot configure the line editor: {e}"))?
-            .history_ignore_space(true)
+            // Continuation lines are indented; they belong in the history like any other.
+            .history_ignore_space(false)
             .auto_add_history(false)
             .completion_type(CompletionType::List)
             .build();

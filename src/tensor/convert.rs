@@ -21,15 +21,9 @@ impl Tensor {
         self.copy_as(self.dtype())
     }
 
-    /// The tensor on `device` (the same tensor when it is already there).
-    pub fn to_device(&self, device: Device) -> Result<Tensor> {
-        super::check_interrupt()?;
-        if device == self.device() {
-            return Ok(self.clone());
-        }
-        let target = device::backend(device)?;
-        // A contiguous copy of the bytes: peer-to-peer between real GPUs, a host memcpy between
-        // simulated ones and the CPU, staged through the host otherwise.
+    /// A copy on another GPU: the contiguous bytes peer-to-peer between real GPUs, a host
+    /// memcpy between simulated ones.
+    fn copy_to_gpu(&self, target: std::sync::Arc<dyn device::Backend>) -> Result<Tensor> {
         let src = if self.is_contiguous() {
             self.clone()
         } else {
@@ -43,7 +37,27 @@ impl Tensor {
             out.data_ptr(),
             src.nbytes(),
         )?;
-        drop(src);
+        Ok(out)
+    }
+
+    /// The tensor on `device` (the same tensor when it is already there).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        let target = device::backend(device)?;
+        let out = if self.is_cuda() && device.is_cuda() {
+            self.copy_to_gpu(target)?
+        } else {
+            // The copy goes through host bytes; only the result is allocated on a GPU.
+            let bytes = self.host_bytes()?;
+            let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
+            if !bytes.is_empty() {
+                out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
+            }
+            out
+        };
         if needs_grad(&[self]) {
             let from = self.device();
             record(
@@ -102,17 +116,48 @@ impl Tensor {
     }
 
     /// The elements' bytes in row-major order, copied to the host.
+    ///
+    /// A strided view whose elements fill most of the memory they span (a transpose, a
+    /// permute) is read whole and reordered on the host, so reading it takes no device memory,
+    /// as PyTorch's device-to-host copy of a dense view takes none.
     pub(crate) fn host_bytes(&self) -> Result<Vec<u8>> {
-        let src = if self.is_contiguous() {
-            self.clone()
-        } else {
-            self.contiguous_copy()?
-        };
-        let mut bytes = vec![0u8; src.nbytes()];
-        if !bytes.is_empty() {
-            let start = src.inner.storage.ptr() + (src.layout().offset * src.element_size()) as u64;
-            src.backend().read_bytes(start, &mut bytes)?;
+        let size = self.element_size();
+        let l = self.layout();
+        let mut bytes = vec![0u8; self.nbytes()];
+        if bytes.is_empty() {
+            return Ok(bytes);
         }
+        let base = self.inner.storage.ptr();
+        if self.is_contiguous() {
+            self.backend()
+                .read_bytes(base + (l.offset * size) as u64, &mut bytes)?;
+            return Ok(bytes);
+        }
+        let span = l.extent() - l.offset;
+        if span > 2 * self.numel() {
+            return self.contiguous_copy()?.host_bytes();
+        }
+        let mut raw = vec![0u8; span * size];
+        self.backend()
+            .read_bytes(base + (l.offset * size) as u64, &mut raw)?;
+        let from = Layout {
+            offset: 0,
+            ..l.clone()
+        };
+        let to = Layout::contiguous(&l.shape);
+        let dtype = self.dtype();
+        crate::device::cpu::kernels::copy(
+            crate::device::Operand {
+                ptr: raw.as_ptr() as u64,
+                dtype,
+                layout: &from,
+            },
+            crate::device::Operand {
+                ptr: bytes.as_mut_ptr() as u64,
+                dtype,
+                layout: &to,
+            },
+        )?;
         Ok(bytes)
     }
 

@@ -1,35 +1,31 @@
 //! The interrupt flag (Ctrl-C, Jupyter's interrupt) that ops check before they start.
+//!
+//! The flag is per thread: a session lives on one thread (it holds `Rc`s), and two sessions on two
+//! threads (tests, kernels) must not stop each other.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::{Result, TensorError};
 
-static GLOBAL: RwLock<Option<Arc<AtomicBool>>> = RwLock::new(None);
-
 thread_local! {
-    static LOCAL: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    static FLAG: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
 }
 
-/// Make ops on this thread (and, failing a flag of their own, on every thread) stop with a
-/// `KeyboardInterrupt` error while `flag` is set. The owner clears the flag before running again.
+/// Make ops on this thread stop with a `KeyboardInterrupt` error while `flag` is set.
+/// The owner clears the flag before running code again.
 pub fn set_interrupt_flag(flag: Arc<AtomicBool>) {
-    LOCAL.with(|l| *l.borrow_mut() = Some(flag.clone()));
-    *GLOBAL.write().unwrap_or_else(|e| e.into_inner()) = Some(flag);
+    FLAG.with(|f| *f.borrow_mut() = Some(flag));
 }
 
-/// `Err(KeyboardInterrupt)` when an interrupt is pending.
+/// `Err(KeyboardInterrupt)` when an interrupt is pending on this thread.
 pub fn check_interrupt() -> Result<()> {
-    let set = LOCAL.with(|l| l.borrow().as_ref().map(|f| f.load(Ordering::Relaxed)));
-    let set = match set {
-        Some(s) => s,
-        None => GLOBAL
-            .read()
-            .ok()
-            .and_then(|g| g.as_ref().map(|f| f.load(Ordering::Relaxed)))
-            .unwrap_or(false),
-    };
+    let set = FLAG.with(|f| {
+        f.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    });
     if set {
         Err(TensorError::interrupted())
     } else {

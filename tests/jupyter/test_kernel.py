@@ -221,6 +221,16 @@ class TorchletKernelTests(jkt.KernelTests):
         self.assertEqual(data["text/plain"], "tensor([1., 1.])")
         self.assertIn("text/html", data)
 
+    def test_torchlet_help_call_pages_the_same_text_as_name_query(self):
+        self.flush_channels()
+        by_call, outputs = self.run_cell('help("zeros")')
+        by_query, _ = self.run_cell("zeros?")
+        pages = [r["content"]["payload"] for r in (by_call, by_query)]
+        self.assertEqual(pages[0], pages[1])
+        self.assertEqual(pages[0][0]["source"], "page")
+        self.assertIn("zeros(", pages[0][0]["data"]["text/plain"])
+        self.assertFalse([m for m in outputs if m["msg_type"] == "stream"], "paged, not printed")
+
     def test_torchlet_comm_info_is_empty(self):
         self.flush_channels()
         self.kc.comm_info()
@@ -233,7 +243,29 @@ class TorchletIopubWelcome(jkt.IopubWelcomeTests):
     support_iopub_welcome = True
 
 
-class TorchletRestart(unittest.TestCase):
+class TorchletLifecycle(unittest.TestCase):
+    def test_shutdown_reply_is_also_published(self):
+        km, kc = start_new_kernel(kernel_name=KERNEL)
+        try:
+            kc.shutdown()
+            reply = kc.control_channel.get_msg(timeout=TIMEOUT)
+            seen = []
+            deadline = time.time() + TIMEOUT
+            while time.time() < deadline and "shutdown_reply" not in seen:
+                try:
+                    seen.append(kc.get_iopub_msg(timeout=1)["msg_type"])
+                except Exception:
+                    break
+            self.assertIn("shutdown_reply", seen)
+            self.assertEqual(reply["msg_type"], "shutdown_reply")
+            deadline = time.time() + TIMEOUT
+            while km.is_alive() and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertFalse(km.is_alive(), "the kernel process exits after shutdown_reply")
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+
     def test_restart_gives_a_fresh_session(self):
         km, kc = start_new_kernel(kernel_name=KERNEL)
         try:

@@ -6,9 +6,10 @@
 
 use crate::device::backend::{BinaryOp, Operand, UnaryOp};
 use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64, store_scalar};
-use crate::tensor::{DType, Result, Scalar};
+use crate::tensor::{DType, Layout, Result, Scalar};
+use rayon::prelude::*;
 
-use super::parallel::{for_chunks, offsets, SendPtr};
+use super::parallel::{for_chunks, offsets, SendPtr, PARALLEL_MIN};
 
 /// Float types the fast paths are written for.
 trait HostFloat: Copy + Send + Sync + 'static {}
@@ -23,11 +24,12 @@ fn contiguous_same(a: &Operand, b: &Operand) -> bool {
 fn map1<T: HostFloat>(src: &Operand, dst: &Operand, f: impl Fn(T) -> T + Sync + Send) {
     let s = SendPtr(src.ptr as usize + src.layout.offset * std::mem::size_of::<T>());
     let d = SendPtr(dst.ptr as usize + dst.layout.offset * std::mem::size_of::<T>());
+    // Raw pointers, not slices: in-place ops pass the same memory as source and destination.
     for_chunks(dst.layout.numel(), |start, len| unsafe {
-        let s = std::slice::from_raw_parts((s.get() as *const T).add(start), len);
-        let d = std::slice::from_raw_parts_mut((d.get() as *mut T).add(start), len);
-        for (o, &x) in d.iter_mut().zip(s) {
-            *o = f(x);
+        let s = (s.get() as *const T).add(start);
+        let d = (d.get() as *mut T).add(start);
+        for j in 0..len {
+            *d.add(j) = f(*s.add(j));
         }
     });
 }
@@ -44,11 +46,11 @@ fn map2<T: HostFloat>(
     let b = SendPtr(rhs.ptr as usize + rhs.layout.offset * size);
     let d = SendPtr(dst.ptr as usize + dst.layout.offset * size);
     for_chunks(dst.layout.numel(), |start, len| unsafe {
-        let a = std::slice::from_raw_parts((a.get() as *const T).add(start), len);
-        let b = std::slice::from_raw_parts((b.get() as *const T).add(start), len);
-        let d = std::slice::from_raw_parts_mut((d.get() as *mut T).add(start), len);
-        for ((o, &x), &y) in d.iter_mut().zip(a).zip(b) {
-            *o = f(x, y);
+        let a = (a.get() as *const T).add(start);
+        let b = (b.get() as *const T).add(start);
+        let d = (d.get() as *mut T).add(start);
+        for j in 0..len {
+            *d.add(j) = f(*a.add(j), *b.add(j));
         }
     });
 }
@@ -269,6 +271,98 @@ fn binary_f32_fast(op: BinaryOp, lhs: &Operand, rhs: &Operand, dst: &Operand) ->
     true
 }
 
+/// The layout without its last dim (one position per row).
+fn rows_of(l: &Layout) -> Layout {
+    let n = l.ndim() - 1;
+    Layout {
+        shape: l.shape[..n].to_vec(),
+        strides: l.strides[..n].to_vec(),
+        offset: l.offset,
+    }
+}
+
+/// Row by row over f32 operands broadcast along any dims (bias adds, row scales): the inner loop
+/// stays typed and vectorisable where the general path would convert every element.
+fn rows_f32(
+    lhs: &Operand,
+    rhs: &Operand,
+    dst: &Operand,
+    f: impl Fn(f32, f32) -> f32 + Sync + Send,
+) {
+    let nd = dst.layout.ndim();
+    let n = dst.layout.shape[nd - 1];
+    let rows = dst.layout.numel() / n;
+    let (la, lb) = (rows_of(lhs.layout), rows_of(rhs.layout));
+    let (sa, sb) = (lhs.layout.strides[nd - 1], rhs.layout.strides[nd - 1]);
+    let (a, b, d) = (
+        SendPtr(lhs.ptr as usize),
+        SendPtr(rhs.ptr as usize),
+        SendPtr(dst.ptr as usize),
+    );
+    let d0 = dst.layout.offset;
+    let run = |start: usize, count: usize| unsafe {
+        let (ap, bp) = (a.get() as *const f32, b.get() as *const f32);
+        for (r, (oa, ob)) in offsets(&la, start, count)
+            .zip(offsets(&lb, start, count))
+            .enumerate()
+        {
+            let out = (d.get() as *mut f32).add(d0 + (start + r) * n);
+            let (x, y) = (ap.add(oa), bp.add(ob));
+            match (sa, sb) {
+                (1, 1) => {
+                    for j in 0..n {
+                        *out.add(j) = f(*x.add(j), *y.add(j));
+                    }
+                }
+                (1, 0) => {
+                    let y = *y;
+                    for j in 0..n {
+                        *out.add(j) = f(*x.add(j), y);
+                    }
+                }
+                (0, 1) => {
+                    let x = *x;
+                    for j in 0..n {
+                        *out.add(j) = f(x, *y.add(j));
+                    }
+                }
+                _ => {
+                    for j in 0..n {
+                        *out.add(j) = f(*x.add(j * sa), *y.add(j * sb));
+                    }
+                }
+            }
+        }
+    };
+    if rows * n < PARALLEL_MIN {
+        run(0, rows);
+    } else {
+        let chunk = (PARALLEL_MIN / 4 / n).max(1);
+        (0..rows.div_ceil(chunk)).into_par_iter().for_each(|c| {
+            let start = c * chunk;
+            run(start, chunk.min(rows - start));
+        });
+    }
+}
+
+/// The typed f32 row path for the ops it covers; false when it does not apply.
+fn binary_f32_rows(op: BinaryOp, lhs: &Operand, rhs: &Operand, dst: &Operand) -> bool {
+    let all_f32 = lhs.dtype == DType::F32 && rhs.dtype == DType::F32 && dst.dtype == DType::F32;
+    if !all_f32 || !dst.layout.is_contiguous() || dst.layout.ndim() == 0 || dst.layout.numel() == 0
+    {
+        return false;
+    }
+    match op {
+        BinaryOp::Add => rows_f32(lhs, rhs, dst, |a, b| a + b),
+        BinaryOp::Sub => rows_f32(lhs, rhs, dst, |a, b| a - b),
+        BinaryOp::Mul => rows_f32(lhs, rhs, dst, |a, b| a * b),
+        BinaryOp::Div => rows_f32(lhs, rhs, dst, |a, b| a / b),
+        BinaryOp::ReluBackward => rows_f32(lhs, rhs, dst, |a, b| if b > 0.0 { a } else { 0.0 }),
+        _ => return false,
+    }
+    true
+}
+
 /// `dst = lhs op rhs`, operands broadcast to `dst`'s shape.
 pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
     if contiguous_same(&lhs, &dst) && contiguous_same(&rhs, &dst) {
@@ -280,6 +374,9 @@ pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<
             }
             _ => {}
         }
+    }
+    if binary_f32_rows(op, &lhs, &rhs, &dst) {
+        return Ok(());
     }
     let (a, b, d) = (
         SendPtr(lhs.ptr as usize),

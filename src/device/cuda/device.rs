@@ -46,6 +46,14 @@ impl CudaDevice {
             all.resize(index + 1, None);
         }
         all[index] = Some(dev.clone());
+        // Load (or compile, on a cold cache) every dtype's module in the background, so the
+        // first op of each dtype does not wait; an op that comes first waits for its own module.
+        for elem in super::elem::Elem::ALL {
+            let d = dev.clone();
+            std::thread::spawn(move || {
+                let _ = d.kernels.module(&d.ctx, elem);
+            });
+        }
         Ok(dev)
     }
 

@@ -71,7 +71,12 @@ impl Kernels {
         Ok(())
     }
 
-    fn module(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<&Module> {
+    /// The module of `elem`, loaded (or compiled) on first use.
+    pub(crate) fn module(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<()> {
+        self.loaded(ctx, elem).map(|_| ())
+    }
+
+    fn loaded(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<&Module> {
         self.modules[elem.slot()]
             .get_or_init(|| {
                 let (image, _) = compile::cubin(elem, &self.arch, self.driver)?;
@@ -88,7 +93,7 @@ impl Kernels {
         elem: Elem,
         name: &str,
     ) -> CudaResult<sys::CUfunction> {
-        let module = self.module(ctx, elem)?;
+        let module = self.loaded(ctx, elem)?;
         let mut cache = module.functions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&f) = cache.get(name) {
             return Ok(f as sys::CUfunction);

@@ -256,6 +256,29 @@ impl Gpu<'_> {
         }
     }
 
+    /// Random numbers from torchlet's Philox kernel into the contiguous float `dst`: standard
+    /// normals or uniforms on [0, 1), a function of (seed, offset, element index) only.
+    pub fn philox(&self, dst: &View, seed: u64, offset: u64, normal: bool) -> CudaResult<()> {
+        if !dst.elem.is_float() {
+            return Err(CudaError::Unsupported(format!(
+                "random fills need a floating point dtype, got {:?}",
+                dst.elem
+            )));
+        }
+        let n = dst.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut o, mut nn, mut s, mut off, mut nm) =
+            (dst.addr(), n as i64, seed, offset, normal as i32);
+        self.run(
+            dst.elem,
+            &format!("philox_{}", dst.elem.suffix()),
+            n.div_ceil(4),
+            &mut args!(o, nn, s, off, nm),
+        )
+    }
+
     /// `dst[.., index[..], ..] = src[..]` along `dim`; `index` is int64 shaped like `src`.
     pub fn scatter(&self, src: &View, index: &View, dim: usize, dst: &View) -> CudaResult<()> {
         let n = src.numel();

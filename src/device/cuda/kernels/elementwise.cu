@@ -2,6 +2,8 @@
 // arange, gather/scatter. Contiguous forms use 16-byte vectors and grid-stride loops; strided forms
 // take a Lay (broadcasting = stride 0).
 
+#define UNROLL 4
+
 // ---- unary ops on compute values; integers go through double for the math functions.
 #define MATH1(name, fexpr, dexpr)                                                        \
   template <class X> __device__ __forceinline__ X m_##name(X x) { return (X)dexpr((double)x); } \
@@ -40,8 +42,21 @@ UOP(pow, m_pow(x, (X)p0))
 template <class Op>
 __device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p0, double p1) {
   typedef Vec<T, VW> V;
-  i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  // UNROLL independent 16-byte loads in flight per thread before the first use.
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      V y;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x[u].v[k]), p0, p1));
+      reinterpret_cast<V*>(out)[i + u * st] = y;
+    }
+  }
+  for (; i < nv; i += st) {
     V x = reinterpret_cast<const V*>(a)[i], y;
 #pragma unroll
     for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x.v[k]), p0, p1));
@@ -98,8 +113,23 @@ __device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a,
   typedef typename Op::Out O;
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
-  i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL], y[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+      y[u] = reinterpret_cast<const V*>(b)[i + u * st];
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      VO z;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) z.v[k] = Cv<O>::from(Op()(ld(x[u].v[k]), ld(y[u].v[k]), p0, p1));
+      reinterpret_cast<VO*>(out)[i + u * st] = z;
+    }
+  }
+  for (; i < nv; i += st) {
     V x = reinterpret_cast<const V*>(a)[i], y = reinterpret_cast<const V*>(b)[i];
     VO z;
 #pragma unroll
@@ -125,8 +155,23 @@ __device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a,
   typedef typename Op::Out O;
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
-  i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  i64 nv = n / VW, st = gstride(), i = gtid();
+  for (; i + (UNROLL - 1) * st < nv; i += UNROLL * st) {
+    V x[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) x[u] = reinterpret_cast<const V*>(a)[i + u * st];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      VO z;
+#pragma unroll
+      for (int k = 0; k < (int)VW; k++) {
+        C v = ld(x[u].v[k]);
+        z.v[k] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+      }
+      reinterpret_cast<VO*>(out)[i + u * st] = z;
+    }
+  }
+  for (; i < nv; i += st) {
     V x = reinterpret_cast<const V*>(a)[i];
     VO z;
 #pragma unroll

@@ -110,3 +110,45 @@ extern "C" __global__ void KNAME(nll_bw_)(T* dx, const T* g, const i64* tgt, i64
   }
 }
 #endif
+
+// Counter-based random numbers (Philox4x32-10): element i depends only on (seed, offset, i), so
+// any length and any launch shape give the same numbers. Uniform on [0, 1); normal by Box-Muller.
+#if IS_FP
+__device__ __forceinline__ uint4 philox(unsigned k0, unsigned k1, uint4 c) {
+#pragma unroll
+  for (int r = 0; r < 10; r++) {
+    unsigned hi0 = __umulhi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+    unsigned hi1 = __umulhi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+    c = make_uint4(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c;
+}
+extern "C" __global__ void KNAME(philox_)(T* out, i64 n, unsigned long long seed, unsigned long long offset, int normal) {
+  const A two_pi = (A)6.283185307179586;
+  for (i64 g = gtid(); g * 4 < n; g += gstride()) {
+    uint4 r = philox((unsigned)seed, (unsigned)(seed >> 32),
+                     make_uint4((unsigned)g, (unsigned)((unsigned long long)g >> 32), (unsigned)offset, (unsigned)(offset >> 32)));
+    unsigned w[4] = {r.x, r.y, r.z, r.w};
+    A v[4];
+#pragma unroll
+    for (int k = 0; k < 4; k += 2) {
+      A u1 = ((A)w[k] + (A)1) * (A)2.3283064365386963e-10;   // (0, 1]
+      A u2 = (A)w[k + 1] * (A)2.3283064365386963e-10;        // [0, 1)
+      if (normal) {
+        A rad = m_sqrt((A)-2 * m_log(u1));
+        v[k] = rad * m_cos(two_pi * u2);
+        v[k + 1] = rad * m_sin(two_pi * u2);
+      } else {
+        v[k] = (A)(w[k] >> 8) * (A)5.9604644775390625e-08;     // 24 bits: [0, 1)
+        v[k + 1] = (A)(w[k + 1] >> 8) * (A)5.9604644775390625e-08;
+      }
+    }
+    i64 base = g * 4;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (base + k < n) out[base + k] = Cv<T>::from(v[k]);
+  }
+}
+#endif

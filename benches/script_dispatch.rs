@@ -1,0 +1,49 @@
+//! What a script statement costs on top of the op it runs: tensor op dispatch through the Rhai
+//! engine on a 10×10 CPU tensor, and `let t = empty(...); del t` on the simulated GPU (a cache hit).
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use torchlet::session::{CapturedOutput, InterruptHandle};
+
+/// Time `iters` runs of `body` inside one compiled script loop (the loop's own few tens of
+/// nanoseconds per turn are included: a statement never runs without one).
+fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
+    let engine = torchlet::script::new_engine(
+        Rc::new(CapturedOutput::default()),
+        InterruptHandle::default(),
+    );
+    let mut scope = rhai::Scope::new();
+    engine
+        .run_with_scope(&mut scope, setup)
+        .expect("setup runs");
+    let timed = |code: String| {
+        let ast = engine.compile_with_scope(&scope, code).expect("compiles");
+        let mut scope = scope.clone();
+        let start = Instant::now();
+        engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
+        start.elapsed()
+    };
+    timed(format!("for i in 0..{iters} {{ {body} }}"))
+}
+
+fn dispatch(c: &mut Criterion) {
+    torchlet::device::init(Some("16GiB")).expect("simulated GPU");
+    let mut group = c.benchmark_group("script");
+    group.bench_function("x * 2 on a 10x10 cpu tensor", |b| {
+        b.iter_custom(|iters| per_iteration("let x = ones(10, 10);", "let y = x * 2;", iters))
+    });
+    group.bench_function("let t = empty(1000000) on cuda; del t", |b| {
+        b.iter_custom(|iters| {
+            per_iteration(
+                "let d = #{device: \"cuda\"}; let warm = empty(1000000, d); warm = ();",
+                "let t = empty(1000000, d); del t;",
+                iters,
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);
