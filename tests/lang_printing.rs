@@ -207,3 +207,34 @@ mod tensors {
         }
     }
 }
+
+#[test]
+fn question_mark_on_a_variable_describes_its_value() {
+    let (mut s, out) = Session::captured("<test>");
+    assert!(s
+        .execute("let t = ones(2, 3, #{requires_grad: true}); let n = 3;")
+        .error
+        .is_none());
+    assert!(s.execute("t?").error.is_none());
+    assert_eq!(
+        out.stdout_text(),
+        "Tensor of shape [2, 3], float32, on cpu, 24 bytes, requires_grad=true; help(\"Tensor\") lists its methods\n"
+    );
+    out.clear();
+    // A name that is not a variable gets the language's doc.
+    assert!(s.execute("let zeros_count = 1;").error.is_none());
+    assert!(s.execute("zeros?").error.is_none());
+    assert!(
+        out.stdout_text().starts_with("zeros("),
+        "{}",
+        out.stdout_text()
+    );
+    out.clear();
+    assert!(s.execute("del t").error.is_none());
+    assert!(s.execute("t?").error.is_none());
+    assert!(
+        out.stdout_text().starts_with("t.t()"),
+        "a deleted name is no variable: {}",
+        out.stdout_text()
+    );
+}

@@ -71,13 +71,28 @@ pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
     engine.register_fn("help", move || out.stdout(&help::overview()));
     let out = frontend;
     engine.register_fn("help", move |topic: Dynamic| {
+        if let Some(t) = topic.read_lock::<crate::tensor::Tensor>() {
+            return out.stdout(&describe_tensor(&t));
+        }
         let name = match topic.read_lock::<ImmutableString>() {
             Some(name) => name.to_string(),
-            None if topic.is::<crate::tensor::Tensor>() => "Tensor".to_string(),
             None => topic.type_name().to_string(),
         };
         out.stdout(&help_text(&name));
     });
+}
+
+/// `help(t)` / `t?` for a tensor value: what it is and where its memory lives.
+fn describe_tensor(t: &crate::tensor::Tensor) -> String {
+    format!(
+        "Tensor of shape {:?}, {}, on {}, {} bytes, requires_grad={}{}; help(\"Tensor\") lists its methods\n",
+        t.shape(),
+        t.dtype().name(),
+        t.device(),
+        t.nbytes(),
+        t.requires_grad(),
+        t.grad_fn_name().map(|n| format!(", grad_fn={n}")).unwrap_or_default(),
+    )
 }
 
 fn read_line(
@@ -88,6 +103,21 @@ fn read_line(
         .input(prompt, false)
         .map(Into::into)
         .map_err(|message| raise("EOFError", message))
+}
+
+/// Turn a whole input of the form `name?` (or `?name`, `cuda::name?`, `t.name?`) into `help("name")`,
+/// or into `help(name)` when `name` is one of the session's variables (`is_variable`).
+pub fn rewrite_help_query_in(code: &str, is_variable: impl Fn(&str) -> bool) -> Option<String> {
+    let text = code.trim();
+    let name = text
+        .strip_suffix('?')
+        .or_else(|| text.strip_prefix('?'))?
+        .trim();
+    // As in Python, a name asks about the value it is bound to.
+    if is_variable(name) {
+        return Some(format!("help({name})"));
+    }
+    rewrite_help_query(code)
 }
 
 /// Turn a whole input of the form `name?` (or `?name`, `cuda::name?`, `t.name?`) into `help("name")`.

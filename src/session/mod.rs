@@ -112,7 +112,12 @@ impl Session {
     }
 
     fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
-        let rewritten = crate::script::output::rewrite_help_query(code);
+        let scope = &self.scope;
+        let rewritten = crate::script::output::rewrite_help_query_in(code, |name| {
+            scope
+                .get(name)
+                .is_some_and(|v| !crate::script::syntax::is_deleted(v))
+        });
         let code = rewritten.as_deref().unwrap_or(code);
         let result = self.run_code(code);
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
