@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use crate::device::backend::{Operand, ReduceOp};
 use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
-use crate::tensor::{Layout, OffsetIter, Result};
+use crate::tensor::{DType, Layout, OffsetIter, Result};
 
 use super::parallel::{offsets, SendPtr, PARALLEL_MIN};
 
@@ -148,6 +148,15 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Resul
             _ => store_i64(d.get(), dst.dtype, at, acc.ibest),
         }
     };
+    if n_out == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) && src.layout.is_contiguous() {
+        if let Some(sum) = contiguous_float_sum(&src) {
+            let mut acc = Acc::new(op);
+            acc.sum = sum;
+            acc.n = len;
+            write(0, acc);
+            return Ok(());
+        }
+    }
     if n_out == 1 {
         // One output: split the input itself across threads, then merge in order.
         let base = outer.offset;
@@ -195,6 +204,38 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Resul
         });
     }
     Ok(())
+}
+
+/// The f64 sum of a contiguous f32/f64 operand (typed loops, threads for large ones), or
+/// `None` for other dtypes.
+fn contiguous_float_sum(src: &Operand) -> Option<f64> {
+    fn sum<T: Copy + Into<f64> + Send + Sync>(p: *const T, n: usize) -> f64 {
+        let p = SendPtr(p as usize);
+        let part = move |start: usize, len: usize| -> f64 {
+            let p = p.get() as *const T;
+            // SAFETY: [start, start+len) lies inside the operand.
+            (start..start + len)
+                .map(|i| unsafe { (*p.add(i)).into() })
+                .sum()
+        };
+        if n < PARALLEL_MIN {
+            return part(0, n);
+        }
+        let chunk = PARALLEL_MIN;
+        (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map(|c| part(c * chunk, chunk.min(n - c * chunk)))
+            .collect::<Vec<f64>>()
+            .into_iter()
+            .sum()
+    }
+    let n = src.layout.numel();
+    let off = src.layout.offset;
+    match src.dtype {
+        DType::F32 => Some(sum((src.ptr as *const f32).wrapping_add(off), n)),
+        DType::F64 => Some(sum((src.ptr as *const f64).wrapping_add(off), n)),
+        _ => None,
+    }
 }
 
 /// Visit each line along `dim` of `layout`: `f(line_index, base_offset, stride, len)`.
