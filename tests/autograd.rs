@@ -65,13 +65,12 @@ fn check_grad(name: &str, shapes: &[&[usize]], f: impl Fn(&[Tensor]) -> Result<T
                 .unwrap_or_else(|| panic!("{name}: input {k} got no grad"));
             assert_eq!(grad.shape(), input.shape(), "{name}: grad shape");
             let g = grad.to_vec_f64().unwrap();
-            for i in 0..g.len() {
+            for (i, gi) in g.iter().enumerate() {
                 let eps = 1e-6;
                 let num = (eval(k, i, eps) - eval(k, i, -eps)) / (2.0 * eps);
                 assert!(
-                    (g[i] - num).abs() <= 1e-5 * num.abs().max(1.0),
-                    "{name} on {device}: d/dinput{k}[{i}] = {}, finite differences give {num}",
-                    g[i]
+                    (gi - num).abs() <= 1e-5 * num.abs().max(1.0),
+                    "{name} on {device}: d/dinput{k}[{i}] = {gi}, finite differences give {num}"
                 );
             }
         }
