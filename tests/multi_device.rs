@@ -282,6 +282,21 @@ fn the_current_device_is_what_cuda_without_a_number_means() {
     run(&mut s, "let z = x.cuda(0); del x;");
     assert_eq!(int(&mut s, "cuda::memory_allocated(1)"), before1 + 1024);
     assert_eq!(int(&mut s, "cuda::memory_allocated(0)"), before0 + 1024);
+    // Every memory function takes the device, in any spelling.
+    run(&mut s, "let m = cuda::memory_summary(#{device: 1, abbreviated: true}); if !m.contains(\"device ID 1\") { throw m; }");
+    run(&mut s, "if cuda::memory_summary(\"cuda:0\") == cuda::memory_summary(1) { throw \"same summary\"; }");
+    assert_eq!(
+        int(
+            &mut s,
+            "cuda::memory_stats(\"cuda:1\")[\"allocated_bytes.all.current\"]"
+        ),
+        before1 + 1024
+    );
+    run(&mut s, "cuda::record_memory_history(\"all\", 10, 1); cuda::record_memory_history((), 10, \"cuda:1\");");
+    assert!(s
+        .execute("cuda::record_memory_history(\"all\", 10, 5)")
+        .error
+        .is_some());
     let outcome = s.execute("cuda::set_device(7)");
     assert!(outcome.error.is_some());
     assert_eq!(

@@ -207,6 +207,9 @@ pub(crate) fn register(engine: &mut Engine) {
     m.set_native_fn("record_memory_history", |e: Dynamic, n: INT| {
         record_memory_history(&e, Some(n), None)
     });
+    m.set_native_fn("record_memory_history", |e: Dynamic, n: INT, d: Dynamic| {
+        record_memory_history(&e, Some(n), Some(&d))
+    });
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT| {
         set_fraction(f, None)
     });
