@@ -115,3 +115,34 @@ fn bad_names_and_env_pairs_are_refused_with_a_reason() {
         "nothing written on error"
     );
 }
+
+#[test]
+fn installing_with_a_simulated_gpu_records_it_for_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("flag");
+    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["--simulate-cuda=8GiB", "kernel", "install", "--prefix"])
+        .arg(&prefix)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("simulates CUDA devices of 8GiB"));
+    let recorded = spec(&prefix.join("share/jupyter/kernels/torchlet"));
+    assert_eq!(recorded["env"]["TORCHLET_SIMULATE_CUDA"], "8GiB");
+
+    let prefix = tmp.path().join("env");
+    let with_env = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["kernel", "install", "--prefix"])
+        .arg(&prefix)
+        .env("TORCHLET_SIMULATE_CUDA", "4GiB")
+        .output()
+        .unwrap();
+    assert!(with_env.status.success());
+    let recorded = spec(&prefix.join("share/jupyter/kernels/torchlet"));
+    assert_eq!(recorded["env"]["TORCHLET_SIMULATE_CUDA"], "4GiB");
+}

@@ -207,3 +207,16 @@ fn variables_lists_live_names_once_with_their_latest_value() {
         vec![("a".into(), "3".into()), ("c".into(), "x".into())]
     );
 }
+
+#[test]
+fn del_keeps_the_newest_binding_of_a_shadowed_name() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let a = 1;"));
+    value(s.execute("let a = 2;"));
+    value(s.execute("let b = 0;"));
+    value(s.execute("del b"));
+    assert_eq!(value(s.execute("a")), "2");
+    let vars = s.variables();
+    assert_eq!(vars.len(), 1, "one binding of a is in force: {vars:?}");
+    assert_eq!(vars[0].1.as_int().unwrap(), 2);
+}

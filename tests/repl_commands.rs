@@ -144,3 +144,41 @@ fn unknown_and_terminal_only_commands_say_why() {
     assert!(unknown.contains("unknown command ':frobnicate'") && unknown.contains(":help"));
     assert!(error(s.run_command(":quit")).contains("terminal REPL only"));
 }
+
+/// The only test here that touches a device, so its figures are not disturbed by the others.
+#[test]
+fn memory_commands_report_the_simulated_gpu() {
+    torchlet::device::init(Some("16GiB")).expect("simulated GPU");
+    let (mut s, out) = Session::captured("<test>");
+    assert_eq!(text(s.run_command(":trace on")), "memory trace on");
+    assert!(s
+        .execute("let x = randn(1000, 1000).cuda();")
+        .error
+        .is_none());
+    let traced = out.stdout_text();
+    assert!(
+        traced.contains("[trace cuda:0] allocated +4000256 (3.81 MiB), reserved +20971520"),
+        "{traced}"
+    );
+    out.clear();
+    text(s.run_command(":trace off"));
+    s.execute("let y = x * 2;");
+    assert_eq!(out.stdout_text(), "", "no trace once it is off");
+
+    let mem = text(s.run_command(":mem"));
+    let row = mem.lines().find(|l| l.starts_with("cuda:0")).expect(&mem);
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["cuda:0", "7.63", "MiB", "20.00", "MiB", "7.63", "MiB", "20.00", "MiB"]
+    );
+    let summary = text(s.run_command(":summary"));
+    assert!(
+        summary.contains("torchlet CUDA memory summary, device ID 0"),
+        "{summary}"
+    );
+    let vars = text(s.run_command(":vars"));
+    assert!(
+        vars.contains("#1") && vars.contains("#2"),
+        "x and y own storages: {vars}"
+    );
+}

@@ -17,8 +17,9 @@ const LOGO_64: &[u8] = include_bytes!("../../kernelspec/logo-64x64.png");
 #[command(
     after_help = "Without a location flag the spec goes to the first directory of \
     $JUPYTER_PATH if set, else to the user's Jupyter data directory ($JUPYTER_DATA_DIR, or \
-    ~/.local/share/jupyter).\nTo make the kernel simulate a GPU, record the setting in the spec: \
-    torchlet kernel install --user --env TORCHLET_SIMULATE_CUDA=16GiB"
+    ~/.local/share/jupyter).\nInstalled with a simulated GPU (torchlet --simulate-cuda[=SIZE] kernel \
+    install, or TORCHLET_SIMULATE_CUDA set), the kernel simulates one too; \
+    --env TORCHLET_SIMULATE_CUDA=SIZE does the same explicitly."
 )]
 pub struct InstallArgs {
     /// Install for the current user ($JUPYTER_DATA_DIR, or the platform's Jupyter data dir).
@@ -47,7 +48,14 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, String> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| format!("cannot find the path of the torchlet executable: {e}"))?;
-    let spec = kernel_json(args, &exe)?;
+    let mut env = args.env.clone();
+    let simulate = simulation_requested();
+    if let Some(size) = &simulate {
+        if !env.iter().any(|e| e.starts_with("TORCHLET_SIMULATE_CUDA=")) {
+            env.push(format!("TORCHLET_SIMULATE_CUDA={size}"));
+        }
+    }
+    let spec = kernel_json(args, &env, &exe)?;
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create {}: {e} (try --user)", dir.display()))?;
     let write = |name: &str, bytes: &[u8]| {
@@ -58,19 +66,40 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, String> {
     write("logo-32x32.png", LOGO_32)?;
     write("logo-64x64.png", LOGO_64)?;
     println!("Installed kernelspec {} in {}", args.name, dir.display());
+    if let Some(size) = simulate {
+        println!(
+            "The kernel simulates CUDA devices of {size} (TORCHLET_SIMULATE_CUDA in kernel.json)."
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The kernel.json text: the template with this executable's absolute path and the options.
-pub fn kernel_json(args: &InstallArgs, exe: &Path) -> Result<String, String> {
+/// The GPU simulation this command runs with (`--simulate-cuda[=SIZE]` or TORCHLET_SIMULATE_CUDA):
+/// someone who installs with a simulated GPU wants the kernel to have one too.
+fn simulation_requested() -> Option<String> {
+    let flag = std::env::args().skip(1).find_map(|arg| {
+        if arg == "--simulate-cuda" {
+            Some("16GiB".to_string())
+        } else {
+            arg.strip_prefix("--simulate-cuda=").map(str::to_string)
+        }
+    });
+    flag.or_else(|| std::env::var("TORCHLET_SIMULATE_CUDA").ok())
+        .filter(|size| !size.is_empty())
+}
+
+/// The kernel.json text: the template with this executable's absolute path, the options, and
+/// `env` (`KEY=VALUE` pairs).
+pub fn kernel_json(args: &InstallArgs, env: &[String], exe: &Path) -> Result<String, String> {
     let mut spec: Value = serde_json::from_str(TEMPLATE).expect("kernelspec/kernel.json is JSON");
     spec["argv"][0] = Value::String(exe.to_string_lossy().into_owned());
     if let Some(name) = &args.display_name {
         spec["display_name"] = Value::String(name.clone());
     }
-    if !args.env.is_empty() {
+    if !env.is_empty() {
+        let pairs = env;
         let mut env = serde_json::Map::new();
-        for pair in &args.env {
+        for pair in pairs {
             let (key, value) = pair
                 .split_once('=')
                 .filter(|(k, _)| !k.is_empty())
@@ -165,7 +194,7 @@ mod tests {
 
     #[test]
     fn spec_has_no_nulls_and_the_absolute_executable() {
-        let text = kernel_json(&args(), Path::new("/opt/bin/torchlet")).unwrap();
+        let text = kernel_json(&args(), &[], Path::new("/opt/bin/torchlet")).unwrap();
         let spec: Value = serde_json::from_str(&text).unwrap();
         assert!(!text.contains("null"), "{text}");
         assert_eq!(
@@ -185,14 +214,14 @@ mod tests {
 
     #[test]
     fn env_pairs_land_in_the_spec_and_bad_ones_are_refused() {
-        let mut a = args();
-        a.env = vec!["TORCHLET_SIMULATE_CUDA=16GiB".into()];
-        let spec: Value = serde_json::from_str(&kernel_json(&a, Path::new("/t")).unwrap()).unwrap();
+        let a = args();
+        let env = ["TORCHLET_SIMULATE_CUDA=16GiB".to_string()];
+        let text = kernel_json(&a, &env, Path::new("/t")).unwrap();
+        let spec: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(spec["env"]["TORCHLET_SIMULATE_CUDA"], "16GiB");
-        a.env = vec!["NOEQUALS".into()];
-        assert!(kernel_json(&a, Path::new("/t"))
-            .unwrap_err()
-            .contains("KEY=VALUE"));
+        let bad = ["NOEQUALS".to_string()];
+        let refused = kernel_json(&a, &bad, Path::new("/t")).unwrap_err();
+        assert!(refused.contains("KEY=VALUE"));
     }
 
     #[test]

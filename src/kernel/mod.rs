@@ -1,8 +1,9 @@
 //! The Jupyter kernel over a `Session`: ZeroMQ sockets, the interpreter thread, and the kernelspec.
 //!
-//! Map: `server` binds the sockets and serves control/stdin/heartbeat, `shell` the shell requests; `iopub` owns the XPUB
-//! socket and orders everything published; `interpreter` runs the `Session` on its own thread;
-//! `replies`, `introspect`, `history` and `magics` build the answers; `install` writes kernel.json.
+//! Map: `server` binds the sockets and serves control, stdin and heartbeat; `shell` answers shell
+//! requests; `wire` reads requests off a socket; `iopub` owns the XPUB socket and orders everything
+//! published; `interpreter` runs the `Session` on its own thread; `replies`, `introspect`, `history`
+//! and `magics` build the answers; `install` writes kernel.json.
 mod history;
 mod install;
 mod interpreter;

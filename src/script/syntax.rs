@@ -25,13 +25,15 @@ pub fn compact_deleted(scope: &mut rhai::Scope<'static>) {
     if !scope.iter_raw().any(|(_, _, value)| is_deleted(value)) {
         return;
     }
+    // `iter_raw` walks from the newest binding back: re-push oldest first so that shadowing
+    // (`let a = 1; let a = 2;`) still resolves to the newest binding.
     let kept: Vec<(String, bool, Dynamic)> = scope
         .iter_raw()
         .filter(|(_, _, value)| !is_deleted(value))
         .map(|(name, constant, value)| (name.to_string(), constant, value.clone()))
         .collect();
     scope.clear();
-    for (name, constant, value) in kept {
+    for (name, constant, value) in kept.into_iter().rev() {
         if constant {
             scope.push_constant_dynamic(name, value);
         } else {

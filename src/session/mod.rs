@@ -170,16 +170,15 @@ impl Session {
     /// The variables now in scope with their values (innermost binding of each name, in scope order),
     /// for `:vars`; deleted names are left out.
     pub fn variables(&self) -> Vec<(String, rhai::Dynamic)> {
+        // `iter_raw` walks from the newest binding back, so the first one seen for a name is the
+        // one in force.
         let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
         for (name, _, value) in self.scope.iter_raw() {
-            if crate::script::syntax::is_deleted(value) {
-                continue;
-            }
-            match seen.iter_mut().find(|(n, _)| n == name) {
-                Some(entry) => entry.1 = value.clone(),
-                None => seen.push((name.to_string(), value.clone())),
+            if !crate::script::syntax::is_deleted(value) && !seen.iter().any(|(n, _)| n == name) {
+                seen.push((name.to_string(), value.clone()));
             }
         }
+        seen.reverse();
         seen
     }
 
