@@ -13,5 +13,10 @@ fi
 cargo build --release --quiet
 for script in scripts/0*.rhai; do
     echo "=== $script"
-    cargo run --release --quiet -- "${simulate[@]}" run "$script"
+    if [[ "$script" == *08_two_gpus* && ${#simulate[@]} -gt 0 ]]; then
+        # Two simulated devices; on real GPUs the script itself says when it needs two.
+        cargo run --release --quiet -- --simulate-cuda=16GiB,8GiB run "$script"
+    else
+        cargo run --release --quiet -- "${simulate[@]}" run "$script"
+    fi
 done

@@ -287,3 +287,33 @@ fn every_script_is_covered_here() {
         );
     }
 }
+
+#[test]
+fn two_gpus_on_two_simulated_devices() {
+    // Needs two devices, so it runs with its own --simulate-cuda spec; with one it says so.
+    assert!(run("08_two_gpus.rhai").contains("needs two CUDA devices"));
+    let script = repo().join("scripts").join("08_two_gpus.rhai");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["--simulate-cuda=16GiB,8GiB", "run"])
+        .arg(&script)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .output()
+        .expect("the torchlet binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "after del a:\n  cuda:0 allocated=0 reserved=20971520\n  cuda:1 allocated=4000256 reserved=20971520",
+        "after empty_cache():\n  cuda:0 allocated=0 reserved=0\n  cuda:1 allocated=4000256 reserved=20971520",
+        "found at least two devices, cuda:0 and cuda:1!",
+        "all_reduce(sum): cuda:0 has [3.0, 3.0, 3.0, 3.0], cuda:1 has [3.0, 3.0, 3.0, 3.0]",
+        ".cuda() puts c on cuda:1",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}

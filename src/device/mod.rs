@@ -1,8 +1,10 @@
 //! Devices (`cpu`, `cuda:N`), the registry of devices, and their backends.
 
 pub mod backend;
+pub mod collective;
 pub mod cpu;
 pub mod cuda;
+pub mod peer;
 mod registry;
 pub mod sim;
 mod storage;

@@ -207,11 +207,15 @@ pub(crate) fn register(engine: &mut Engine) {
     m.set_native_fn("record_memory_history", |e: Dynamic, n: INT| {
         record_memory_history(&e, Some(n), None)
     });
+    m.set_native_fn("record_memory_history", |e: Dynamic, n: INT, d: Dynamic| {
+        record_memory_history(&e, Some(n), Some(&d))
+    });
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT| {
         set_fraction(f, None)
     });
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT, d: Dynamic| {
         set_fraction(f, Some(&d))
     });
+    super::distributed_module::register(&mut m);
     engine.register_static_module("cuda", m.into());
 }

@@ -58,7 +58,7 @@ pub static KEYWORDS: &[Entry] = &[
 
 /// Methods of a tensor (`t.name(…)`).
 pub static TENSOR_METHODS: &[Entry] = &[
-    e("cuda", "t.cuda([n]) — a copy on cuda:n (cuda:0 by default)"),
+    e("cuda", "t.cuda([n]) — a copy on cuda:n (the current device, cuda::current_device(), by default)"),
     e("cpu", "t.cpu() — a copy in host memory"),
     e("to", "t.to(\"cuda:0\" | \"float16\" | #{device, dtype}) — a copy on that device or of that dtype"),
     e("half", "t.half() — a float16 copy"),
@@ -166,7 +166,10 @@ pub static CUDA_MEMBERS: &[Entry] = &[
     e("reset_accumulated_memory_stats", "cuda::reset_accumulated_memory_stats([device]) — zero the counters"),
     e("empty_cache", "cuda::empty_cache() — release cached, wholly free segments to the GPU"),
     e("memory_snapshot", "cuda::memory_snapshot([device]) — segments and blocks, as a map"),
-    e("record_memory_history", "cuda::record_memory_history([enabled[, max_entries]]) — trace allocations (\"all\", \"state\" or ())"),
+    e("record_memory_history", "cuda::record_memory_history([enabled[, max_entries[, device]]]) — trace allocations (\"all\", \"state\" or ())"),
+    e("all_reduce", "cuda::all_reduce([t0, t1, …][, op]) — in place: each tensor (one per CUDA device) becomes the \"sum\" (or \"prod\", \"max\", \"min\") of all; NCCL on real GPUs"),
+    e("broadcast", "cuda::broadcast([t0, t1, …][, src]) — in place: each tensor (one per CUDA device) becomes a copy of the list's element src (default 0)"),
+    e("all_gather", "cuda::all_gather([t0, t1, …]) — one new tensor per device, shaped [len, …shape], whose row r is the list's tensor r"),
     e("set_per_process_memory_fraction", "cuda::set_per_process_memory_fraction(fraction[, device]) — cap what the allocator may reserve"),
 ];
 

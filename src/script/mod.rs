@@ -2,6 +2,7 @@
 pub mod convert;
 pub mod creation;
 pub mod cuda_module;
+pub mod distributed_module;
 pub mod errors;
 pub mod help;
 pub mod operators;

@@ -21,6 +21,25 @@ impl Tensor {
         self.copy_as(self.dtype())
     }
 
+    /// A copy on another GPU: the contiguous bytes peer-to-peer between real GPUs, a host
+    /// memcpy between simulated ones.
+    fn copy_to_gpu(&self, target: std::sync::Arc<dyn device::Backend>) -> Result<Tensor> {
+        let src = if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.contiguous_copy()?
+        };
+        let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
+        device::peer::copy_bytes(
+            src.backend().as_ref(),
+            src.data_ptr(),
+            out.backend().as_ref(),
+            out.data_ptr(),
+            src.nbytes(),
+        )?;
+        Ok(out)
+    }
+
     /// The tensor on `device` (the same tensor when it is already there).
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         super::check_interrupt()?;
@@ -28,12 +47,17 @@ impl Tensor {
             return Ok(self.clone());
         }
         let target = device::backend(device)?;
-        // The copy goes through host bytes; only the result is allocated on a GPU.
-        let bytes = self.host_bytes()?;
-        let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
-        if !bytes.is_empty() {
-            out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
-        }
+        let out = if self.is_cuda() && device.is_cuda() {
+            self.copy_to_gpu(target)?
+        } else {
+            // The copy goes through host bytes; only the result is allocated on a GPU.
+            let bytes = self.host_bytes()?;
+            let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
+            if !bytes.is_empty() {
+                out.backend().write_bytes(out.inner.storage.ptr(), &bytes)?;
+            }
+            out
+        };
         if needs_grad(&[self]) {
             let from = self.device();
             record(

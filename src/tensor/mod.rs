@@ -1,5 +1,6 @@
 //! Tensors: the `Tensor` handle, shapes and views, dtypes, op dispatch, PyTorch-style printing.
 
+pub mod collective;
 mod convert;
 mod creation;
 pub mod dtype;

@@ -1,5 +1,6 @@
 //! The real CUDA backend over cudarc: device discovery, raw memory for the caching allocator,
-//! NVRTC-compiled kernels, cuBLAS matmul and cuRAND fills; `probe` wraps each GPU in a `Backend`.
+//! NVRTC-compiled kernels, cuBLAS matmul, cuRAND fills, peer copies and NCCL collectives; `probe`
+//! wraps each GPU in a `Backend`.
 
 pub mod availability;
 pub mod backend;
@@ -12,7 +13,9 @@ pub mod error;
 pub mod layout;
 pub mod memory;
 pub mod module;
+pub mod nccl;
 pub mod ops;
+pub mod peer;
 pub mod reduce;
 pub mod rng;
 
