@@ -46,14 +46,10 @@ impl CudaDevice {
             all.resize(index + 1, None);
         }
         all[index] = Some(dev.clone());
-        // Load (or compile, on a cold cache) every dtype's module in the background, so the
-        // first op of each dtype does not wait; an op that comes first waits for its own module.
-        for elem in super::elem::Elem::ALL {
-            let d = dev.clone();
-            std::thread::spawn(move || {
-                let _ = d.kernels.module(&d.ctx, elem);
-            });
-        }
+        // Each dtype's module is loaded (or compiled, on a cold cache) by the first op that needs
+        // it. Loading them all on detached background threads hid that latency, but a process
+        // that exited while a load was inside the driver crashed in libcuda's exit-time teardown
+        // (seen on the H200), and waiting for them at exit doubled a short script's run time.
         Ok(dev)
     }
 

@@ -71,11 +71,6 @@ impl Kernels {
         Ok(())
     }
 
-    /// The module of `elem`, loaded (or compiled) on first use.
-    pub(crate) fn module(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<()> {
-        self.loaded(ctx, elem).map(|_| ())
-    }
-
     fn loaded(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<&Module> {
         self.modules[elem.slot()]
             .get_or_init(|| {
