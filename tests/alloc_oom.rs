@@ -76,8 +76,8 @@ fn oom_message_matches_measured_example_with_live_tensor() {
 
 #[test]
 fn oom_message_matches_measured_fresh_process_file() {
-    // shared/reference/torch-oom-message.txt, verbatim.
-    let measured = "CUDA out of memory. Tried to allocate 200.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 139.20 GiB is free. Including non-PyTorch memory, this process has 610.00 MiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)";
+    // Recorded by tests/data/record_torch_oom_message.py in a process with no other CUDA work.
+    let measured = include_str!("data/torch-oom-message.txt").trim_end();
     let a = h200((139.2 * GIB as f64) as usize, 610 * MIB);
     let e = a.malloc(200 * GIB, 0, None).unwrap_err();
     assert_eq!(e.to_string(), to_torchlet(measured));

@@ -1,7 +1,7 @@
 //! Every script in `scripts/` runs on the simulated GPU and prints PyTorch's numbers.
 //!
-//! The article's four methods are checked against `../shared/reference/torch-h200.json` (what PyTorch
-//! printed on an H200), read at test time; the demos are checked against the allocator's rules.
+//! The article's four methods are checked against `tests/data/torch-h200.json` (what PyTorch printed
+//! on an H200, recorded by `tests/data/record_torch_h200.py`); the demos against the allocator's rules.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,15 +13,7 @@ fn repo() -> PathBuf {
 }
 
 fn reference() -> Value {
-    let path = repo().join("../shared/reference/torch-h200.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read the PyTorch reference {}: {e}. It lives in shared/ beside the repository \
-             (CI checks it out there); these tests compare every script against it.",
-            path.display()
-        )
-    });
-    serde_json::from_str(&text).expect("torch-h200.json is JSON")
+    serde_json::from_str(include_str!("data/torch-h200.json")).expect("torch-h200.json is JSON")
 }
 
 /// Run a script on a fresh simulated 16 GiB GPU; its standard output.

@@ -1,7 +1,7 @@
 """Writes article.ipynb: the article's four ways to free GPU memory, one cell per step, in torchlet.
 
 Each measuring cell ends with `[memory_allocated(), memory_reserved()]` and carries
-`metadata.torchlet.reference = [method, step]`, the key of PyTorch's numbers in torch-h200.json
+`metadata.torchlet.reference = [method, step]`, the key of PyTorch's numbers in tests/data/torch-h200.json
 (recorded on an H200), so test_notebook.py can compare every output with PyTorch's.
 """
 import nbformat

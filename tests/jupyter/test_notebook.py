@@ -1,7 +1,7 @@
 """nbclient runs article.ipynb (the article's four methods) on a simulated GPU; every output must be PyTorch's number.
 
 The kernelspec `torchlet-sim` (installed with `--env TORCHLET_SIMULATE_CUDA=16GiB`) runs it; the
-expected numbers are torch-h200.json, recorded from PyTorch on an H200.
+expected numbers are tests/data/torch-h200.json, recorded from PyTorch on an H200.
 """
 import json
 import os
@@ -11,6 +11,7 @@ import nbformat
 from nbclient import NotebookClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "data", "torch-h200.json")
 KERNEL = os.environ.get("TORCHLET_SIM_KERNEL_NAME", "torchlet-sim")
 
 
@@ -24,7 +25,7 @@ def expected_text(value):
 class ArticleNotebook(unittest.TestCase):
     def test_every_step_shows_pytorchs_numbers(self):
         nb = nbformat.read(os.path.join(HERE, "article.ipynb"), as_version=4)
-        with open(os.path.join(HERE, "torch-h200.json")) as f:
+        with open(REFERENCE) as f:
             reference = json.load(f)
         NotebookClient(nb, kernel_name=KERNEL, timeout=120, allow_errors=False).execute()
         checked = 0

@@ -1,4 +1,11 @@
-import json, math, os, torch
+"""Records tests/data/torch_repr.json: how PyTorch prints each case below (tests/printing.rs compares).
+
+Run on a machine with a CUDA GPU and PyTorch (recorded with PyTorch 2.11 on an H200):
+    python3 tests/data/record_torch_repr.py > tests/data/torch_repr.json
+"""
+import json
+import torch
+
 cases = {
  "mixed_sign": torch.tensor([[1.0, -0.5]]),
  "int_valued_float": torch.tensor([1., 2., 3.]),
@@ -50,6 +57,3 @@ with torch.no_grad():
 # exact rounding cases Python decides
 out["round_half"] = repr(torch.tensor([0.00005, 0.12345, 2.5], dtype=torch.float64))
 print(json.dumps(out, indent=1))
-d = os.environ.get("OUT")
-if d:
-    json.dump(out, open(os.path.join(d, "repr_cases.json"), "w"), indent=1)
