@@ -1,6 +1,7 @@
 //! The real CUDA backend's pieces on the GPU: availability, raw memory and expandable segments,
-//! every kernel family against a host reference, cuBLAS and cuRAND. Runs with
-//! TORCHLET_TEST_DEVICE=cuda; elsewhere checks that CUDA reports itself unavailable clearly.
+//! every kernel family against a host reference, cuBLAS and cuRAND. The GPU tests are ignored unless
+//! built with TORCHLET_TEST_DEVICE=cuda; availability is checked on every machine.
+mod common;
 
 use half::{bf16, f16};
 use torchlet::alloc::{RawError, RawMemory};
@@ -8,18 +9,7 @@ use torchlet::device::cuda::layout::View;
 use torchlet::device::cuda::reduce::Reduction;
 use torchlet::device::cuda::{self, CudaDevice, CudaMemory, Elem};
 
-fn on_gpu() -> bool {
-    std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda")
-}
-
-macro_rules! gpu_or_skip {
-    () => {
-        if !on_gpu() {
-            eprintln!("skipped: set TORCHLET_TEST_DEVICE=cuda to run on a real GPU");
-            return;
-        }
-    };
-}
+use common::{real_gpu as on_gpu, require_real_gpu};
 
 /// A device buffer with a row-major shape, held in one raw segment.
 struct Buf {
@@ -192,7 +182,9 @@ fn round(v: f64, elem: Elem) -> f64 {
 
 #[test]
 fn availability_is_reported_clearly() {
-    if on_gpu() {
+    // Decided by the driver, so this runs on every machine: with a GPU, without a driver, and with
+    // a driver but no usable device.
+    if on_gpu() || cuda::is_available() {
         assert!(cuda::is_available(), "{:?}", cuda::unavailable_reason());
         assert!(cuda::device_count() >= 1);
         let info = &cuda::devices().unwrap()[0];
@@ -215,13 +207,17 @@ fn availability_is_reported_clearly() {
         assert_eq!(cuda::device_count(), 0);
         assert!(CudaDevice::get(0).is_err());
     } else {
-        eprintln!("skipped: a driver is present but TORCHLET_TEST_DEVICE is not cuda");
+        let reason = cuda::unavailable_reason().expect("a reason");
+        assert!(!reason.trim().is_empty());
+        assert_eq!(cuda::device_count(), 0, "{reason}");
+        assert!(CudaDevice::get(0).is_err(), "{reason}");
     }
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn raw_memory_segments_and_expandable_pages() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut mem = CudaMemory::new(0).unwrap();
     let (free0, total) = mem.mem_get_info().unwrap();
     assert!(total > 1 << 30 && free0 <= total);
@@ -257,8 +253,9 @@ fn raw_memory_segments_and_expandable_pages() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn raw_memory_out_of_memory_is_a_value() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut mem = CudaMemory::new(0).unwrap();
     let (_, total) = mem.mem_get_info().unwrap();
     assert_eq!(mem.allocate(total * 2), Err(RawError::OutOfMemory));
@@ -285,8 +282,9 @@ const UNARY: [(&str, HostFn); 11] = [
 ];
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn unary_ops_match_the_host_for_float_dtypes() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
         // 1027 elements: vector body plus a scalar tail.
@@ -350,8 +348,9 @@ fn unary_ops_match_the_host_for_float_dtypes() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn binary_ops_broadcast_and_promote() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in [
         Elem::F32,
@@ -451,8 +450,9 @@ fn binary_ops_broadcast_and_promote() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn casts_between_every_dtype_pair() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     let vals = [0.0, 1.0, 2.0, 3.0, 100.0, 7.0, 1.0, 0.0, 5.0];
     for from in Elem::ALL {
@@ -484,8 +484,9 @@ fn casts_between_every_dtype_pair() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn fill_and_arange() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in Elem::ALL {
         let b = g.alloc(elem, &[37]);
@@ -526,8 +527,9 @@ fn host_reduce(op: Reduction, x: &[f64]) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn reductions_over_dims_and_all() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     let ops = [
         Reduction::Sum,
@@ -605,8 +607,9 @@ fn reductions_over_dims_and_all() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn softmax_rows_and_columns_with_backward() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in [Elem::F32, Elem::F64, Elem::BF16] {
         let (r, c) = (4, 1000);
@@ -667,8 +670,9 @@ fn softmax_rows_and_columns_with_backward() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn nll_loss_and_scatter() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     let (n, c) = (5, 4);
     let lp: Vec<f64> = values(n * c, 4);
@@ -722,8 +726,9 @@ fn nll_loss_and_scatter() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn matmul_through_cublas_with_workspace_from_the_caller() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     let (b, m, k, n) = (2, 33, 17, 9);
     let requested = std::cell::Cell::new(0usize);
@@ -790,8 +795,9 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn random_fills_normal_and_uniform_any_length() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
         for n in [1usize, 7, 100_001] {
@@ -828,8 +834,9 @@ fn random_fills_normal_and_uniform_any_length() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn kernels_come_from_the_disk_cache_the_second_time() {
-    gpu_or_skip!();
+    require_real_gpu();
     let dir = tempfile::tempdir().unwrap();
     let info = &cuda::devices().unwrap()[0];
     let arch = format!("sm_{}{}", info.capability.0, info.capability.1);
@@ -849,8 +856,9 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn philox_fills_are_counter_based_for_every_float_dtype() {
-    gpu_or_skip!();
+    require_real_gpu();
     let mut g = Gpu::new();
     for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
         let n = 200_003; // not a multiple of 4: the last group is partial

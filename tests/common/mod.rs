@@ -14,6 +14,16 @@ pub fn real_gpu() -> bool {
     std::env::var("TORCHLET_TEST_DEVICE").is_ok_and(|v| v == "cuda")
 }
 
+/// Fail a test that needs the real GPU when it runs without one (through `--include-ignored`).
+///
+/// Such tests are `#[ignore]`d unless built with `TORCHLET_TEST_DEVICE=cuda` (see build.rs).
+pub fn require_real_gpu() {
+    assert!(
+        real_gpu(),
+        "this test needs a real GPU: build and run it with TORCHLET_TEST_DEVICE=cuda"
+    );
+}
+
 /// Set up the devices once: the real GPU when asked for, else a simulated 16 GiB cuda:0.
 pub fn setup() {
     INIT.call_once(|| {
