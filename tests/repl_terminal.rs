@@ -6,6 +6,8 @@ use std::time::Duration;
 use expectrl::{Eof, Regex, Session};
 use tempfile::TempDir;
 
+mod common;
+
 /// A torchlet REPL on a pseudo-terminal, with its own HOME and data directory.
 struct Repl {
     p: Session,
@@ -18,7 +20,7 @@ struct Repl {
 enum Gpu {
     /// `--simulate-cuda`: cuda:0 in host memory.
     Simulated,
-    /// Whatever the machine has: a real GPU under `TORCHLET_TEST_DEVICE=cuda`, else none.
+    /// Whatever the machine's driver offers: a real GPU, or none.
     Real,
 }
 
@@ -36,13 +38,10 @@ impl Repl {
         repl
     }
 
-    /// A REPL over the real GPU, or `None` (saying so) when the tests are not run on one.
-    fn on_real_gpu(test: &str) -> Option<Repl> {
-        if std::env::var("TORCHLET_TEST_DEVICE").as_deref() != Ok("cuda") {
-            println!("{test}: skipped on the real GPU (set TORCHLET_TEST_DEVICE=cuda to run it)");
-            return None;
-        }
-        Some(Repl::on(Gpu::Real))
+    /// A REPL over the real GPU; fails without one (these tests are ignored unless built for it).
+    fn on_real_gpu() -> Repl {
+        common::require_real_gpu();
+        Repl::on(Gpu::Real)
     }
 
     fn expect(&mut self, needle: &str) -> String {
@@ -79,6 +78,24 @@ impl Repl {
 fn torchlet() -> Command {
     let bin = std::env::var_os("TORCHLET_BIN");
     Command::new(bin.unwrap_or_else(|| env!("CARGO_BIN_EXE_torchlet").into()))
+}
+
+/// Whether the binary under test finds a usable CUDA GPU (asked of its driver, not of the environment).
+fn driver_has_a_gpu() -> bool {
+    let out = torchlet()
+        .args(["run", "-e", "print(cuda::is_available())"])
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .output()
+        .expect("the torchlet binary runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    match said.trim() {
+        "true" => true,
+        "false" => false,
+        _ => panic!(
+            "cuda::is_available() printed {said:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
 }
 
 fn spawn(home: &Path, gpu: Gpu) -> Session {
@@ -168,10 +185,9 @@ fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_simulated_gpu() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_real_gpu() {
-    if let Some(r) = Repl::on_real_gpu("ctrl_c_stops_running_code_and_keeps_the_session") {
-        ctrl_c_stops_running_code_and_keeps_the_session(r);
-    }
+    ctrl_c_stops_running_code_and_keeps_the_session(Repl::on_real_gpu());
 }
 
 #[test]
@@ -353,24 +369,28 @@ fn trace_shows_the_articles_numbers_on_the_simulated_gpu() {
 }
 
 #[test]
+#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
 fn trace_shows_the_articles_numbers_on_the_real_gpu() {
-    if let Some(r) = Repl::on_real_gpu("trace_shows_the_articles_numbers") {
-        trace_shows_the_articles_numbers(r);
-    }
+    trace_shows_the_articles_numbers(Repl::on_real_gpu());
 }
 
 #[test]
-fn memory_commands_without_a_gpu_say_how_to_simulate_one() {
-    if std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda") {
-        println!("skipped: a real GPU is present, so :mem has a device to show");
-        return;
-    }
+fn memory_commands_show_the_gpu_or_say_how_to_simulate_one() {
+    // What the driver offers decides, so the test holds on machines with and without a GPU.
+    let gpu = driver_has_a_gpu();
     let mut r = Repl::on(Gpu::Real);
     let mem = r.run(":mem");
-    assert!(
-        mem.contains("RuntimeError: no CUDA device") && mem.contains("--simulate-cuda"),
-        "{mem}"
-    );
+    if gpu {
+        assert!(
+            mem.contains("cuda:0") && mem.contains("peak allocated"),
+            "{mem}"
+        );
+    } else {
+        assert!(
+            mem.contains("RuntimeError: no CUDA device") && mem.contains("--simulate-cuda"),
+            "{mem}"
+        );
+    }
     // Plain code still runs.
     let sum = r.run("print(`sum=${1 + 2}`)");
     assert!(sum.contains("sum=3"), "{sum}");
