@@ -1,9 +1,11 @@
 //! Bad input: each error has a PyTorch-like kind and message and a position, and the session keeps
 //! every live tensor and its memory figures.
+use std::rc::Rc;
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
-use torchlet::session::{ScriptError, Session};
+use torchlet::session::{Frontend, ScriptError, Session, SessionOptions};
 
 fn exclusive() -> MutexGuard<'static, ()> {
     static INIT: Once = Once::new();
@@ -17,7 +19,11 @@ fn exclusive() -> MutexGuard<'static, ()> {
 
 /// A session holding `x` (4 MB) on the GPU and `c` on the CPU.
 fn session_with_tensors() -> Session {
-    let (mut s, _) = Session::captured("<test>");
+    let (s, _) = Session::captured("<test>");
+    with_tensors(s)
+}
+
+fn with_tensors(mut s: Session) -> Session {
     let outcome = s.execute("let x = randn(1000, 1000).cuda(); let c = ones(2, 3);");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     s
@@ -159,23 +165,54 @@ fn bad_options_are_type_errors() {
     assert!(e.message.contains("negative dimension -2"), "{}", e.message);
 }
 
+/// Output that tells another thread each time the running code prints (`started` below).
+struct PrintSignal(Sender<String>);
+
+impl Frontend for PrintSignal {
+    fn stdout(&self, text: &str) {
+        let _ = self.0.send(text.to_string());
+    }
+    fn stderr(&self, _text: &str) {}
+    fn input(&self, _prompt: &str, _password: bool) -> Result<String, String> {
+        Err("no input in this test".into())
+    }
+}
+
 #[test]
 fn interrupt_stops_a_loop_and_keeps_the_session() {
     let _g = exclusive();
-    let mut s = session_with_tensors();
+    let (printed, prints) = channel();
+    let options = SessionOptions {
+        source_name: Some("<test>".into()),
+    };
+    let mut s = with_tensors(Session::new(options, Rc::new(PrintSignal(printed))));
     let before = figures(&mut s);
     let handle = s.interrupt_handle();
+    // Interrupt once the loop runs: execute() drops an interrupt that arrives before the input
+    // starts (one sent while idle must not stop the next input), so a timed one could be lost.
     let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
+        let started = prints.recv_timeout(Duration::from_secs(120));
         handle.interrupt();
+        started
     });
     let e = s
-        .execute("let n = 0; loop { n += 1; }")
+        .execute("print(\"started\"); let n = 0; loop { n += 1; }")
         .error
         .expect("interrupted");
-    stopper.join().unwrap();
+    let started = stopper.join().unwrap();
+    assert_eq!(started.as_deref(), Ok("started\n"), "the loop did not start");
     assert_eq!(e.kind, "KeyboardInterrupt");
     assert_eq!(figures(&mut s), before);
+}
+
+#[test]
+fn an_interrupt_while_idle_does_not_stop_the_next_input() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    s.interrupt_handle().interrupt();
+    let outcome = s.execute("let n = 0; for i in 0..1000 { n += i; } n");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.value.unwrap().plain, "499500");
 }
 
 #[test]
