@@ -9,7 +9,8 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{
     create_client_control_connection, create_client_heartbeat_connection,
-    create_client_shell_connection_with_identity, peer_identity_for_session, ClientShellConnection,
+    create_client_iopub_connection, create_client_shell_connection_with_identity,
+    peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
 };
 use sha2::{Digest, Sha256};
 use zeromq::{Socket, SocketSend};
@@ -73,6 +74,48 @@ async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
     create_client_shell_connection_with_identity(info, &session, identity)
         .await
         .expect("connect shell")
+}
+
+/// An iopub subscription the kernel has confirmed with its welcome, so nothing published later is missed.
+async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
+    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
+        .await
+        .expect("connect iopub");
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("an iopub_welcome in time")
+            .expect("a readable iopub message");
+        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
+            return iopub;
+        }
+    }
+}
+
+/// Start `code` (which prints `started` first) and return its msg_id once it runs.
+///
+/// An interrupt sent before the cell starts is dropped (one sent while idle must not stop the next
+/// cell), so the tests interrupt only after this.
+async fn start_cell(
+    shell: &mut ClientShellConnection,
+    iopub: &mut ClientIoPubConnection,
+    code: &str,
+) -> String {
+    let running: JupyterMessage = ExecuteRequest::new(code.into()).into();
+    let id = running.header.msg_id.clone();
+    shell.send(running).await.expect("send on shell");
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("the cell prints in time")
+            .expect("a readable iopub message");
+        let ours = msg.parent_header.as_ref().is_some_and(|h| h.msg_id == id);
+        if let JupyterMessageContent::StreamContent(out) = &msg.content {
+            if ours && out.text.contains("started") {
+                return id;
+            }
+        }
+    }
 }
 
 /// Send `request` and read replies until the one whose parent it is.
@@ -214,10 +257,13 @@ async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
         ReplyStatus::Ok
     );
 
-    let running: JupyterMessage = ExecuteRequest::new("loop { kept += 0; }".into()).into();
-    let running_id = running.header.msg_id.clone();
-    shell.send(running).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut iopub = iopub(&kernel.info).await;
+    let running_id = start_cell(
+        &mut shell,
+        &mut iopub,
+        "print(\"started\"); loop { kept += 0; }",
+    )
+    .await;
 
     let mut control = create_client_control_connection(&kernel.info, "control-session")
         .await
@@ -250,11 +296,13 @@ async fn sigint_stops_the_cell_not_the_kernel() {
     let kernel = start_kernel();
     let mut shell = shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    shell
-        .send(ExecuteRequest::new("let n = 0; loop { n += 1; }".into()).into())
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut iopub = iopub(&kernel.info).await;
+    start_cell(
+        &mut shell,
+        &mut iopub,
+        "print(\"started\"); let n = 0; loop { n += 1; }",
+    )
+    .await;
     let pid = kernel.child.id() as libc::pid_t;
     // SAFETY: kill(2) with a child's pid and SIGINT has no memory-safety preconditions.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
@@ -275,10 +323,8 @@ async fn heartbeat_answers_while_a_cell_runs() {
     let kernel = start_kernel();
     let mut shell = shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    shell
-        .send(ExecuteRequest::new("loop { }".into()).into())
-        .await
-        .unwrap();
+    let mut iopub = iopub(&kernel.info).await;
+    start_cell(&mut shell, &mut iopub, "print(\"started\"); loop { }").await;
     let mut heartbeat = create_client_heartbeat_connection(&kernel.info)
         .await
         .unwrap();
