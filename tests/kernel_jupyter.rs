@@ -1,26 +1,15 @@
 //! The kernel under real Jupyter clients: jupyter_kernel_test's suite plus torchlet's protocol tests (tests/jupyter/test_kernel.py), and nbclient running the article's notebook.
 //!
-//! They need the Python clients in `.venv-jupyter` (created by `tests/jupyter/setup.sh`, which CI
-//! runs); without it each test prints that it skipped and why.
+//! The Python clients live in `.venv-jupyter`, which the first test to need it creates with
+//! `tests/jupyter/setup.sh`; when that fails the tests fail with pip's output (they never skip).
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod jupyter_venv;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The venv's python, or `None` (after saying so) when the venv is absent.
-fn venv_python(test: &str) -> Option<PathBuf> {
-    let python = root().join(".venv-jupyter/bin/python");
-    if python.exists() {
-        Some(python)
-    } else {
-        println!(
-            "SKIPPED {test}: no .venv-jupyter with the Jupyter clients; run tests/jupyter/setup.sh"
-        );
-        None
-    }
 }
 
 /// A private Jupyter directory with two kernelspecs of this build: `torchlet`, and `torchlet-sim`
@@ -87,9 +76,7 @@ fn run_python(python: &Path, dir: &Path, args: &[&str], limit: Duration) -> (boo
 
 #[test]
 fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
-    let Some(python) = venv_python("the jupyter_kernel_test suite") else {
-        return;
-    };
+    let python = jupyter_venv::python();
     let dir = jupyter_dir();
     let (ok, log) = run_python(
         &python,
@@ -112,9 +99,7 @@ fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
 
 #[test]
 fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
-    let Some(python) = venv_python("the article notebook") else {
-        return;
-    };
+    let python = jupyter_venv::python();
     let dir = jupyter_dir();
     let (ok, log) = run_python(
         &python,
@@ -132,9 +117,7 @@ fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
 
 #[test]
 fn jupyter_kernelspec_list_shows_the_installed_kernels() {
-    let Some(python) = venv_python("jupyter kernelspec list") else {
-        return;
-    };
+    let python = jupyter_venv::python();
     let dir = jupyter_dir();
     let (ok, log) = run_python(
         &python,
