@@ -109,13 +109,20 @@ fn driver_has_a_gpu() -> bool {
     match text(&out.stdout).trim() {
         "true" => true,
         "false" => false,
-        other => panic!("cuda::is_available() printed {other:?}: {}", text(&out.stderr)),
+        other => panic!(
+            "cuda::is_available() printed {other:?}: {}",
+            text(&out.stderr)
+        ),
     }
 }
 
 #[test]
 fn cuda_works_with_a_gpu_and_without_one_says_how_to_simulate_one() {
-    let out = torchlet(&["run", "-e", "let x = randn(2, 2);\nlet y = x.cuda();\nprint(y.device);"]);
+    let out = torchlet(&[
+        "run",
+        "-e",
+        "let x = randn(2, 2);\nlet y = x.cuda();\nprint(y.device);",
+    ]);
     if driver_has_a_gpu() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(text(&out.stdout), "cuda:0\n");

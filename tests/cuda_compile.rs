@@ -15,7 +15,10 @@ fn require_nvrtc() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn every_module_compiles_for_sm90() {
     require_nvrtc();
     for elem in Elem::ALL {
@@ -30,7 +33,10 @@ fn every_module_compiles_for_sm90() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn cache_key_changes_with_source_arch_and_driver() {
     require_nvrtc();
     let dir = std::path::Path::new("/cache");

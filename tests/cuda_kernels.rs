@@ -215,7 +215,10 @@ fn availability_is_reported_clearly() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn raw_memory_segments_and_expandable_pages() {
     require_real_gpu();
     let mut mem = CudaMemory::new(0).unwrap();
@@ -253,7 +256,10 @@ fn raw_memory_segments_and_expandable_pages() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn raw_memory_out_of_memory_is_a_value() {
     require_real_gpu();
     let mut mem = CudaMemory::new(0).unwrap();
@@ -282,7 +288,10 @@ const UNARY: [(&str, HostFn); 11] = [
 ];
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn unary_ops_match_the_host_for_float_dtypes() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -348,7 +357,10 @@ fn unary_ops_match_the_host_for_float_dtypes() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn binary_ops_broadcast_and_promote() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -450,7 +462,10 @@ fn binary_ops_broadcast_and_promote() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn casts_between_every_dtype_pair() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -484,7 +499,10 @@ fn casts_between_every_dtype_pair() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn fill_and_arange() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -527,7 +545,10 @@ fn host_reduce(op: Reduction, x: &[f64]) -> f64 {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn reductions_over_dims_and_all() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -607,7 +628,10 @@ fn reductions_over_dims_and_all() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn softmax_rows_and_columns_with_backward() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -670,7 +694,10 @@ fn softmax_rows_and_columns_with_backward() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn nll_loss_and_scatter() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -726,7 +753,10 @@ fn nll_loss_and_scatter() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn matmul_through_cublas_with_workspace_from_the_caller() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -795,7 +825,10 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn random_fills_normal_and_uniform_any_length() {
     require_real_gpu();
     let mut g = Gpu::new();
@@ -834,7 +867,10 @@ fn random_fills_normal_and_uniform_any_length() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn kernels_come_from_the_disk_cache_the_second_time() {
     require_real_gpu();
     let dir = tempfile::tempdir().unwrap();
@@ -856,7 +892,10 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn philox_fills_are_counter_based_for_every_float_dtype() {
     require_real_gpu();
     let mut g = Gpu::new();

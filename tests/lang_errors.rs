@@ -200,7 +200,11 @@ fn interrupt_stops_a_loop_and_keeps_the_session() {
         .error
         .expect("interrupted");
     let started = stopper.join().unwrap();
-    assert_eq!(started.as_deref(), Ok("started\n"), "the loop did not start");
+    assert_eq!(
+        started.as_deref(),
+        Ok("started\n"),
+        "the loop did not start"
+    );
     assert_eq!(e.kind, "KeyboardInterrupt");
     assert_eq!(figures(&mut s), before);
 }

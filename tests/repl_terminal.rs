@@ -185,7 +185,10 @@ fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_simulated_gpu() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_real_gpu() {
     ctrl_c_stops_running_code_and_keeps_the_session(Repl::on_real_gpu());
 }
@@ -369,7 +372,10 @@ fn trace_shows_the_articles_numbers_on_the_simulated_gpu() {
 }
 
 #[test]
-#[cfg_attr(not(torchlet_gpu_tests), ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda")]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
 fn trace_shows_the_articles_numbers_on_the_real_gpu() {
     trace_shows_the_articles_numbers(Repl::on_real_gpu());
 }

@@ -80,7 +80,9 @@ fn run_setup() -> Result<(bool, String), String> {
     let log = dir.path().join("setup.log");
     let out = File::create(&log).map_err(|e| format!("log file: {e}"))?;
     let err = out.try_clone().map_err(|e| format!("log file: {e}"))?;
-    eprintln!("creating .venv-jupyter with tests/jupyter/setup.sh (once; pip output follows on failure)");
+    eprintln!(
+        "creating .venv-jupyter with tests/jupyter/setup.sh (once; pip output follows on failure)"
+    );
     let mut child = Command::new("bash")
         .arg(root().join("tests/jupyter/setup.sh"))
         .stdin(Stdio::null())
