@@ -95,13 +95,17 @@ async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
 /// Start `code` (which prints `started` first) and return its msg_id once it runs.
 ///
 /// An interrupt sent before the cell starts is dropped (one sent while idle must not stop the next
-/// cell), so the tests interrupt only after this.
+/// cell), so the tests interrupt only after this. The cell does not stop on error: with
+/// stop_on_error the kernel aborts the requests that reach it while it answers the interrupted cell,
+/// which would include the follow-up request these tests send at once.
 async fn start_cell(
     shell: &mut ClientShellConnection,
     iopub: &mut ClientIoPubConnection,
     code: &str,
 ) -> String {
-    let running: JupyterMessage = ExecuteRequest::new(code.into()).into();
+    let mut request = ExecuteRequest::new(code.into());
+    request.stop_on_error = false;
+    let running: JupyterMessage = request.into();
     let id = running.header.msg_id.clone();
     shell.send(running).await.expect("send on shell");
     loop {
