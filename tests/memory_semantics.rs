@@ -192,7 +192,8 @@ fn copying_a_transposed_gpu_tensor_to_the_host_takes_no_gpu_memory() {
 fn out_of_memory_is_an_error_that_keeps_every_tensor() {
     assert!(
         !common::real_gpu(),
-        "this test exhausts the simulated GPU's 16 GiB; run it without TORCHLET_TEST_DEVICE=cuda"
+        "this test exhausts the simulated GPU's 16 GiB: for a real GPU, build the tests with \
+         TORCHLET_TEST_DEVICE=cuda, which ignores it"
     );
     let (_g, a) = common::gpu();
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
