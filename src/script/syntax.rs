@@ -156,8 +156,12 @@ fn eval_del(
             Some(_) => {}
         }
         match scope.get_mut(name) {
-            // Dropping the old value here is what frees the tensor at once.
-            Some(slot) => *slot = Dynamic::from(Deleted),
+            // Dropping the old value here is what frees the tensor at once, an array's items
+            // last to first as CPython frees a list's.
+            Some(slot) => {
+                let old = std::mem::replace(slot, Dynamic::from(Deleted));
+                super::lifetimes::drop_like_python(old);
+            }
             None => return fail("TypeError", format!("cannot delete constant '{name}'")),
         }
     }
