@@ -46,6 +46,8 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
         ));
     }
     let _mode = super::set_grad_enabled(false);
+    // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
+    let _handle = crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
     let grad = root.ones_like()?;
     match root.grad_fn() {
         None => accumulate(root, grad),

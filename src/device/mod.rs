@@ -1,6 +1,7 @@
 //! Devices (`cpu`, `cuda:N`), the registry of devices, and their backends.
 
 pub mod backend;
+pub mod blas_handle;
 pub mod collective;
 pub mod cpu;
 pub mod cuda;

@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
+use crate::device::blas_handle::{self, HANDLES};
 use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
 use crate::device::Device;
 use crate::host_kernel_methods;
@@ -13,8 +14,9 @@ pub struct SimBackend {
     index: usize,
     capacity: u64,
     allocator: Arc<CachingAllocator<SimulatedMemory>>,
-    /// The cuBLAS-like workspace, allocated at the first matrix product and kept, as PyTorch does.
-    workspace: OnceLock<DevicePtr>,
+    /// The cuBLAS-like workspace of each handle, allocated at the handle's first matrix product
+    /// and kept, as PyTorch does.
+    workspaces: [OnceLock<DevicePtr>; HANDLES],
 }
 
 /// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
@@ -28,7 +30,7 @@ impl SimBackend {
             index,
             capacity,
             allocator: Arc::new(CachingAllocator::new(index, memory, config)),
-            workspace: OnceLock::new(),
+            workspaces: Default::default(),
         }
     }
 }
@@ -57,9 +59,10 @@ impl Backend for SimBackend {
         Ok(())
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        if self.workspace.get().is_none() {
+        let workspace = &self.workspaces[blas_handle::current() as usize];
+        if workspace.get().is_none() {
             let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
-            if self.workspace.set(ptr).is_err() {
+            if workspace.set(ptr).is_err() {
                 // Another thread made the workspace first; keep one, as a device has one handle.
                 let _ = self.allocator.free(ptr);
             }

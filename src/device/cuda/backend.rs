@@ -250,7 +250,8 @@ impl Backend for CudaBackend {
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
-        Ok(dev.blas.matmul(
+        let blas = &dev.blas[crate::device::blas_handle::current() as usize];
+        Ok(blas.matmul(
             &dev.gpu(),
             &view(&lhs),
             &view(&rhs),
