@@ -142,3 +142,25 @@ fn a_missing_method_on_a_temporary_is_still_an_attribute_error() {
     assert_eq!(e.message, "'Tensor' object has no attribute 'frobnicate'");
     assert_eq!(e.line, Some(2));
 }
+
+#[test]
+fn let_of_a_bound_name_at_top_level_frees_the_old_value() {
+    let (_g, a) = common::gpu();
+    let (mut s, _) = Session::captured("<test>");
+    let base = a.memory_allocated();
+    run(&mut s, "let x = randn(1000, 1000).cuda();");
+    run(&mut s, "let x = randn(1000, 1000).cuda();"); // a notebook cell run twice
+    assert_eq!(a.memory_allocated() - base, 4000256);
+    run(&mut s, "let y = x * 2; let y = x * 3;");
+    assert_eq!(a.memory_allocated() - base, 2 * 4000256);
+    run(&mut s, "del x; del y;");
+    assert_eq!(a.memory_allocated(), base);
+}
+
+#[test]
+fn let_after_del_and_let_of_a_constant_name_still_work() {
+    let (_g, _a) = common::gpu();
+    let (mut s, _) = Session::captured("<test>");
+    run(&mut s, "let x = 1; del x; let x = 2; const c = 1; let c = 3; let r = x + c;");
+    assert_eq!(s.scope().get_value::<i64>("r").unwrap(), 5);
+}

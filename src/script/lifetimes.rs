@@ -95,8 +95,17 @@ impl Lifetimes {
     }
 
     /// `ast` with Python's lifetimes; `known_functions` are the script functions already defined
-    /// (their method calls keep `this`). With `mark_lines`, each statement first reports its line.
-    pub fn rewrite(&self, ast: &AST, known_functions: &AST, mark_lines: bool) -> AST {
+    /// (their method calls keep `this`), `bound` the variables already defined (a top-level `let`
+    /// of one of them drops its old value). With `mark_lines`, each statement first reports its
+    /// line.
+    pub fn rewrite(
+        &self,
+        engine: &Engine,
+        ast: &AST,
+        known_functions: &AST,
+        bound: &[String],
+        mark_lines: bool,
+    ) -> AST {
         let mut script_fns: HashSet<String> = HashSet::new();
         for lib in [ast.shared_lib(), known_functions.shared_lib()] {
             for (_, _, name, _, _) in lib.iter_script_fn_info() {
@@ -105,10 +114,11 @@ impl Lifetimes {
         }
         let pass = Pass {
             hashes: self,
+            engine,
             script_fns,
             mark_lines,
         };
-        let body = pass.statements(ast.statements(), true);
+        let body = pass.top_level(ast.statements(), bound);
         // Function bodies keep Rhai's own lifetimes: Rhai gives no way to build a function
         // around a rewritten body (its payload type is private), so a chain inside `fn` keeps
         // its temporaries until the chain ends.
@@ -124,11 +134,45 @@ impl Lifetimes {
 /// One rewrite of one AST.
 struct Pass<'a> {
     hashes: &'a Lifetimes,
+    engine: &'a Engine,
     script_fns: HashSet<String>,
     mark_lines: bool,
 }
 
 impl Pass<'_> {
+    /// An input's own statements: as [`Pass::statements`], and a `let` of a name already bound
+    /// is followed by `__unshadow NAME`, which drops the value the name held.
+    fn top_level(&self, statements: &[Stmt], bound: &[String]) -> Vec<Stmt> {
+        let mut bound: HashSet<String> = bound.iter().cloned().collect();
+        let mut out = Vec::with_capacity(statements.len());
+        for stmt in self.statements(statements, true) {
+            let rebound = match &stmt {
+                Stmt::Var(x, flags, _) if !flags.contains(ASTFlags::CONSTANT) => {
+                    let name = x.0.name.to_string();
+                    (!bound.insert(name.clone())).then_some(name)
+                }
+                _ => None,
+            };
+            let pos = stmt.position();
+            out.push(stmt);
+            if let Some(unshadow) = rebound.and_then(|name| self.unshadow(&name, pos)) {
+                out.push(unshadow);
+            }
+        }
+        out
+    }
+
+    /// `__unshadow NAME;`, compiled by the engine so that the custom statement is its own.
+    fn unshadow(&self, name: &str, pos: Position) -> Option<Stmt> {
+        let code = format!("{} {name};", crate::script::syntax::UNSHADOW);
+        let ast = self.engine.compile(code).ok()?;
+        let mut stmt = ast.statements().first()?.clone();
+        if let Stmt::Expr(e) = &mut stmt {
+            e.set_position(pos);
+        }
+        Some(stmt)
+    }
+
     /// A block's statements; `value_used` says whether the block's value (its last statement's)
     /// is used by whatever runs the block.
     fn statements(&self, statements: &[Stmt], value_used: bool) -> Vec<Stmt> {

@@ -138,9 +138,14 @@ impl Session {
             .engine
             .compile_with_scope(&self.scope, code)
             .map_err(|e| ScriptError::from_parse(&e, code, self.options.source_name.as_deref()))?;
-        let ast = self
-            .lifetimes
-            .rewrite(&ast, &self.functions, self.options.mark_lines);
+        let bound = self.variable_names();
+        let ast = self.lifetimes.rewrite(
+            &self.engine,
+            &ast,
+            &self.functions,
+            &bound,
+            self.options.mark_lines,
+        );
         self.functions = self.functions.merge(&ast.clone_functions_only());
         let program = self.functions.merge(&ast);
         let value: rhai::Dynamic = self
