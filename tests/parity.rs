@@ -45,10 +45,27 @@ macro_rules! parity {
 }
 
 parity!(
+    allocator_sizes,
     article_del,
+    article_del_empty_cache,
     article_empty_cache,
     article_no_grad,
-    article_del_empty_cache,
+    autograd_ops,
+    bare_statements,
+    chains,
+    creation,
+    cross_entropy_accum,
+    elementwise,
+    half_roundtrip,
+    inplace_no_grad,
+    loss_total_pitfall,
+    matmul_variants,
+    mlp_mse_accum,
+    mlp_sgd,
+    reductions,
+    softmax_dims,
+    tensor_arrays,
+    views_and_copies,
 );
 
 #[test]

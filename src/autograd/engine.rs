@@ -48,11 +48,15 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
     let _mode = super::set_grad_enabled(false);
     // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
     let _handle = crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
+    // Python's `backward()` makes this gradient and holds it until the pass is over: it is the
+    // first block the pass allocates and the last it frees.
     let grad = root.ones_like()?;
-    match root.grad_fn() {
-        None => accumulate(root, grad),
-        Some(node) => run(node, grad, retain_graph),
-    }
+    let result = match root.grad_fn() {
+        None => accumulate(root, grad.clone()),
+        Some(node) => run(node, grad.clone(), retain_graph),
+    };
+    drop(grad);
+    result
 }
 
 /// Count, for every node reachable from `root`, how many edges lead into it.
@@ -87,18 +91,18 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
         };
         let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
         let grads = {
-            let mut func = node.func.lock().expect("autograd node lock");
+            let func = node.func.lock().expect("autograd node lock");
             let f = func
                 .as_ref()
                 .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
-            let grads = f(&grad, &mask)?;
-            if !retain_graph && node.saves {
-                // Free the saved tensors now, as PyTorch does right after a node runs.
-                *func = None;
-            }
-            grads
+            f(&grad, &mask)?
         };
+        // PyTorch's order: the incoming gradient goes when the node's call returns, then the node
+        // releases its saved tensors, then its outputs move on to the next nodes.
         drop(grad);
+        if !retain_graph && node.saves {
+            *node.func.lock().expect("autograd node lock") = None;
+        }
         let mut grads: Vec<Option<Tensor>> = grads;
         for (i, edge) in node.next.iter().enumerate() {
             let g = grads.get_mut(i).and_then(Option::take);

@@ -171,15 +171,16 @@ impl Tensor {
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    let ga = match (&keep_b, m[0]) {
-                        (Some(b), true) => {
-                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
-                        }
-                        _ => None,
-                    };
+                    // PyTorch's MmBackward0 computes the second operand's gradient first.
                     let gb = match (&keep_a, m[1]) {
                         (Some(a), true) => {
                             Some(a.get()?.transpose(-1, -2)?.bmm_raw(g)?.sum_to_size(&sb)?)
+                        }
+                        _ => None,
+                    };
+                    let ga = match (&keep_b, m[0]) {
+                        (Some(b), true) => {
+                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
                         }
                         _ => None,
                     };
