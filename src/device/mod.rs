@@ -5,6 +5,7 @@ pub mod collective;
 pub mod cpu;
 pub mod cuda;
 pub mod peer;
+pub mod reduce_plan;
 mod registry;
 pub mod sim;
 mod storage;
