@@ -279,7 +279,13 @@ impl ReduceConfig {
         step
     }
 
-    fn set_block_dimension(&mut self, dim0: usize, dim1: usize, traits: &KernelTraits, warp: usize) {
+    fn set_block_dimension(
+        &mut self,
+        dim0: usize,
+        dim1: usize,
+        traits: &KernelTraits,
+        warp: usize,
+    ) {
         let max = traits.max_threads / self.output_vec_size;
         let pow2 = |d: usize| if d < max { last_pow2(d) } else { max };
         let (d0, d1) = (pow2(dim0), pow2(dim1));
@@ -503,7 +509,15 @@ mod tests {
 
     #[test]
     fn column_sum_of_4096_squared_takes_128_mib_and_128_bytes() {
-        let s = staging(&[4096, 4096], &[4096, 1], 0, &[0], &f32_sum(), &DeviceProps::H200).unwrap();
+        let s = staging(
+            &[4096, 4096],
+            &[4096, 1],
+            0,
+            &[0],
+            &f32_sum(),
+            &DeviceProps::H200,
+        )
+        .unwrap();
         assert_eq!((s.buffer_bytes, s.semaphore_bytes), (134217728, 128));
         assert_eq!((s.ctas_per_output, s.outputs_per_semaphore), (64, 128));
     }
@@ -511,7 +525,10 @@ mod tests {
     #[test]
     fn row_sums_and_small_inputs_take_nothing() {
         let h = DeviceProps::H200;
-        assert_eq!(staging(&[4096, 4096], &[4096, 1], 0, &[1], &f32_sum(), &h), None);
+        assert_eq!(
+            staging(&[4096, 4096], &[4096, 1], 0, &[1], &f32_sum(), &h),
+            None
+        );
         assert_eq!(staging(&[4097], &[1], 0, &[0], &f32_sum(), &h), None);
         assert_eq!(staging(&[], &[], 0, &[], &f32_sum(), &h), None);
         assert_eq!(staging(&[0, 3], &[3, 1], 0, &[0], &f32_sum(), &h), None);
