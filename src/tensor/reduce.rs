@@ -1,7 +1,7 @@
 //! Reductions (sum/mean/max/min/argmax), `sum_to_size`, softmax and log-softmax.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
-use crate::device::reduce_plan::{staging, KernelTraits};
+use crate::device::reduce_plan::{staging, KernelTraits, Staging};
 use crate::device::{BinaryOp, ReduceOp, ReduceOut, StagingMemory, Storage};
 
 use super::layout::wrap_dim;
@@ -18,6 +18,57 @@ enum Read {
     /// The input flattened to one dim, a copy only when no view can (`argmax()` over
     /// everything: `reshape(-1)`); the reduction then runs over that dim.
     Flat,
+}
+
+/// PyTorch's staging memory for one reduction on a CUDA-like device. Fields drop in order:
+/// the semaphores are freed first, then the buffer, as PyTorch's `DataPtr`s go.
+struct Staged {
+    semaphores: Storage,
+    buffer: Storage,
+    plan: Staging,
+}
+
+impl Staged {
+    /// What the device's plan for reducing `src` over `dims` takes (the buffer, then the
+    /// semaphores), or `None` when it keeps every output within one block.
+    fn new(src: &Tensor, dims: &[usize], traits: &KernelTraits) -> Result<Option<Staged>> {
+        let backend = src.backend();
+        let Some(props) = backend.props() else {
+            return Ok(None);
+        };
+        let l = src.layout();
+        let Some(plan) = staging(&l.shape, &l.strides, l.offset, dims, traits, &props) else {
+            return Ok(None);
+        };
+        let buffer = Storage::new(backend.clone(), plan.buffer_bytes)?;
+        let semaphores = Storage::new(backend.clone(), plan.semaphore_bytes)?;
+        Ok(Some(Staged {
+            semaphores,
+            buffer,
+            plan,
+        }))
+    }
+
+    fn memory(&self) -> StagingMemory {
+        StagingMemory {
+            plan: self.plan,
+            buffer: self.buffer.ptr(),
+            semaphores: self.semaphores.ptr(),
+        }
+    }
+}
+
+/// The error for max/min/argmax/argmin of an empty tensor, which have no identity.
+fn no_identity(op: ReduceOp) -> TensorError {
+    let what = match op {
+        ReduceOp::ArgMax => "argmax()",
+        ReduceOp::ArgMin => "argmin()",
+        ReduceOp::Max => "max()",
+        _ => "min()",
+    };
+    TensorError::index(format!(
+        "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+    ))
 }
 
 impl Tensor {
@@ -50,15 +101,7 @@ impl Tensor {
             dims
         };
         if self.numel() == 0 && !matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
-            let what = match op {
-                ReduceOp::ArgMax => "argmax()",
-                ReduceOp::ArgMin => "argmin()",
-                ReduceOp::Max => "max()",
-                _ => "min()",
-            };
-            return Err(TensorError::index(format!(
-                "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-            )));
+            return Err(no_identity(op));
         }
         let out = self.empty_same(&shape, dtype)?;
         let idx = if indices {
@@ -73,35 +116,16 @@ impl Tensor {
         }
         let copy = self.reduce_input(op, read)?;
         let src = copy.as_ref().unwrap_or(self);
-        let backend = self.backend();
-        let plan = backend.props().and_then(|props| {
-            let l = src.layout();
-            let traits = KernelTraits::of(op, self.dtype(), indices);
-            staging(&l.shape, &l.strides, l.offset, dims, &traits, &props)
-        });
-        let buffer = plan
-            .map(|p| Storage::new(backend.clone(), p.buffer_bytes))
-            .transpose()?;
-        let semaphores = plan
-            .map(|p| Storage::new(backend.clone(), p.semaphore_bytes))
-            .transpose()?;
-        let staging = match (plan, &buffer, &semaphores) {
-            (Some(plan), Some(b), Some(s)) => Some(StagingMemory {
-                plan,
-                buffer: b.ptr(),
-                semaphores: s.ptr(),
-            }),
-            _ => None,
-        };
+        let traits = KernelTraits::of(op, self.dtype(), indices);
+        let staged = Staged::new(src, dims, &traits)?;
         let target = ReduceOut {
             dst: out.operand(),
             indices: idx.as_ref().map(|t| t.operand()),
-            staging,
+            staging: staged.as_ref().map(Staged::memory),
         };
-        backend.reduce(op, src.operand(), dims, target)?;
-        // PyTorch's temporaries die in reverse order of creation: semaphores, buffer, copy.
-        drop(semaphores);
-        drop(buffer);
+        self.backend().reduce(op, src.operand(), dims, target)?;
+        // PyTorch's temporaries die in reverse order of creation: the staging, then the copy.
+        drop(staged);
         drop(copy);
         Ok((out, idx))
     }

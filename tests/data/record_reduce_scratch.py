@@ -5,8 +5,9 @@ One row per case: op (sum, mean, amax, max/min over everything, max_dim/min_dim 
 indices, argmax, argmin), dtype, shape, layout, dim (None: everything; an int; a list), keepdim,
 the input's strides and storage offset, the outputs' shapes, and every allocator event of the op
 call as [action, requested bytes] (free_requested left out).
-It was sent to the machine as zlib+base64 of its source with docstrings and comments stripped and
-local names shortened (the device command line is short); the program is the same.
+The device command line holds 2000 characters, so it ran as `python3 -c` of this source with
+docstrings and comments stripped and local names shortened, raw-deflated and base85-encoded:
+the same program.
 """
 import json
 import sys

@@ -50,6 +50,19 @@ impl Reduction {
     }
 }
 
+/// One reduction launch's operands: output (and index) addresses, input, layout, `m` outputs of
+/// `r` inputs each, and the factor applied to sums (1/r for a mean).
+#[derive(Clone, Copy, Debug)]
+struct Rows {
+    out: u64,
+    idx: u64,
+    input: u64,
+    lay: RLay,
+    m: usize,
+    r: usize,
+    scale: f64,
+}
+
 /// A reduction's staging memory on the device: what PyTorch's plan sized, and where it is.
 #[derive(Clone, Copy, Debug)]
 pub struct Stage {
@@ -74,7 +87,7 @@ impl Gpu<'_> {
         stage: Option<&Stage>,
     ) -> CudaResult<()> {
         let reduced: Vec<bool> = (0..src.shape.len()).map(|d| dims.contains(&d)).collect();
-        let (mut l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
+        let (l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
         if m == 0 {
             return Ok(());
         }
@@ -96,40 +109,16 @@ impl Gpu<'_> {
         } else {
             1.0
         };
-        let (name, sfx) = (op.kernel(), src.elem.suffix());
-        let (mut o, mut a, mut mm, mut rr, mut sc) =
-            (out_ptr, src.addr(), m as i64, r as i64, scale);
-        let mut ix = indices.map_or(0, |v| v.addr());
-        if stage.is_none() && r <= 32 && m >= 1024 {
-            let f = self
-                .kernels
-                .function(self.ctx, src.elem, &format!("reduce_t_{name}_{sfx}"))?;
-            launch(
-                self.ctx,
-                f,
-                (self.grid(m), 1, 1),
-                BLOCK,
-                &mut args!(o, ix, a, l, mm, rr, sc),
-            )?;
-        } else {
-            let pmode = partial_mode(op, indices.is_some());
-            let (splits, mut partial, mut sem, mut group) = match stage {
-                Some(st) => self.prepare(st, m, r, partial_size(pmode, src.elem))?,
-                None => (1, 0, 0, 1),
-            };
-            let (mut sp, mut pm) = (splits as i32, pmode);
-            let f = self
-                .kernels
-                .function(self.ctx, src.elem, &format!("reduce_b_{name}_{sfx}"))?;
-            let gy = m.min(65535) as u32;
-            launch(
-                self.ctx,
-                f,
-                (splits as u32, gy, 1),
-                BLOCK,
-                &mut args!(o, ix, a, l, mm, rr, sc, partial, sem, sp, group, pm),
-            )?;
-        }
+        let rows = Rows {
+            out: out_ptr,
+            idx: indices.map_or(0, |v| v.addr()),
+            input: src.addr(),
+            lay: l,
+            m,
+            r,
+            scale,
+        };
+        self.launch_rows(op, src.elem, rows, indices.is_some(), stage)?;
         if !direct {
             let shape = dst.shape;
             let st = contiguous_strides(shape);
@@ -143,6 +132,54 @@ impl Gpu<'_> {
             self.copy(&tmp, dst)?;
         }
         Ok(())
+    }
+
+    /// Launch the reduction kernel over `rows`: a thread per output for many short rows, else a
+    /// block per output, or `stage.plan.ctas_per_output` blocks per output meeting in `stage`.
+    fn launch_rows(
+        &self,
+        op: Reduction,
+        elem: Elem,
+        rows: Rows,
+        with_indices: bool,
+        stage: Option<&Stage>,
+    ) -> CudaResult<()> {
+        let (name, sfx) = (op.kernel(), elem.suffix());
+        let Rows {
+            out: mut o,
+            idx: mut ix,
+            input: mut a,
+            lay: mut l,
+            m,
+            r,
+            scale: mut sc,
+        } = rows;
+        let (mut mm, mut rr) = (m as i64, r as i64);
+        if stage.is_none() && r <= 32 && m >= 1024 {
+            let f = self
+                .kernels
+                .function(self.ctx, elem, &format!("reduce_t_{name}_{sfx}"))?;
+            let grid = (self.grid(m), 1, 1);
+            return launch(
+                self.ctx,
+                f,
+                grid,
+                BLOCK,
+                &mut args!(o, ix, a, l, mm, rr, sc),
+            );
+        }
+        let mut pm = partial_mode(op, with_indices);
+        let (splits, mut partial, mut sem, mut group) = match stage {
+            Some(st) => self.prepare(st, m, r, partial_size(pm, elem))?,
+            None => (1, 0, 0, 1),
+        };
+        let mut sp = splits as i32;
+        let f = self
+            .kernels
+            .function(self.ctx, elem, &format!("reduce_b_{name}_{sfx}"))?;
+        let grid = (splits as u32, m.min(65535) as u32, 1);
+        let params = &mut args!(o, ix, a, l, mm, rr, sc, partial, sem, sp, group, pm);
+        launch(self.ctx, f, grid, BLOCK, params)
     }
 
     /// Check that `stage` holds `m` outputs × its blocks of `size`-byte partials and zero its
