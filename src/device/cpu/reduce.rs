@@ -228,31 +228,31 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Res
 /// The f64 sum of a contiguous f32/f64 operand (typed loops, threads for large ones), or
 /// `None` for other dtypes.
 fn contiguous_float_sum(src: &Operand) -> Option<f64> {
-    fn sum<T: Copy + Into<f64> + Send + Sync>(p: *const T, n: usize) -> f64 {
-        let p = SendPtr(p as usize);
-        let part = move |start: usize, len: usize| -> f64 {
-            let p = p.get() as *const T;
-            // SAFETY: [start, start+len) lies inside the operand.
-            (start..start + len)
-                .map(|i| unsafe { (*p.add(i)).into() })
-                .sum()
-        };
-        if n < PARALLEL_MIN {
-            return part(0, n);
-        }
-        let chunk = PARALLEL_MIN;
-        (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map(|c| part(c * chunk, chunk.min(n - c * chunk)))
-            .collect::<Vec<f64>>()
-            .into_iter()
-            .sum()
+    let (n, off) = (src.layout.numel(), src.layout.offset);
+    if !matches!(src.dtype, DType::F32 | DType::F64) {
+        return None;
     }
-    let n = src.layout.numel();
-    let off = src.layout.offset;
+    if n < PARALLEL_MIN {
+        return dense_float_sum(src, off, n);
+    }
+    let chunk = PARALLEL_MIN;
+    let parts = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| dense_float_sum(src, off + c * chunk, chunk.min(n - c * chunk)))
+        .collect::<Option<Vec<f64>>>()?;
+    Some(parts.into_iter().sum())
+}
+
+/// The f64 sum of the `len` f32/f64 elements of `src`'s storage from element `start` on (a typed
+/// loop), or `None` for other dtypes.
+pub(super) fn dense_float_sum(src: &Operand, start: usize, len: usize) -> Option<f64> {
+    fn sum<T: Copy + Into<f64>>(p: *const T, len: usize) -> f64 {
+        // SAFETY: the caller's range lies inside the operand's storage.
+        (0..len).map(|i| unsafe { (*p.add(i)).into() }).sum()
+    }
     match src.dtype {
-        DType::F32 => Some(sum((src.ptr as *const f32).wrapping_add(off), n)),
-        DType::F64 => Some(sum((src.ptr as *const f64).wrapping_add(off), n)),
+        DType::F32 => Some(sum((src.ptr as *const f32).wrapping_add(start), len)),
+        DType::F64 => Some(sum((src.ptr as *const f64).wrapping_add(start), len)),
         _ => None,
     }
 }

@@ -11,7 +11,7 @@ use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
 use crate::tensor::{DType, Result, TensorError};
 
 use super::parallel::offsets;
-use super::reduce::{load, split_dims, store, Acc};
+use super::reduce::{dense_float_sum, load, split_dims, store, Acc};
 
 /// How one partial result sits in the staging buffer: the accumulator PyTorch's kernel keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +140,8 @@ pub fn reduce(
     // SAFETY: the semaphores are `semaphore_bytes` of device (host) memory owned by the caller
     // for this call; PyTorch zeroes them before its launch too.
     unsafe { std::ptr::write_bytes(sems as *mut u8, 0, plan.semaphore_bytes) };
+    // Sums over rows that are one run of memory take a typed loop.
+    let dense = matches!(op, ReduceOp::Sum | ReduceOp::Mean) && inner.is_contiguous();
     // Balanced slices: every one is non-empty since ctas <= len.
     let slice = |c: usize| (c * len / ctas, (c + 1) * len / ctas);
     let block = |column: usize, cta: usize| {
@@ -148,9 +150,14 @@ pub fn reduce(
         for o in outputs.clone() {
             let base = outer.index_of(o);
             let mut acc = Acc::new(op);
-            for (k, off) in offsets(&inner, start, end - start).enumerate() {
-                let (v, iv) = load(&src, float, base + off);
-                acc.push(op, float, v, iv, start + k);
+            match dense.then(|| dense_float_sum(&src, base + start, end - start)) {
+                Some(Some(sum)) => (acc.sum, acc.n) = (sum, end - start),
+                _ => {
+                    for (k, off) in offsets(&inner, start, end - start).enumerate() {
+                        let (v, iv) = load(&src, float, base + off);
+                        acc.push(op, float, v, iv, start + k);
+                    }
+                }
             }
             // SAFETY: slot o * ctas + cta < n_out * ctas fits the buffer (checked above).
             unsafe { slot.put(buf as *mut u8, o * ctas + cta, &acc, float) };
