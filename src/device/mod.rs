@@ -6,6 +6,7 @@ pub mod collective;
 pub mod cpu;
 pub mod cuda;
 pub mod peer;
+pub mod reduce_plan;
 mod registry;
 pub mod sim;
 mod storage;
@@ -13,7 +14,9 @@ mod storage;
 use std::fmt;
 use std::sync::Arc;
 
-pub use backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+pub use backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, StagingMemory, UnaryOp,
+};
 pub use registry::{
     backend, cuda_allocator, cuda_device_count, cuda_is_available, current_device, get_device_name,
     is_simulated, parse_size, set_device, synchronize,

@@ -1,10 +1,14 @@
-//! The simulated CUDA device: memory from a caching allocator over host memory, host kernels.
+//! The simulated CUDA device: memory from a caching allocator over host memory, host kernels
+//! (reductions through the staging memory an H200's plan gives them).
 
 use std::sync::{Arc, OnceLock};
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
 use crate::device::blas_handle::{self, HANDLES};
-use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
+};
+use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
 use crate::tensor::{Result, Scalar};
@@ -57,6 +61,10 @@ impl Backend for SimBackend {
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+    fn props(&self) -> Option<DeviceProps> {
+        // The allocator's numbers are an H200's, so are its reductions' staging buffers.
+        Some(DeviceProps::H200)
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         let workspace = &self.workspaces[blas_handle::current() as usize];
