@@ -9,7 +9,7 @@ use super::{DType, Result, Scalar, Tensor, TensorError};
 
 /// How a reduction reads its input, as PyTorch prepares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Read {
+pub(crate) enum Read {
     /// The input as it is, strided views included (TensorIterator walks any strides).
     AsIs,
     /// A contiguous copy of a non-contiguous input (`max()` and `min()` over everything:
@@ -109,25 +109,39 @@ impl Tensor {
         } else {
             None
         };
+        self.reduce_into(op, dims, &out, idx.as_ref(), read)?;
+        Ok((out, idx))
+    }
+
+    /// Reduce into `out` (the keepdim shape) and `idx`, with the temporaries of
+    /// [`Tensor::reduce_with`].
+    pub(crate) fn reduce_into(
+        &self,
+        op: ReduceOp,
+        dims: &[usize],
+        out: &Tensor,
+        idx: Option<&Tensor>,
+        read: Read,
+    ) -> Result<()> {
         if self.numel() == 0 {
             let v = if op == ReduceOp::Mean { f64::NAN } else { 0.0 };
             self.backend().fill(out.operand(), Scalar::Float(v))?;
-            return Ok((out, idx));
+            return Ok(());
         }
         let copy = self.reduce_input(op, read)?;
         let src = copy.as_ref().unwrap_or(self);
-        let traits = KernelTraits::of(op, self.dtype(), indices);
+        let traits = KernelTraits::of(op, self.dtype(), idx.is_some());
         let staged = Staged::new(src, dims, &traits)?;
         let target = ReduceOut {
             dst: out.operand(),
-            indices: idx.as_ref().map(|t| t.operand()),
+            indices: idx.map(|t| t.operand()),
             staging: staged.as_ref().map(Staged::memory),
         };
         self.backend().reduce(op, src.operand(), dims, target)?;
         // PyTorch's temporaries die in reverse order of creation: the staging, then the copy.
         drop(staged);
         drop(copy);
-        Ok((out, idx))
+        Ok(())
     }
 
     /// What a reduction's kernel reads instead of this input, if anything: PyTorch's integer
@@ -414,6 +428,15 @@ impl Tensor {
                 Box::new(move |g, _| {
                     let y = r.get()?;
                     let dx = g.empty_same(g.dims(), y.dtype())?;
+                    // PyTorch's kernel reads a dense gradient: an expanded one (from `sum()`) is
+                    // copied after the output is allocated, and freed once the kernel has run.
+                    let dense;
+                    let g = if g.is_contiguous() {
+                        g
+                    } else {
+                        dense = g.contiguous_copy()?;
+                        &dense
+                    };
                     if y.dim() == 0 {
                         g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
                     } else {
