@@ -32,6 +32,7 @@ pub fn run_stdin() -> Result<ExitCode, String> {
 fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
     let options = SessionOptions {
         source_name: Some(source_name.to_string()),
+        ..Default::default()
     };
     let mut session = Session::new(options, Rc::new(StdioFrontend));
     let args: rhai::Array = args

@@ -590,7 +590,7 @@ fn reductions_over_dims_and_all() {
                     };
                     g.dev
                         .gpu()
-                        .reduce(op, &a.view(), &dims, &out.view())
+                        .reduce(op, &a.view(), &dims, &out.view(), None, None)
                         .unwrap();
                     let want: Vec<f64> = match dim {
                         Some(0) => (0..cols)

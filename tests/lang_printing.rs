@@ -9,6 +9,7 @@ fn session_with_inputs(inputs: &[&str]) -> (Session, Rc<CapturedOutput>) {
     ));
     let options = SessionOptions {
         source_name: Some("<test>".into()),
+        ..Default::default()
     };
     (Session::new(options, output.clone()), output)
 }

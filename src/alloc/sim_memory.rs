@@ -1,15 +1,25 @@
 //! A simulated GPU's memory: real host memory (so CPU kernels can compute on it) behind a fixed
 //! capacity that makes allocation fail exactly as `cuMemAlloc` does when it is exceeded.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::raw::{DevicePtr, RawError, RawMemory};
 
 /// Host memory posing as one device's memory. Addresses are real, page-aligned host addresses.
+///
+/// Segments come from one address range reserved up front, lowest free address first, as the
+/// CUDA driver hands out virtual addresses upward. The caching allocator breaks ties between
+/// equally good free blocks by address, so the order of segment addresses decides which block
+/// a request reuses, and with it the split statistics: host `mmap` hands addresses out downward,
+/// which made the simulated GPU pick the newest segment where a real one picks the oldest.
 #[derive(Debug)]
 pub struct SimulatedMemory {
     capacity: usize,
     used: usize,
+    /// The address range segments are placed in (reserved at the first allocation).
+    arena: Option<(DevicePtr, usize)>,
+    /// Unused parts of the arena: address → bytes.
+    holes: BTreeMap<DevicePtr, usize>,
     /// Live segments from `allocate`: address → bytes.
     segments: HashMap<DevicePtr, usize>,
     /// Live address reservations from `reserve`: address → bytes.
@@ -65,6 +75,8 @@ impl SimulatedMemory {
         SimulatedMemory {
             capacity: capacity_bytes,
             used: 0,
+            arena: None,
+            holes: BTreeMap::new(),
             segments: HashMap::new(),
             reservations: HashMap::new(),
         }
@@ -88,6 +100,51 @@ impl SimulatedMemory {
         Ok(())
     }
 
+    /// Segments are placed at multiples of the driver's 2 MiB granularity.
+    const GRANULE: usize = 2 << 20;
+
+    /// The lowest free address with room for `bytes`, taken out of the holes.
+    fn place(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
+        if self.arena.is_none() {
+            // Twice the capacity, so that fragmentation of addresses never refuses what the
+            // capacity allows; reserving address space costs no memory.
+            let len = (2 * self.capacity).div_ceil(Self::GRANULE) * Self::GRANULE + Self::GRANULE;
+            let base = mmap_anon(len, libc::PROT_NONE)?;
+            let aligned = (base as usize).div_ceil(Self::GRANULE) * Self::GRANULE;
+            self.arena = Some((base, len));
+            self.holes.insert(aligned as DevicePtr, len - (aligned - base as usize));
+        }
+        let need = bytes.div_ceil(Self::GRANULE) * Self::GRANULE;
+        let (&start, &len) = self
+            .holes
+            .iter()
+            .find(|(_, &len)| len >= need)
+            .ok_or(RawError::OutOfMemory)?;
+        self.holes.remove(&start);
+        if len > need {
+            self.holes.insert(start + need as u64, len - need);
+        }
+        Ok(start)
+    }
+
+    /// Return `[ptr, ptr+bytes)` to the holes, merged with its neighbours.
+    fn give_back(&mut self, ptr: DevicePtr, bytes: usize) {
+        let mut start = ptr;
+        let mut len = bytes.div_ceil(Self::GRANULE) * Self::GRANULE;
+        if let Some((&prev, &prev_len)) = self.holes.range(..ptr).next_back() {
+            if prev + prev_len as u64 == ptr {
+                self.holes.remove(&prev);
+                start = prev;
+                len += prev_len;
+            }
+        }
+        if let Some(&next_len) = self.holes.get(&(start + len as u64)) {
+            self.holes.remove(&(start + len as u64));
+            len += next_len;
+        }
+        self.holes.insert(start, len);
+    }
+
     /// Checks that `[ptr, ptr+bytes)` lies inside one reservation.
     fn check_reserved(&self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
         let inside = self
@@ -107,7 +164,14 @@ impl SimulatedMemory {
 impl RawMemory for SimulatedMemory {
     fn allocate(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
         self.charge(bytes)?;
-        match mmap_anon(bytes, libc::PROT_READ | libc::PROT_WRITE) {
+        let placed = self.place(bytes).and_then(|p| {
+            // SAFETY: `p` is a hole of at least `bytes` bytes inside the arena this object owns.
+            let rc = unsafe {
+                libc::mprotect(p as *mut libc::c_void, bytes, libc::PROT_READ | libc::PROT_WRITE)
+            };
+            os_result(rc, "host mprotect").map(|_| p).inspect_err(|_| self.give_back(p, bytes))
+        });
+        match placed {
             Ok(p) => {
                 self.segments.insert(p, bytes);
                 Ok(p)
@@ -128,12 +192,20 @@ impl RawMemory for SimulatedMemory {
                 )))
             }
         }
-        // SAFETY: `ptr` is a live mapping of `bytes` bytes made by `allocate`.
-        os_result(
-            unsafe { libc::munmap(ptr as *mut libc::c_void, bytes) },
-            "host munmap",
-        )?;
+        // SAFETY: `ptr` is a live segment of `bytes` bytes inside the arena: its pages are
+        // dropped and the range goes back to being reserved only.
+        unsafe {
+            os_result(
+                libc::madvise(ptr as *mut libc::c_void, bytes, libc::MADV_DONTNEED),
+                "host madvise",
+            )?;
+            os_result(
+                libc::mprotect(ptr as *mut libc::c_void, bytes, libc::PROT_NONE),
+                "host mprotect",
+            )?;
+        }
         self.segments.remove(&ptr);
+        self.give_back(ptr, bytes);
         self.used -= bytes;
         Ok(())
     }
@@ -209,7 +281,8 @@ impl RawMemory for SimulatedMemory {
 
 impl Drop for SimulatedMemory {
     fn drop(&mut self) {
-        for (&p, &len) in self.segments.iter().chain(self.reservations.iter()) {
+        // Segments live inside the arena: unmapping it and the reservations frees everything.
+        for (p, len) in self.arena.into_iter().chain(self.reservations.iter().map(|(&p, &l)| (p, l))) {
             // SAFETY: every entry is a live mapping this object made and nobody else unmaps.
             unsafe {
                 libc::munmap(p as *mut libc::c_void, len);

@@ -9,11 +9,46 @@ use crate::tensor::{Result, Tensor, TensorError};
 /// Message PyTorch gives when a released graph is used again.
 const SECOND_BACKWARD: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
 
-/// A node ready to run, ordered by creation (latest first).
-struct Ready(Arc<Node>);
+/// Something the pass runs once every gradient for it has arrived: a node's backward function,
+/// or the accumulation of a leaf's gradient into its `.grad` (PyTorch's AccumulateGrad node).
+#[derive(Clone)]
+enum Task {
+    Node(Arc<Node>),
+    Leaf(Tensor),
+}
+
+impl Task {
+    fn of(edge: &Edge) -> Task {
+        match edge {
+            Edge::Node(n) => Task::Node(n.clone()),
+            Edge::Leaf(t) => Task::Leaf(t.clone()),
+        }
+    }
+
+    fn key(&self) -> *const () {
+        match self {
+            Task::Node(n) => Arc::as_ptr(n) as *const (),
+            Task::Leaf(t) => t.identity(),
+        }
+    }
+
+    /// PyTorch's ready-queue priority: AccumulateGrad first, then the latest-created node.
+    fn priority(&self) -> u64 {
+        match self {
+            Task::Node(n) => n.seq,
+            Task::Leaf(_) => u64::MAX,
+        }
+    }
+}
+
+/// A task in the ready queue; ties (several leaves) run in the order they became ready.
+struct Ready {
+    task: Task,
+    order: std::cmp::Reverse<u64>,
+}
 impl PartialEq for Ready {
     fn eq(&self, o: &Self) -> bool {
-        self.0.seq == o.0.seq
+        self.cmp(o) == std::cmp::Ordering::Equal
     }
 }
 impl Eq for Ready {}
@@ -24,12 +59,8 @@ impl PartialOrd for Ready {
 }
 impl Ord for Ready {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.seq.cmp(&o.0.seq)
+        (self.task.priority(), self.order).cmp(&(o.task.priority(), o.order))
     }
-}
-
-fn key(n: &Arc<Node>) -> *const Node {
-    Arc::as_ptr(n)
 }
 
 /// `root.backward()`: `root` must hold one element; leaves' `.grad` receive the gradients.
@@ -46,24 +77,30 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
         ));
     }
     let _mode = super::set_grad_enabled(false);
+    // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
+    let _handle = crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
+    // Python's `backward()` makes this gradient and holds it until the pass is over: it is the
+    // first block the pass allocates and the last it frees.
     let grad = root.ones_like()?;
-    match root.grad_fn() {
-        None => accumulate(root, grad),
-        Some(node) => run(node, grad, retain_graph),
-    }
+    let result = match root.grad_fn() {
+        None => accumulate(root, grad.clone()),
+        Some(node) => run(node, grad.clone(), retain_graph),
+    };
+    drop(grad);
+    result
 }
 
-/// Count, for every node reachable from `root`, how many edges lead into it.
-fn dependencies(root: &Arc<Node>) -> HashMap<*const Node, usize> {
+/// Count, for every node and leaf reachable from `root`, how many edges lead into it.
+fn dependencies(root: &Arc<Node>) -> HashMap<*const (), usize> {
     let mut deps = HashMap::new();
     let mut stack = vec![root.clone()];
     let mut seen = std::collections::HashSet::new();
-    seen.insert(key(root));
+    seen.insert(Arc::as_ptr(root));
     while let Some(n) = stack.pop() {
         for edge in n.next.iter().flatten() {
+            *deps.entry(Task::of(edge).key()).or_insert(0) += 1;
             if let Edge::Node(next) = edge {
-                *deps.entry(key(next)).or_insert(0) += 1;
-                if seen.insert(key(next)) {
+                if seen.insert(Arc::as_ptr(next)) {
                     stack.push(next.clone());
                 }
             }
@@ -74,32 +111,29 @@ fn dependencies(root: &Arc<Node>) -> HashMap<*const Node, usize> {
 
 fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
     let mut deps = dependencies(&root);
-    let mut buffers: HashMap<*const Node, Tensor> = HashMap::new();
-    buffers.insert(key(&root), grad);
+    let mut buffers: HashMap<*const (), Tensor> = HashMap::new();
     let mut ready = BinaryHeap::new();
-    ready.push(Ready(root));
-    while let Some(Ready(node)) = ready.pop() {
+    let mut pushed = 0u64;
+    let root = Task::Node(root);
+    buffers.insert(root.key(), grad);
+    ready.push(Ready {
+        task: root,
+        order: std::cmp::Reverse(0),
+    });
+    while let Some(Ready { task, .. }) = ready.pop() {
         crate::tensor::check_interrupt()?;
-        let Some(grad) = buffers.remove(&key(&node)) else {
+        let Some(grad) = buffers.remove(&task.key()) else {
             continue;
         };
-        let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
-        let grads = {
-            let mut func = node.func.lock().expect("autograd node lock");
-            let f = func
-                .as_ref()
-                .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
-            let grads = f(&grad, &mask)?;
-            if !retain_graph && node.saves {
-                // Free the saved tensors now, as PyTorch does right after a node runs.
-                *func = None;
+        let node = match task {
+            Task::Leaf(leaf) => {
+                accumulate(&leaf, grad)?;
+                continue;
             }
-            grads
+            Task::Node(node) => node,
         };
-        drop(grad);
-        let mut grads: Vec<Option<Tensor>> = grads;
-        for (i, edge) in node.next.iter().enumerate() {
-            let g = grads.get_mut(i).and_then(Option::take);
+        let grads = call(&node, grad, retain_graph)?;
+        for (i, (edge, g)) in node.next.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
             let g = match g {
                 Some(g) if g.dtype() != node.input_dtypes[i] => {
@@ -107,31 +141,62 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
                 }
                 g => g,
             };
-            match edge {
-                Edge::Leaf(leaf) => {
-                    if let Some(g) = g {
-                        accumulate(leaf, g)?;
-                    }
-                }
-                Edge::Node(next) => {
-                    let k = key(next);
-                    if let Some(g) = g {
-                        let merged = match buffers.remove(&k) {
-                            Some(old) => old.add(&g)?,
-                            None => g,
-                        };
-                        buffers.insert(k, merged);
-                    }
-                    let d = deps.get_mut(&k).expect("dependency counted");
-                    *d -= 1;
-                    if *d == 0 {
-                        ready.push(Ready(next.clone()));
-                    }
-                }
+            let next = Task::of(edge);
+            let k = next.key();
+            if let Some(g) = g {
+                let merged = match buffers.remove(&k) {
+                    Some(old) => accumulate_input(old, g)?,
+                    None => g,
+                };
+                buffers.insert(k, merged);
+            }
+            let d = deps.get_mut(&k).expect("dependency counted");
+            *d -= 1;
+            if *d == 0 {
+                pushed += 1;
+                ready.push(Ready {
+                    task: next,
+                    order: std::cmp::Reverse(pushed),
+                });
             }
         }
     }
     Ok(())
+}
+
+/// Run one node's backward function on `grad`: the gradients of its inputs.
+fn call(node: &Node, grad: Tensor, retain_graph: bool) -> Result<Vec<Option<Tensor>>> {
+    let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
+    let mut grads = {
+        let func = node.func.lock().expect("autograd node lock");
+        let f = func
+            .as_ref()
+            .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
+        f(&grad, &mask)?
+    };
+    // PyTorch's order: the incoming gradient goes when the node's call returns, then the node
+    // releases its saved tensors, then its outputs move on to the next nodes.
+    drop(grad);
+    if !retain_graph && node.saves {
+        *node.func.lock().expect("autograd node lock") = None;
+    }
+    grads.resize_with(node.next.len(), || None);
+    Ok(grads)
+}
+
+/// Add a second gradient for the same input, as PyTorch's `InputBuffer::accumulate` does: into
+/// `old` itself when nothing else holds it, else into a new tensor.
+fn accumulate_input(old: Tensor, g: Tensor) -> Result<Tensor> {
+    if old.is_uniquely_owned() && old.is_contiguous() && old.shape() == g.shape() {
+        old.add_grad_in_place(&g)?;
+        drop(g);
+        Ok(old)
+    } else {
+        let sum = old.add(&g)?;
+        drop(old);
+        drop(g);
+        Ok(sum)
+    }
 }
 
 /// Add `g` into `leaf.grad`: take `g` itself when nothing else holds it (no copy), as PyTorch does.

@@ -19,14 +19,17 @@ pub enum Edge {
 }
 
 /// One recorded op.
+///
+/// Fields drop in declaration order: the saved tensors (in `func`) before the edges to earlier
+/// nodes, as PyTorch destroys a node's saved variables before its `next_edges_`.
 pub struct Node {
+    /// `None` once released after backward (its saved tensors freed).
+    pub(crate) func: Mutex<Option<Box<GradFn>>>,
     name: &'static str,
     /// One entry per input; `None` where the input needs no gradient.
     pub(crate) next: Vec<Option<Edge>>,
     /// The dtype each input's gradient must have.
     pub(crate) input_dtypes: Vec<DType>,
-    /// `None` once released after backward (its saved tensors freed).
-    pub(crate) func: Mutex<Option<Box<GradFn>>>,
     /// Whether `func` holds saved tensors (only then is it released after backward).
     pub(crate) saves: bool,
     /// Creation order: backward runs later nodes first, as PyTorch does.

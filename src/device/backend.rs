@@ -4,7 +4,8 @@
 //! (as PyTorch does) and hands the backend operands that are already broadcast (stride-0
 //! dimensions) and already checked for shape, dtype and device. Kernels never allocate device
 //! memory of their own, except where PyTorch does too (e.g. a cuBLAS workspace, taken from the
-//! device's caching allocator). A kernel computes in the category of its destination's dtype:
+//! device's caching allocator; a reduction's staging buffer, which the tensor layer allocates from
+//! `reduce_plan` and hands over in `ReduceOut`). A kernel computes in the category of its destination's dtype:
 //! float destinations in at least f32 (f64 where convenient), integer destinations in i64.
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use crate::alloc::{DeviceAllocator, DevicePtr};
 use crate::tensor::{DType, Layout, Result, Scalar};
 
+use super::reduce_plan::{DeviceProps, Staging};
 use super::Device;
 
 /// One strided operand of a kernel: the storage's base address, its dtype and the view's layout.
@@ -108,6 +110,28 @@ pub enum ReduceOp {
     ArgMin,
 }
 
+/// Where a reduction writes, and the staging memory PyTorch's plan gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct ReduceOut<'a> {
+    /// The contiguous keepdim-shaped result (the int64 indices, for ArgMax/ArgMin).
+    pub dst: Operand<'a>,
+    /// For Max/Min along a dim: the int64 indices, found by the same pass as the values.
+    pub indices: Option<Operand<'a>>,
+    /// The staging buffer and semaphores, when the plan splits outputs across blocks.
+    pub staging: Option<StagingMemory>,
+}
+
+/// A reduction's staging plan and the device memory the tensor layer allocated for it.
+#[derive(Clone, Copy, Debug)]
+pub struct StagingMemory {
+    /// What the memory is for: sizes, partials per output, outputs per semaphore.
+    pub plan: Staging,
+    /// `plan.buffer_bytes` for the partial results, one accumulator per output and block.
+    pub buffer: DevicePtr,
+    /// `plan.semaphore_bytes` of int counters, which the backend zeroes before use.
+    pub semaphores: DevicePtr,
+}
+
 /// Distributions for random fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Distribution {
@@ -156,9 +180,14 @@ pub trait Backend: Send + Sync {
         scalar_first: bool,
         dst: Operand,
     ) -> Result<()>;
-    /// Reduce `src` over `dims` (ascending; every dim for a full reduction; one dim for ArgMax)
-    /// into contiguous `dst`, whose shape is `src`'s with the reduced dims set to 1 (keepdim).
-    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()>;
+    /// What a reduction plan reads of the device (`None`: not a CUDA-like device, no plan).
+    fn props(&self) -> Option<DeviceProps> {
+        None
+    }
+    /// Reduce `src` over `dims` (ascending; every dim for a full reduction) into `out.dst`, whose
+    /// shape is `src`'s with the reduced dims set to 1 (keepdim); with `out.staging`, blocks of
+    /// outputs meet in that memory as PyTorch's kernel does.
+    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()>;
     /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
     /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.

@@ -1,10 +1,12 @@
 //! Devices (`cpu`, `cuda:N`), the registry of devices, and their backends.
 
 pub mod backend;
+pub mod blas_handle;
 pub mod collective;
 pub mod cpu;
 pub mod cuda;
 pub mod peer;
+pub mod reduce_plan;
 mod registry;
 pub mod sim;
 mod storage;
@@ -12,7 +14,9 @@ mod storage;
 use std::fmt;
 use std::sync::Arc;
 
-pub use backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+pub use backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, StagingMemory, UnaryOp,
+};
 pub use registry::{
     backend, cuda_allocator, cuda_device_count, cuda_is_available, current_device, get_device_name,
     is_simulated, parse_size, set_device, synchronize,

@@ -1,9 +1,14 @@
-//! The simulated CUDA device: memory from a caching allocator over host memory, host kernels.
+//! The simulated CUDA device: memory from a caching allocator over host memory, host kernels
+//! (reductions through the staging memory an H200's plan gives them).
 
 use std::sync::{Arc, OnceLock};
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
-use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::blas_handle::{self, HANDLES};
+use crate::device::backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
+};
+use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
 use crate::tensor::{Result, Scalar};
@@ -13,8 +18,9 @@ pub struct SimBackend {
     index: usize,
     capacity: u64,
     allocator: Arc<CachingAllocator<SimulatedMemory>>,
-    /// The cuBLAS-like workspace, allocated at the first matrix product and kept, as PyTorch does.
-    workspace: OnceLock<DevicePtr>,
+    /// The cuBLAS-like workspace of each handle, allocated at the handle's first matrix product
+    /// and kept, as PyTorch does.
+    workspaces: [OnceLock<DevicePtr>; HANDLES],
 }
 
 /// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
@@ -28,7 +34,7 @@ impl SimBackend {
             index,
             capacity,
             allocator: Arc::new(CachingAllocator::new(index, memory, config)),
-            workspace: OnceLock::new(),
+            workspaces: Default::default(),
         }
     }
 }
@@ -56,10 +62,15 @@ impl Backend for SimBackend {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+    fn props(&self) -> Option<DeviceProps> {
+        // The allocator's numbers are an H200's, so are its reductions' staging buffers.
+        Some(DeviceProps::H200)
+    }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        if self.workspace.get().is_none() {
+        let workspace = &self.workspaces[blas_handle::current() as usize];
+        if workspace.get().is_none() {
             let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
-            if self.workspace.set(ptr).is_err() {
+            if workspace.set(ptr).is_err() {
                 // Another thread made the workspace first; keep one, as a device has one handle.
                 let _ = self.allocator.free(ptr);
             }

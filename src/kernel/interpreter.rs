@@ -150,6 +150,7 @@ fn serve(
     });
     let options = SessionOptions {
         source_name: Some("<cell>".into()),
+        ..Default::default()
     };
     let mut session = Session::new(options, frontend.clone());
     let handle = session.interrupt_handle();

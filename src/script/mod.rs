@@ -5,6 +5,7 @@ pub mod cuda_module;
 pub mod distributed_module;
 pub mod errors;
 pub mod help;
+pub mod lifetimes;
 pub mod operators;
 pub mod output;
 pub mod syntax;
@@ -15,6 +16,7 @@ use std::rc::Rc;
 use crate::session::{DisplayData, Frontend, InterruptHandle};
 
 pub use errors::Exception;
+pub use lifetimes::Lifetimes;
 
 /// A Rhai engine with the whole torchlet language registered, printing to `frontend`.
 pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rhai::Engine {
@@ -28,6 +30,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
     errors::register(&mut engine);
     syntax::register(&mut engine);
+    lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
     tensor_api::register(&mut engine);
     creation::register(&mut engine);

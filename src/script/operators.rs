@@ -20,7 +20,13 @@ pub(crate) fn register(engine: &mut Engine) {
     ];
     for (op, both, right, left) in ops {
         engine
-            .register_fn(op, move |a: Tensor, b: Tensor| both(&a, &b).or_raise())
+            .register_fn(op, move |a: Tensor, b: Tensor| {
+                let out = both(&a, &b);
+                // CPython's BINARY_OP drops the left operand first; Rhai would drop the right.
+                drop(a);
+                drop(b);
+                out.or_raise()
+            })
             .register_fn(op, move |a: Tensor, b: INT| {
                 right(&a, Scalar::Int(b)).or_raise()
             })

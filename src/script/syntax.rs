@@ -75,6 +75,7 @@ pub(crate) fn register(engine: &mut Engine) {
         _ => Ok(None),
     });
     engine.register_custom_syntax_with_state_raw("del", parse_del, false, eval_del);
+    engine.register_custom_syntax_with_state_raw(UNSHADOW, parse_del, false, eval_unshadow);
     for mode in [
         BlockMode::NoGrad,
         BlockMode::EnableGrad,
@@ -125,9 +126,11 @@ fn parse_del(
     look_ahead: &str,
     _state: &mut Dynamic,
 ) -> Result<Option<ImmutableString>, rhai::ParseError> {
-    let last = symbols.last().map(|s| s.as_str()).unwrap_or("del");
+    // The keyword (`del`, or `__unshadow`) or a comma: a name comes next.
+    let last = symbols.last().map(|s| s.as_str()).unwrap_or(",");
     Ok(match last {
-        "del" | "," => Some("$ident$".into()),
+        _ if symbols.len() == 1 => Some("$ident$".into()),
+        "," => Some("$ident$".into()),
         _ if look_ahead == "," => Some(",".into()),
         _ => None,
     })
@@ -156,10 +159,51 @@ fn eval_del(
             Some(_) => {}
         }
         match scope.get_mut(name) {
-            // Dropping the old value here is what frees the tensor at once.
-            Some(slot) => *slot = Dynamic::from(Deleted),
+            // Dropping the old value here is what frees the tensor at once, an array's items
+            // last to first as CPython frees a list's.
+            Some(slot) => {
+                let old = std::mem::replace(slot, Dynamic::from(Deleted));
+                super::lifetimes::drop_like_python(old);
+            }
             None => return fail("TypeError", format!("cannot delete constant '{name}'")),
         }
+    }
+    Ok(Dynamic::UNIT)
+}
+
+/// The statement the lifetime rewrite puts after a top-level `let` of a name already bound.
+pub(crate) const UNSHADOW: &str = "__unshadow";
+
+/// `__unshadow NAME`, right after `let NAME = …`: the older binding's value is dropped, as
+/// Python's assignment drops the old value of a name it rebinds. Rhai's `let` pushes a new
+/// binding and leaves the old one alive underneath, so re-running `let x = randn(…).cuda()` in a
+/// notebook would hold two tensors. The old slot becomes a tombstone, like `del`'s, so that the
+/// scope keeps its shape (see the module doc); the session compacts it between inputs.
+fn eval_unshadow(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let Some(name) = inputs.first().and_then(|i| i.get_string_value()) else {
+        return Ok(Dynamic::UNIT);
+    };
+    let scope = context.scope_mut();
+    // The new binding was pushed by the `let` just before: it is the last entry.
+    let is_last = scope.iter_raw().next().is_some_and(|(n, _, _)| n == name);
+    if !is_last {
+        return Ok(Dynamic::UNIT);
+    }
+    let newest = scope.get_mut(name).map(std::mem::take).unwrap_or_default();
+    scope.pop();
+    let old = match scope.get_mut(name) {
+        Some(slot) if !is_deleted(slot) && !slot.is_read_only() => {
+            Some(std::mem::replace(slot, Dynamic::from(Deleted)))
+        }
+        _ => None,
+    };
+    scope.push_dynamic(name, newest);
+    if let Some(old) = old {
+        super::lifetimes::drop_like_python(old);
     }
     Ok(Dynamic::UNIT)
 }

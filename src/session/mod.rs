@@ -28,6 +28,9 @@ use std::time::Instant;
 pub struct SessionOptions {
     /// Name shown in error positions (`FILE:LINE:COL`), e.g. the script's path or `<cell>`.
     pub source_name: Option<String>,
+    /// Report each statement's line to the `__line` hook before it runs (see
+    /// [`crate::script::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
+    pub mark_lines: bool,
 }
 
 /// A handle that stops the code a session is running, from any thread.
@@ -51,6 +54,8 @@ impl InterruptHandle {
 /// One interpreter session with a scope that persists between `execute` calls.
 pub struct Session {
     engine: rhai::Engine,
+    /// Gives compiled inputs CPython's lifetimes for temporaries.
+    lifetimes: crate::script::Lifetimes,
     scope: rhai::Scope<'static>,
     /// Functions defined by earlier inputs, kept so later inputs can call them.
     functions: rhai::AST,
@@ -68,8 +73,10 @@ impl Session {
         // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
         crate::tensor::set_interrupt_flag(interrupt.0.clone());
         let engine = crate::script::new_engine(frontend.clone(), interrupt.clone());
+        let lifetimes = crate::script::Lifetimes::new(&engine);
         Session {
             engine,
+            lifetimes,
             scope: rhai::Scope::new(),
             functions: rhai::AST::empty(),
             interrupt,
@@ -84,6 +91,7 @@ impl Session {
         let output = Rc::new(CapturedOutput::default());
         let options = SessionOptions {
             source_name: Some(source.to_string()),
+            ..Default::default()
         };
         (Session::new(options, output.clone()), output)
     }
@@ -130,6 +138,14 @@ impl Session {
             .engine
             .compile_with_scope(&self.scope, code)
             .map_err(|e| ScriptError::from_parse(&e, code, self.options.source_name.as_deref()))?;
+        let bound = self.variable_names();
+        let ast = self.lifetimes.rewrite(
+            &self.engine,
+            &ast,
+            &self.functions,
+            &bound,
+            self.options.mark_lines,
+        );
         self.functions = self.functions.merge(&ast.clone_functions_only());
         let program = self.functions.merge(&ast);
         let value: rhai::Dynamic = self
@@ -195,6 +211,11 @@ impl Session {
     /// The underlying Rhai engine (for completion and help).
     pub fn engine(&self) -> &rhai::Engine {
         &self.engine
+    }
+
+    /// The underlying Rhai engine, to register more functions (a harness's hooks, say).
+    pub fn engine_mut(&mut self) -> &mut rhai::Engine {
+        &mut self.engine
     }
 
     /// The persistent scope.

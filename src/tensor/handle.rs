@@ -49,17 +49,21 @@ impl TensorOptions {
 
 /// Autograd state of one tensor.
 #[derive(Default)]
+///
+/// Fields drop in declaration order, and the order is PyTorch's: a tensor's graph goes before its
+/// gradient, and both before its own memory (`TensorImpl` keeps `meta` ahead of `storage`), so
+/// dropping the last handle to a loss frees the graph's saved tensors first and the loss last.
 pub(crate) struct AutogradMeta {
     pub requires_grad: bool,
-    pub grad: Option<Tensor>,
     pub grad_fn: Option<Arc<Node>>,
+    pub grad: Option<Tensor>,
 }
 
 pub(crate) struct TensorImpl {
+    pub meta: Mutex<AutogradMeta>,
     pub storage: Arc<Storage>,
     pub layout: Layout,
     pub dtype: DType,
-    pub meta: Mutex<AutogradMeta>,
     pub inference: bool,
 }
 
@@ -158,6 +162,12 @@ impl Tensor {
 
     pub(crate) fn bump_version(&self) {
         self.inner.storage.bump_version()
+    }
+
+    /// Whether no other handle or view holds this tensor's memory (so autograd may keep it as `.grad`).
+    /// The same address for every handle of this tensor (not for views of it).
+    pub(crate) fn identity(&self) -> *const () {
+        Arc::as_ptr(&self.inner) as *const ()
     }
 
     /// Whether no other handle or view holds this tensor's memory (so autograd may keep it as `.grad`).

@@ -21,6 +21,20 @@ fn c_type(d: DType) -> &'static str {
 }
 
 /// A 3-D [batch, rows, cols] layout of a matrix or batch of matrices, flattening batch dims.
+/// `operand` (a tensor and its [batch, rows, cols] layout) as cuBLAS can read it: itself when
+/// rows or columns are dense with a leading dimension that fits, else a contiguous copy.
+fn cublas_ready(operand: (Tensor, Layout), shape: &[usize; 3]) -> Result<(Tensor, Layout)> {
+    let l = &operand.1;
+    let (r, c) = (shape[1], shape[2]);
+    let (sr, sc) = (l.strides[1], l.strides[2]);
+    let readable = (sc == 1 && sr >= c.max(1)) || (sr == 1 && sc >= r.max(1));
+    if readable {
+        return Ok(operand);
+    }
+    let dense = operand.0.view_as_layout(l.clone()).contiguous_copy()?;
+    Ok((dense, Layout::contiguous(shape)))
+}
+
 fn as_batched(t: &Tensor, batch: &[usize]) -> Option<Layout> {
     let l = t.layout();
     let n = l.ndim();
@@ -111,12 +125,20 @@ impl Tensor {
                 (c, l)
             }
         };
+        // On a GPU, an operand cuBLAS cannot read as it is (an expanded gradient, say) is copied
+        // after the output is allocated and freed after the product, as PyTorch's
+        // `prepare_matrix_for_cublas` does: the second operand first, freed last.
+        let on_gpu = self.device().is_cuda();
+        let rhs = if on_gpu { cublas_ready(rhs, &[count, k, n])? } else { rhs };
+        let lhs = if on_gpu { cublas_ready(lhs, &[count, m, k])? } else { lhs };
         let dl = Layout::contiguous(&[count, m, n]);
         self.backend().matmul(
             lhs.0.operand_with(&lhs.1),
             rhs.0.operand_with(&rhs.1),
             out.operand_with(&dl),
         )?;
+        drop(lhs);
+        drop(rhs);
         Ok(out)
     }
 
@@ -171,15 +193,16 @@ impl Tensor {
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    let ga = match (&keep_b, m[0]) {
-                        (Some(b), true) => {
-                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
-                        }
-                        _ => None,
-                    };
+                    // PyTorch's MmBackward0 computes the second operand's gradient first.
                     let gb = match (&keep_a, m[1]) {
                         (Some(a), true) => {
                             Some(a.get()?.transpose(-1, -2)?.bmm_raw(g)?.sum_to_size(&sb)?)
+                        }
+                        _ => None,
+                    };
+                    let ga = match (&keep_b, m[0]) {
+                        (Some(b), true) => {
+                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
                         }
                         _ => None,
                     };

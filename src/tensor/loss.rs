@@ -9,23 +9,28 @@ use super::{DType, Result, Scalar, Tensor, TensorError};
 impl Tensor {
     /// Mean squared error between `self` and `target`.
     pub fn mse_loss(&self, target: &Tensor) -> Result<Tensor> {
-        // One temporary of the broadcast size, then its mean, as PyTorch's kernel does.
-        let sq = self.binary_raw(target, BinaryOp::Sub)?;
-        if !sq.dtype().is_float() {
+        let shape = super::broadcast_shapes(self.dims(), target.dims())?;
+        let dtype = super::math::result_type(self, target);
+        if !dtype.is_float() {
             return Err(TensorError::runtime(format!(
                 "\"mse_cpu\" not implemented for '{}'",
-                sq.dtype().scalar_type_name()
+                dtype.scalar_type_name()
             )));
         }
+        // PyTorch allocates the result at the broadcast size and reduces into it, resized to 0-d:
+        // the loss keeps the whole block, so it comes first. Then one temporary of the squared
+        // differences, reduced and freed.
+        let result = self.empty_same(&shape, dtype)?;
+        let sq = self.binary_raw(target, BinaryOp::Sub)?;
         sq.backend()
             .binary(BinaryOp::Mul, sq.operand(), sq.operand(), sq.operand())?;
-        let out = sq.reduce_raw(
-            crate::device::ReduceOp::Mean,
-            &(0..sq.dim()).collect::<Vec<_>>(),
-            sq.dtype(),
-        )?;
-        let out = out.view_as_shape(&[]);
+        let all: Vec<usize> = (0..sq.dim()).collect();
+        let keepdim = result.view_as_layout(super::Layout::contiguous(&vec![1; sq.dim()]));
+        sq.reduce_into(crate::device::ReduceOp::Mean, &all, &keepdim, None, super::reduce::Read::AsIs)?;
+        drop(keepdim);
         drop(sq);
+        let out = result.view_as_layout(super::Layout::contiguous(&[]));
+        drop(result);
         if needs_grad(&[self, target]) {
             let (a, b) = (SavedTensor::new(self)?, SavedTensor::new(target)?);
             let (sa, sb) = (self.shape(), target.shape());

@@ -170,18 +170,10 @@ impl Tensor {
                 &[self, other],
                 false,
                 Box::new(move |g, m| {
-                    Ok(vec![
-                        if m[0] {
-                            Some(g.sum_to_size(&sa)?)
-                        } else {
-                            None
-                        },
-                        if m[1] {
-                            Some(g.sum_to_size(&sb)?)
-                        } else {
-                            None
-                        },
-                    ])
+                    // As PyTorch's generated backward functions: the last input's gradient first.
+                    let gb = if m[1] { Some(g.sum_to_size(&sb)?) } else { None };
+                    let ga = if m[0] { Some(g.sum_to_size(&sa)?) } else { None };
+                    Ok(vec![ga, gb])
                 }),
             );
         }
@@ -199,18 +191,13 @@ impl Tensor {
                 &[self, other],
                 false,
                 Box::new(move |g, m| {
-                    Ok(vec![
-                        if m[0] {
-                            Some(g.sum_to_size(&sa)?)
-                        } else {
-                            None
-                        },
-                        if m[1] {
-                            Some(g.neg()?.sum_to_size(&sb)?)
-                        } else {
-                            None
-                        },
-                    ])
+                    let gb = if m[1] {
+                        Some(g.neg()?.sum_to_size(&sb)?)
+                    } else {
+                        None
+                    };
+                    let ga = if m[0] { Some(g.sum_to_size(&sa)?) } else { None };
+                    Ok(vec![ga, gb])
                 }),
             );
         }
@@ -238,12 +225,12 @@ impl Tensor {
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    let ga = match (&keep_other, m[0]) {
-                        (Some(b), true) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
-                        _ => None,
-                    };
                     let gb = match (&keep_self, m[1]) {
                         (Some(a), true) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
+                        _ => None,
+                    };
+                    let ga = match (&keep_other, m[0]) {
+                        (Some(b), true) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
                         _ => None,
                     };
                     Ok(vec![ga, gb])
@@ -270,17 +257,19 @@ impl Tensor {
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    let ga = if m[0] {
-                        Some(g.div(b.get()?)?.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
+                    // `-grad * ((self / other) / other)`: its temporaries go newest first once
+                    // the product is made, as in PyTorch's C++ formula.
                     let gb = match (&a, m[1]) {
                         (Some(a), true) => {
                             let (a, b) = (a.get()?, b.get()?);
                             Some(g.neg()?.mul(&a.div(b)?.div(b)?)?.sum_to_size(&sb)?)
                         }
                         _ => None,
+                    };
+                    let ga = if m[0] {
+                        Some(g.div(b.get()?)?.sum_to_size(&sa)?)
+                    } else {
+                        None
                     };
                     Ok(vec![ga, gb])
                 }),
@@ -504,10 +493,14 @@ impl Tensor {
                 if exponent == 0.0 {
                     return g.zeros_like();
                 }
-                let d = x
-                    .pow_scalar(exponent - 1.0)?
-                    .mul_scalar(Scalar::Float(exponent))?;
-                g.mul(&d)
+                // PyTorch's `grad * (exponent * self.pow(exponent - 1))` is one C++ expression:
+                // its temporaries live until the product is made, then go newest first.
+                let power = x.pow_scalar(exponent - 1.0)?;
+                let scaled = power.mul_scalar(Scalar::Float(exponent))?;
+                let grad = g.mul(&scaled);
+                drop(scaled);
+                drop(power);
+                grad
             },
         )
     }

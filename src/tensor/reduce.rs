@@ -1,39 +1,162 @@
 //! Reductions (sum/mean/max/min/argmax), `sum_to_size`, softmax and log-softmax.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
-use crate::device::{BinaryOp, ReduceOp};
+use crate::device::reduce_plan::{staging, KernelTraits, Staging};
+use crate::device::{BinaryOp, ReduceOp, ReduceOut, StagingMemory, Storage};
 
 use super::layout::wrap_dim;
 use super::{DType, Result, Scalar, Tensor, TensorError};
 
+/// How a reduction reads its input, as PyTorch prepares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// The input as it is, strided views included (TensorIterator walks any strides).
+    AsIs,
+    /// A contiguous copy of a non-contiguous input (`max()` and `min()` over everything:
+    /// `self.contiguous()` in PyTorch).
+    Contiguous,
+    /// The input flattened to one dim, a copy only when no view can (`argmax()` over
+    /// everything: `reshape(-1)`); the reduction then runs over that dim.
+    Flat,
+}
+
+/// PyTorch's staging memory for one reduction on a CUDA-like device. Fields drop in order:
+/// the semaphores are freed first, then the buffer, as PyTorch's `DataPtr`s go.
+struct Staged {
+    semaphores: Storage,
+    buffer: Storage,
+    plan: Staging,
+}
+
+impl Staged {
+    /// What the device's plan for reducing `src` over `dims` takes (the buffer, then the
+    /// semaphores), or `None` when it keeps every output within one block.
+    fn new(src: &Tensor, dims: &[usize], traits: &KernelTraits) -> Result<Option<Staged>> {
+        let backend = src.backend();
+        let Some(props) = backend.props() else {
+            return Ok(None);
+        };
+        let l = src.layout();
+        let Some(plan) = staging(&l.shape, &l.strides, l.offset, dims, traits, &props) else {
+            return Ok(None);
+        };
+        let buffer = Storage::new(backend.clone(), plan.buffer_bytes)?;
+        let semaphores = Storage::new(backend.clone(), plan.semaphore_bytes)?;
+        Ok(Some(Staged {
+            semaphores,
+            buffer,
+            plan,
+        }))
+    }
+
+    fn memory(&self) -> StagingMemory {
+        StagingMemory {
+            plan: self.plan,
+            buffer: self.buffer.ptr(),
+            semaphores: self.semaphores.ptr(),
+        }
+    }
+}
+
+/// The error for max/min/argmax/argmin of an empty tensor, which have no identity.
+fn no_identity(op: ReduceOp) -> TensorError {
+    let what = match op {
+        ReduceOp::ArgMax => "argmax()",
+        ReduceOp::ArgMin => "argmin()",
+        ReduceOp::Max => "max()",
+        _ => "min()",
+    };
+    TensorError::index(format!(
+        "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+    ))
+}
+
 impl Tensor {
     /// Reduce over `dims` (ascending) into a new tensor of the keepdim shape; no autograd.
     pub(crate) fn reduce_raw(&self, op: ReduceOp, dims: &[usize], dtype: DType) -> Result<Tensor> {
+        Ok(self.reduce_with(op, dims, dtype, false, Read::AsIs)?.0)
+    }
+
+    /// PyTorch's reduction, allocation by allocation: the output (then the int64 indices, with
+    /// `indices`), the copy of the input its kernel reads, and on a CUDA-like device the staging
+    /// buffer and semaphores its plan takes when it splits outputs across blocks; those
+    /// temporaries are freed last-in first-out once the kernel is queued.
+    fn reduce_with(
+        &self,
+        op: ReduceOp,
+        dims: &[usize],
+        dtype: DType,
+        indices: bool,
+        read: Read,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         super::check_interrupt()?;
         let mut shape = self.shape();
         for &d in dims {
             shape[d] = 1;
         }
+        let dims = if read == Read::Flat {
+            shape = vec![1];
+            &[0][..]
+        } else {
+            dims
+        };
         if self.numel() == 0 && !matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
-            let what = match op {
-                ReduceOp::ArgMax => "argmax()",
-                ReduceOp::ArgMin => "argmin()",
-                ReduceOp::Max => "max()",
-                _ => "min()",
-            };
-            return Err(TensorError::index(format!(
-                "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-            )));
+            return Err(no_identity(op));
         }
         let out = self.empty_same(&shape, dtype)?;
+        let idx = if indices {
+            Some(self.empty_same(&shape, DType::I64)?)
+        } else {
+            None
+        };
+        self.reduce_into(op, dims, &out, idx.as_ref(), read)?;
+        Ok((out, idx))
+    }
+
+    /// Reduce into `out` (the keepdim shape) and `idx`, with the temporaries of
+    /// [`Tensor::reduce_with`].
+    pub(crate) fn reduce_into(
+        &self,
+        op: ReduceOp,
+        dims: &[usize],
+        out: &Tensor,
+        idx: Option<&Tensor>,
+        read: Read,
+    ) -> Result<()> {
         if self.numel() == 0 {
             let v = if op == ReduceOp::Mean { f64::NAN } else { 0.0 };
             self.backend().fill(out.operand(), Scalar::Float(v))?;
-        } else {
-            self.backend()
-                .reduce(op, self.operand(), dims, out.operand())?;
+            return Ok(());
         }
-        Ok(out)
+        let copy = self.reduce_input(op, read)?;
+        let src = copy.as_ref().unwrap_or(self);
+        let traits = KernelTraits::of(op, self.dtype(), idx.is_some());
+        let staged = Staged::new(src, dims, &traits)?;
+        let target = ReduceOut {
+            dst: out.operand(),
+            indices: idx.map(|t| t.operand()),
+            staging: staged.as_ref().map(Staged::memory),
+        };
+        self.backend().reduce(op, src.operand(), dims, target)?;
+        // PyTorch's temporaries die in reverse order of creation: the staging, then the copy.
+        drop(staged);
+        drop(copy);
+        Ok(())
+    }
+
+    /// What a reduction's kernel reads instead of this input, if anything: PyTorch's integer
+    /// and bool sums read an int64 copy; `Read::Contiguous` a contiguous copy; `Read::Flat` a
+    /// one-dim view (or copy).
+    fn reduce_input(&self, op: ReduceOp, read: Read) -> Result<Option<Tensor>> {
+        let dtype = self.dtype();
+        if op == ReduceOp::Sum && !dtype.is_float() && dtype != DType::I64 {
+            return Ok(Some(self.copy_as(DType::I64)?));
+        }
+        match read {
+            Read::Contiguous if !self.is_contiguous() => Ok(Some(self.contiguous_copy()?)),
+            Read::Flat => Ok(Some(self.data_handle().reshape(&[-1])?)),
+            _ => Ok(None),
+        }
     }
 
     /// Dims to reduce for `dim` (`None`: all), and the output shape without keepdim.
@@ -146,15 +269,12 @@ impl Tensor {
     }
 
     fn extreme(&self, dim: Option<isize>, keepdim: bool, max: bool) -> Result<Tensor> {
-        let (op, arg) = if max {
-            (ReduceOp::Max, ReduceOp::ArgMax)
-        } else {
-            (ReduceOp::Min, ReduceOp::ArgMin)
-        };
+        let op = if max { ReduceOp::Max } else { ReduceOp::Min };
         let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        let values = self.reduce_raw(op, &dims, self.dtype())?;
         match dim {
             None => {
+                let (values, _) =
+                    self.reduce_with(op, &dims, self.dtype(), false, Read::Contiguous)?;
                 let out = values.view_as_shape(&shape);
                 if needs_grad(&[self]) {
                     let (x, r) = (SavedTensor::new(self)?, SavedTensor::new(&out)?);
@@ -176,7 +296,9 @@ impl Tensor {
             }
             Some(_) => {
                 // PyTorch computes values and indices together; the indices are freed unless saved.
-                let indices = self.reduce_raw(arg, &dims, DType::I64)?;
+                let (values, indices) =
+                    self.reduce_with(op, &dims, self.dtype(), true, Read::AsIs)?;
+                let indices = indices.expect("asked for indices");
                 let out = values.view_as_shape(&shape);
                 if needs_grad(&[self]) {
                     let input = self.shape();
@@ -225,16 +347,12 @@ impl Tensor {
     pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
         match dim {
             None => {
-                let flat = if self.is_contiguous() {
-                    self.data_handle()
-                } else {
-                    self.contiguous_copy()?
-                };
-                let flat = flat.view_as_shape(&[self.numel()]);
+                // PyTorch reduces `reshape(-1)`, made after the output (a copy only when no view
+                // can flatten the input).
                 let shape = if keepdim { vec![1; self.dim()] } else { vec![] };
-                Ok(flat
-                    .reduce_raw(ReduceOp::ArgMax, &[0], DType::I64)?
-                    .view_as_shape(&shape))
+                let (out, _) =
+                    self.reduce_with(ReduceOp::ArgMax, &[], DType::I64, false, Read::Flat)?;
+                Ok(out.view_as_shape(&shape))
             }
             Some(_) => {
                 let (dims, shape) = self.reduce_plan(dim, keepdim)?;
@@ -310,6 +428,15 @@ impl Tensor {
                 Box::new(move |g, _| {
                     let y = r.get()?;
                     let dx = g.empty_same(g.dims(), y.dtype())?;
+                    // PyTorch's kernel reads a dense gradient: an expanded one (from `sum()`) is
+                    // copied after the output is allocated, and freed once the kernel has run.
+                    let dense;
+                    let g = if g.is_contiguous() {
+                        g
+                    } else {
+                        dense = g.contiguous_copy()?;
+                        &dense
+                    };
                     if y.dim() == 0 {
                         g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
                     } else {

@@ -5,12 +5,15 @@ mod matmul;
 mod parallel;
 mod random;
 mod reduce;
+mod staged;
 
 use std::alloc::{alloc, dealloc, Layout as MemLayout};
 use std::sync::Arc;
 
 use crate::alloc::{DeviceAllocator, DevicePtr};
-use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
+};
 use crate::device::Device;
 use crate::tensor::{Result, Scalar, TensorError};
 
@@ -110,8 +113,8 @@ macro_rules! host_kernel_methods {
         ) -> Result<()> {
             $crate::device::cpu::kernels::binary_scalar(op, src, scalar, scalar_first, dst)
         }
-        fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
-            $crate::device::cpu::kernels::reduce(op, src, dims, dst)
+        fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()> {
+            $crate::device::cpu::kernels::reduce(op, src, dims, out)
         }
         fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::softmax(src, dim, log, dst)

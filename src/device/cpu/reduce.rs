@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::device::backend::{Operand, ReduceOp};
+use crate::device::backend::{Operand, ReduceOp, ReduceOut};
 use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
 use crate::tensor::{DType, Layout, OffsetIter, Result};
 
@@ -10,7 +10,7 @@ use super::parallel::{offsets, SendPtr, PARALLEL_MIN};
 
 /// Split `src` into the layout of the kept dims (one position per output) and the layout of the
 /// reduced dims (relative to each output's base offset, so its offset is 0).
-fn split_dims(src: &Layout, dims: &[usize]) -> (Layout, Layout) {
+pub(super) fn split_dims(src: &Layout, dims: &[usize]) -> (Layout, Layout) {
     let mut outer = Layout {
         shape: vec![],
         strides: vec![],
@@ -44,17 +44,17 @@ fn split(src: &Layout, dim: Option<usize>) -> (Layout, usize, usize) {
 
 /// Accumulated state of one reduction.
 #[derive(Clone, Copy)]
-struct Acc {
-    sum: f64,
-    isum: i64,
-    best: f64,
-    ibest: i64,
-    arg: usize,
-    n: usize,
+pub(super) struct Acc {
+    pub(super) sum: f64,
+    pub(super) isum: i64,
+    pub(super) best: f64,
+    pub(super) ibest: i64,
+    pub(super) arg: usize,
+    pub(super) n: usize,
 }
 
 impl Acc {
-    fn new(op: ReduceOp) -> Acc {
+    pub(super) fn new(op: ReduceOp) -> Acc {
         let (best, ibest) = match op {
             ReduceOp::Min | ReduceOp::ArgMin => (f64::INFINITY, i64::MAX),
             _ => (f64::NEG_INFINITY, i64::MIN),
@@ -71,7 +71,7 @@ impl Acc {
 
     /// Fold element number `k` (its position along the reduction) into the state.
     #[inline]
-    fn push(&mut self, op: ReduceOp, float: bool, v: f64, iv: i64, k: usize) {
+    pub(super) fn push(&mut self, op: ReduceOp, float: bool, v: f64, iv: i64, k: usize) {
         match op {
             ReduceOp::Sum | ReduceOp::Mean => {
                 self.sum += v;
@@ -99,7 +99,7 @@ impl Acc {
     }
 
     /// Merge a state that covered later elements.
-    fn merge(mut self, op: ReduceOp, float: bool, other: Acc) -> Acc {
+    pub(super) fn merge(mut self, op: ReduceOp, float: bool, other: Acc) -> Acc {
         if other.n == 0 {
             return self;
         }
@@ -119,36 +119,55 @@ impl Acc {
     }
 }
 
-/// Reduce `src` over `dims` into contiguous keepdim-shaped `dst`.
-pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
-    let (outer, inner) = split_dims(src.layout, dims);
-    let float = src.dtype.is_float();
-    let s = SendPtr(src.ptr as usize);
-    let d = SendPtr(dst.ptr as usize);
-    let n_out = outer.numel();
-    let len = inner.numel();
-    let read = move |o: usize| unsafe {
+/// Element `o` of `src` as (f64, i64): floats in the first, integers in both.
+#[inline]
+pub(super) fn load(src: &Operand, float: bool, o: usize) -> (f64, i64) {
+    // SAFETY: callers pass offsets inside the operand's view.
+    unsafe {
         if float {
-            (load_f64(s.get(), src.dtype, o), 0)
+            (load_f64(src.ptr as *const u8, src.dtype, o), 0)
         } else {
-            let i = load_i64(s.get(), src.dtype, o);
+            let i = load_i64(src.ptr as *const u8, src.dtype, o);
             (i as f64, i)
         }
-    };
-    let write = move |i: usize, acc: Acc| unsafe {
-        let at = dst.layout.offset + i;
+    }
+}
+
+/// Write output `i` (of `len` inputs each) from its state: the value or index into `dst`, and
+/// the index into `indices` when there are any.
+pub(super) fn store(op: ReduceOp, float: bool, out: &ReduceOut, i: usize, acc: &Acc, len: usize) {
+    let (dst, d) = (out.dst, out.dst.ptr as *mut u8);
+    let at = dst.layout.offset + i;
+    // SAFETY: `dst` (and `indices`) are contiguous keepdim outputs with one element per output.
+    unsafe {
         match op {
-            ReduceOp::Sum if !float => store_i64(d.get(), dst.dtype, at, acc.isum),
-            ReduceOp::Sum => store_f64(d.get(), dst.dtype, at, acc.sum),
-            ReduceOp::Mean => store_f64(d.get(), dst.dtype, at, acc.sum / acc.n as f64),
-            ReduceOp::ArgMax | ReduceOp::ArgMin => {
-                store_i64(d.get(), dst.dtype, at, acc.arg as i64)
-            }
-            _ if float => store_f64(d.get(), dst.dtype, at, acc.best),
-            _ => store_i64(d.get(), dst.dtype, at, acc.ibest),
+            ReduceOp::Sum if !float => store_i64(d, dst.dtype, at, acc.isum),
+            ReduceOp::Sum => store_f64(d, dst.dtype, at, acc.sum),
+            ReduceOp::Mean => store_f64(d, dst.dtype, at, acc.sum / len as f64),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => store_i64(d, dst.dtype, at, acc.arg as i64),
+            _ if float => store_f64(d, dst.dtype, at, acc.best),
+            _ => store_i64(d, dst.dtype, at, acc.ibest),
         }
-    };
-    if n_out == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) && src.layout.is_contiguous() {
+        if let Some(ix) = out.indices {
+            let at = ix.layout.offset + i;
+            store_i64(ix.ptr as *mut u8, ix.dtype, at, acc.arg as i64);
+        }
+    }
+}
+
+/// Reduce `src` over `dims` into `out` (contiguous and keepdim-shaped); with staging memory,
+/// through it as PyTorch's kernel does (`staged`).
+pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()> {
+    if let Some(mem) = out.staging {
+        return super::staged::reduce(op, src, dims, out, mem);
+    }
+    let (outer, inner) = split_dims(src.layout, dims);
+    let float = src.dtype.is_float();
+    let n_out = outer.numel();
+    let len = inner.numel();
+    let write = |i: usize, acc: Acc| store(op, float, &out, i, &acc, len);
+    let one_sum = n_out == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+    if one_sum && src.layout.is_contiguous() {
         if let Some(sum) = contiguous_float_sum(&src) {
             let mut acc = Acc::new(op);
             acc.sum = sum;
@@ -166,7 +185,7 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Resul
             let start = c * chunk;
             let mut acc = Acc::new(op);
             for (k, o) in offsets(&inner, start, chunk.min(len.saturating_sub(start))).enumerate() {
-                let (v, iv) = read(base + o);
+                let (v, iv) = load(&src, float, base + o);
                 acc.push(op, float, v, iv, start + k);
             }
             acc
@@ -186,7 +205,7 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Resul
         for (i, base) in offsets(&outer, start, count).enumerate() {
             let mut acc = Acc::new(op);
             for (k, o) in OffsetIter::new(&inner).enumerate() {
-                let (v, iv) = read(base + o);
+                let (v, iv) = load(&src, float, base + o);
                 acc.push(op, float, v, iv, k);
             }
             write(start + i, acc);
@@ -209,31 +228,31 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Resul
 /// The f64 sum of a contiguous f32/f64 operand (typed loops, threads for large ones), or
 /// `None` for other dtypes.
 fn contiguous_float_sum(src: &Operand) -> Option<f64> {
-    fn sum<T: Copy + Into<f64> + Send + Sync>(p: *const T, n: usize) -> f64 {
-        let p = SendPtr(p as usize);
-        let part = move |start: usize, len: usize| -> f64 {
-            let p = p.get() as *const T;
-            // SAFETY: [start, start+len) lies inside the operand.
-            (start..start + len)
-                .map(|i| unsafe { (*p.add(i)).into() })
-                .sum()
-        };
-        if n < PARALLEL_MIN {
-            return part(0, n);
-        }
-        let chunk = PARALLEL_MIN;
-        (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map(|c| part(c * chunk, chunk.min(n - c * chunk)))
-            .collect::<Vec<f64>>()
-            .into_iter()
-            .sum()
+    let (n, off) = (src.layout.numel(), src.layout.offset);
+    if !matches!(src.dtype, DType::F32 | DType::F64) {
+        return None;
     }
-    let n = src.layout.numel();
-    let off = src.layout.offset;
+    if n < PARALLEL_MIN {
+        return dense_float_sum(src, off, n);
+    }
+    let chunk = PARALLEL_MIN;
+    let parts = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| dense_float_sum(src, off + c * chunk, chunk.min(n - c * chunk)))
+        .collect::<Option<Vec<f64>>>()?;
+    Some(parts.into_iter().sum())
+}
+
+/// The f64 sum of the `len` f32/f64 elements of `src`'s storage from element `start` on (a typed
+/// loop), or `None` for other dtypes.
+pub(super) fn dense_float_sum(src: &Operand, start: usize, len: usize) -> Option<f64> {
+    fn sum<T: Copy + Into<f64>>(p: *const T, len: usize) -> f64 {
+        // SAFETY: the caller's range lies inside the operand's storage.
+        (0..len).map(|i| unsafe { (*p.add(i)).into() }).sum()
+    }
     match src.dtype {
-        DType::F32 => Some(sum((src.ptr as *const f32).wrapping_add(off), n)),
-        DType::F64 => Some(sum((src.ptr as *const f64).wrapping_add(off), n)),
+        DType::F32 => Some(sum((src.ptr as *const f32).wrapping_add(start), len)),
+        DType::F64 => Some(sum((src.ptr as *const f64).wrapping_add(start), len)),
         _ => None,
     }
 }

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
-use crate::device::backend::{Backend, BinaryOp, Distribution, Operand, ReduceOp, UnaryOp};
+use crate::device::backend::{
+    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
+};
+use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::tensor::{DType, ErrorKind, Result, Scalar, TensorError};
 
@@ -13,7 +16,7 @@ use super::elem::Elem;
 use super::error::CudaError;
 use super::layout::View;
 use super::memory::CudaMemory;
-use super::reduce::Reduction;
+use super::reduce::{Reduction, Stage};
 
 /// One real CUDA device as a torchlet backend.
 pub struct CudaBackend {
@@ -230,7 +233,15 @@ impl Backend for CudaBackend {
             &view(&dst),
         )?)
     }
-    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], dst: Operand) -> Result<()> {
+    fn props(&self) -> Option<DeviceProps> {
+        let info = &self.dev.ctx.info;
+        Some(DeviceProps {
+            sm_count: info.sm_count as usize,
+            max_threads_per_sm: info.max_threads_per_sm as usize,
+            warp_size: info.warp_size as usize,
+        })
+    }
+    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()> {
         let op = match op {
             ReduceOp::Sum => Reduction::Sum,
             ReduceOp::Mean => Reduction::Mean,
@@ -239,7 +250,20 @@ impl Backend for CudaBackend {
             ReduceOp::ArgMax => Reduction::ArgMax,
             ReduceOp::ArgMin => Reduction::ArgMin,
         };
-        Ok(self.dev.gpu().reduce(op, &view(&src), dims, &view(&dst))?)
+        let stage = out.staging.map(|m| Stage {
+            plan: m.plan,
+            buffer: m.buffer,
+            semaphores: m.semaphores,
+        });
+        let indices = out.indices.as_ref().map(view);
+        Ok(self.dev.gpu().reduce(
+            op,
+            &view(&src),
+            dims,
+            &view(&out.dst),
+            indices.as_ref(),
+            stage.as_ref(),
+        )?)
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         // The workspace comes from the caching allocator and stays allocated for the life of the
@@ -250,7 +274,8 @@ impl Backend for CudaBackend {
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
-        Ok(dev.blas.matmul(
+        let blas = &dev.blas[crate::device::blas_handle::current() as usize];
+        Ok(blas.matmul(
             &dev.gpu(),
             &view(&lhs),
             &view(&rhs),

@@ -20,6 +20,10 @@ pub struct DeviceInfo {
     pub capability: (i32, i32),
     /// Number of streaming multiprocessors, for sizing grids.
     pub sm_count: u32,
+    /// Resident threads per multiprocessor (reduction plans read it, as PyTorch's do).
+    pub max_threads_per_sm: u32,
+    /// Threads per warp.
+    pub warp_size: u32,
     /// Total device memory in bytes.
     pub total_memory: usize,
 }
@@ -31,8 +35,9 @@ pub struct CudaContext {
     pub(crate) device: sys::CUdevice,
     pub(crate) ctx: sys::CUcontext,
     pub(crate) stream: sys::CUstream,
-    /// Scratch device memory outside the caching allocator (reduction partials, cuRAND staging),
-    /// as cuBLAS and cuRAND keep their own internal buffers outside it too.
+    /// Scratch device memory outside the caching allocator (operands cast to a kernel's dtype,
+    /// cuRAND staging), as cuBLAS and cuRAND keep their own internal buffers outside it too.
+    /// Reductions split across blocks stage through the caching allocator instead, as PyTorch's do.
     scratch: [Mutex<(sys::CUdeviceptr, usize)>; SCRATCH_SLOTS],
 }
 
@@ -72,6 +77,8 @@ fn device_info(index: usize) -> CudaResult<DeviceInfo> {
             attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         ),
         sm_count: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        max_threads_per_sm: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+        warp_size: attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
         // SAFETY: as above.
         total_memory: unsafe { result::device::total_mem(dev) }
             .map_err(|e| driver("cuDeviceTotalMem", e))?,

@@ -18,8 +18,9 @@ pub struct CudaDevice {
     pub ctx: Arc<CudaContext>,
     /// Its kernel modules.
     pub kernels: Kernels,
-    /// Its cuBLAS handle.
-    pub blas: Blas,
+    /// Its cuBLAS handles, one per [`crate::device::blas_handle::BlasHandle`], each with its own
+    /// workspace as PyTorch's per-thread handles have.
+    pub blas: [Blas; crate::device::blas_handle::HANDLES],
     /// Its cuRAND generator.
     pub rng: Rng,
 }
@@ -39,7 +40,7 @@ impl CudaDevice {
         let dev = Arc::new(CudaDevice {
             kernels: Kernels::new(ctx.info.capability),
             ctx,
-            blas: Blas::default(),
+            blas: Default::default(),
             rng: Rng::default(),
         });
         if all.len() <= index {

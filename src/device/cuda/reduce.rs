@@ -3,8 +3,12 @@
 
 use std::ffi::c_void;
 
+use cudarc::driver::result;
+
+use crate::device::reduce_plan::Staging;
+
 use super::elem::Elem;
-use super::error::{CudaError, CudaResult};
+use super::error::{driver, CudaError, CudaResult};
 use super::layout::{RLay, View};
 use super::module::{launch, BLOCK};
 use super::ops::{args, contiguous_strides, Gpu};
@@ -46,14 +50,44 @@ impl Reduction {
     }
 }
 
-/// Bytes of one partial (value + index) in the two-pass reduction.
-const PARTIAL: usize = 16;
+/// One reduction launch's operands: output (and index) addresses, input, layout, `m` outputs of
+/// `r` inputs each, and the factor applied to sums (1/r for a mean).
+#[derive(Clone, Copy, Debug)]
+struct Rows {
+    out: u64,
+    idx: u64,
+    input: u64,
+    lay: RLay,
+    m: usize,
+    r: usize,
+    scale: f64,
+}
+
+/// A reduction's staging memory on the device: what PyTorch's plan sized, and where it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Stage {
+    /// The plan: partials per output, outputs per semaphore, sizes.
+    pub plan: Staging,
+    /// Device address of the staging buffer.
+    pub buffer: u64,
+    /// Device address of the semaphores.
+    pub semaphores: u64,
+}
 
 impl Gpu<'_> {
-    /// Reduce `src` over `dims` into the contiguous keepdim-shaped `dst`.
-    pub fn reduce(&self, op: Reduction, src: &View, dims: &[usize], dst: &View) -> CudaResult<()> {
+    /// Reduce `src` over `dims` into the contiguous keepdim-shaped `dst` (and, for max/min, the
+    /// indices into `indices`); with `stage`, outputs are split across blocks that meet in it.
+    pub fn reduce(
+        &self,
+        op: Reduction,
+        src: &View,
+        dims: &[usize],
+        dst: &View,
+        indices: Option<&View>,
+        stage: Option<&Stage>,
+    ) -> CudaResult<()> {
         let reduced: Vec<bool> = (0..src.shape.len()).map(|d| dims.contains(&d)).collect();
-        let (mut l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
+        let (l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
         if m == 0 {
             return Ok(());
         }
@@ -75,59 +109,16 @@ impl Gpu<'_> {
         } else {
             1.0
         };
-        let (name, sfx) = (op.kernel(), src.elem.suffix());
-        let (mut o, mut a, mut mm, mut rr, mut sc) =
-            (out_ptr, src.addr(), m as i64, r as i64, scale);
-        let sms = self.ctx.info.sm_count as usize;
-        if r <= 32 && m >= 1024 {
-            let f = self
-                .kernels
-                .function(self.ctx, src.elem, &format!("reduce_t_{name}_{sfx}"))?;
-            launch(
-                self.ctx,
-                f,
-                (self.grid(m), 1, 1),
-                BLOCK,
-                &mut args!(o, a, l, mm, rr, sc),
-            )?;
-        } else {
-            // Enough blocks to fill the device: split long rows when there are few of them.
-            let splits = if m >= sms * 4 {
-                1
-            } else {
-                (sms * 8 / m).clamp(1, 1024).min(r.div_ceil(4096).max(1))
-            };
-            let mut partial = if splits > 1 {
-                self.ctx.scratch(3, m * splits * PARTIAL)?
-            } else {
-                0
-            };
-            let mut sp = splits as i32;
-            let f = self
-                .kernels
-                .function(self.ctx, src.elem, &format!("reduce_b_{name}_{sfx}"))?;
-            let gy = m.min(65535) as u32;
-            launch(
-                self.ctx,
-                f,
-                (splits as u32, gy, 1),
-                BLOCK,
-                &mut args!(o, a, l, mm, rr, sc, partial, sp),
-            )?;
-            if splits > 1 {
-                let f =
-                    self.kernels
-                        .function(self.ctx, src.elem, &format!("reduce_p_{name}_{sfx}"))?;
-                let gx = m.min(65535) as u32;
-                launch(
-                    self.ctx,
-                    f,
-                    (gx, 1, 1),
-                    BLOCK,
-                    &mut args!(o, partial, mm, sp, sc),
-                )?;
-            }
-        }
+        let rows = Rows {
+            out: out_ptr,
+            idx: indices.map_or(0, |v| v.addr()),
+            input: src.addr(),
+            lay: l,
+            m,
+            r,
+            scale,
+        };
+        self.launch_rows(op, src.elem, rows, indices.is_some(), stage)?;
         if !direct {
             let shape = dst.shape;
             let st = contiguous_strides(shape);
@@ -141,6 +132,82 @@ impl Gpu<'_> {
             self.copy(&tmp, dst)?;
         }
         Ok(())
+    }
+
+    /// Launch the reduction kernel over `rows`: a thread per output for many short rows, else a
+    /// block per output, or `stage.plan.ctas_per_output` blocks per output meeting in `stage`.
+    fn launch_rows(
+        &self,
+        op: Reduction,
+        elem: Elem,
+        rows: Rows,
+        with_indices: bool,
+        stage: Option<&Stage>,
+    ) -> CudaResult<()> {
+        let (name, sfx) = (op.kernel(), elem.suffix());
+        let Rows {
+            out: mut o,
+            idx: mut ix,
+            input: mut a,
+            lay: mut l,
+            m,
+            r,
+            scale: mut sc,
+        } = rows;
+        let (mut mm, mut rr) = (m as i64, r as i64);
+        if stage.is_none() && r <= 32 && m >= 1024 {
+            let f = self
+                .kernels
+                .function(self.ctx, elem, &format!("reduce_t_{name}_{sfx}"))?;
+            let grid = (self.grid(m), 1, 1);
+            return launch(
+                self.ctx,
+                f,
+                grid,
+                BLOCK,
+                &mut args!(o, ix, a, l, mm, rr, sc),
+            );
+        }
+        let mut pm = partial_mode(op, with_indices);
+        let (splits, mut partial, mut sem, mut group) = match stage {
+            Some(st) => self.prepare(st, m, r, partial_size(pm, elem))?,
+            None => (1, 0, 0, 1),
+        };
+        let mut sp = splits as i32;
+        let f = self
+            .kernels
+            .function(self.ctx, elem, &format!("reduce_b_{name}_{sfx}"))?;
+        let grid = (splits as u32, m.min(65535) as u32, 1);
+        let params = &mut args!(o, ix, a, l, mm, rr, sc, partial, sem, sp, group, pm);
+        launch(self.ctx, f, grid, BLOCK, params)
+    }
+
+    /// Check that `stage` holds `m` outputs × its blocks of `size`-byte partials and zero its
+    /// semaphores (as PyTorch does before its launch); returns (splits, buffer, semaphores,
+    /// outputs per semaphore).
+    fn prepare(
+        &self,
+        st: &Stage,
+        m: usize,
+        r: usize,
+        size: usize,
+    ) -> CudaResult<(usize, u64, u64, i64)> {
+        let p = &st.plan;
+        let group = p.outputs_per_semaphore.max(1);
+        let fits = p.num_outputs == m
+            && (1..=r).contains(&p.ctas_per_output)
+            && m * p.ctas_per_output * size <= p.buffer_bytes
+            && m.div_ceil(group) * 4 <= p.semaphore_bytes;
+        if !fits {
+            return Err(CudaError::Unsupported(format!(
+                "internal error: a reduction staging plan ({p:?}) does not fit {m} outputs of {r} inputs"
+            )));
+        }
+        self.ctx.bind()?;
+        // SAFETY: the semaphores are semaphore_bytes of live device memory, ordered on our stream.
+        unsafe { result::memset_d8_async(st.semaphores, 0, p.semaphore_bytes, self.ctx.stream) }
+            .map_err(|e| driver("cuMemsetD8Async", e))?;
+        Ok((p.ctas_per_output, st.buffer, st.semaphores, group as i64))
     }
 
     fn float_only(&self, what: &str, elem: Elem) -> CudaResult<()> {
@@ -310,6 +377,26 @@ impl Gpu<'_> {
             BLOCK,
             &mut args!(o, g, t, nn, cc, ts),
         )
+    }
+}
+
+/// How the kernel stores a partial: 0 = the accumulator (sums), 1 = the element (max/min
+/// values), 2 = the (value, index) pair (arg max/min, max/min with indices).
+fn partial_mode(op: Reduction, indices: bool) -> i32 {
+    match op {
+        Reduction::Sum | Reduction::Mean => 0,
+        Reduction::Max | Reduction::Min if !indices => 1,
+        _ => 2,
+    }
+}
+
+/// Bytes of one partial in `mode` for input `elem` (the kernels' A, T and `struct Acc`).
+fn partial_size(mode: i32, elem: Elem) -> usize {
+    match mode {
+        0 if matches!(elem, Elem::F32 | Elem::F16 | Elem::BF16) => 4,
+        0 => 8,
+        1 => elem.size(),
+        _ => 16,
     }
 }
 

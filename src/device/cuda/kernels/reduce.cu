@@ -1,6 +1,9 @@
 // Reductions over any set of dims of a strided input: sum (mean through `scale`), max, min,
-// argmax, argmin. One block (or one thread, for short rows) per output element; long rows are
-// split over `splits` blocks whose partials a second kernel combines.
+// argmax, argmin, and max/min with their indices. One block (or one thread, for short rows) per
+// output element; when PyTorch's plan splits outputs across blocks, `splits` blocks share each
+// output: each writes its partial into the staging buffer and counts itself in the semaphore of
+// its column of `group` outputs, and the column's last block combines the partials, as
+// PyTorch's global_reduce does.
 
 // The kept dims map an output index to the input base offset; the reduced dims enumerate a row.
 struct RLay {
@@ -81,19 +84,39 @@ template <class R> __device__ __forceinline__ Acc block_reduce(Acc a) {
   return r;
 }
 
-// What each reduction writes: 0 = the value (times scale), 1 = the index.
-template <class O> __device__ __forceinline__ void finish(O* out, i64 m, const Acc& a, double scale, int want_index) {
+// What each reduction writes: the value (times scale) or, with want_index, the index into out;
+// the index into idx as well when idx is given (max/min with indices).
+template <class O> __device__ __forceinline__ void finish(O* out, i64* idx, i64 m, const Acc& a, double scale, int want_index) {
   if (want_index) out[m] = Cv<O>::from(a.i);
   else if (scale != 1.0) out[m] = Cv<O>::from((double)a.v * scale);
   else out[m] = Cv<O>::from(a.v);
+  if (idx) idx[m] = a.i;
 }
 
 __device__ __forceinline__ Acc elem(const T* in, i64 off, i64 r) { Acc x; x.v = (A)ld(in[off]); x.i = r; return x; }
 
+// A partial in the staging buffer is PyTorch's accumulator: 0 = the accumulator A (sums),
+// 1 = the element type T (max/min values), 2 = the (value, index) pair.
+__device__ __forceinline__ void put_partial(void* buf, i64 k, const Acc& a, int pmode) {
+  if (pmode == 0) ((A*)buf)[k] = a.v;
+  else if (pmode == 1) ((T*)buf)[k] = Cv<T>::from(a.v);
+  else ((Acc*)buf)[k] = a;
+}
+__device__ __forceinline__ Acc get_partial(const void* buf, i64 k, int pmode) {
+  Acc x;
+  x.i = NO_INDEX;
+  if (pmode == 0) x.v = ((const A*)buf)[k];
+  else if (pmode == 1) x.v = (A)ld(((const T*)buf)[k]);
+  else x = ((const Acc*)buf)[k];
+  return x;
+}
+
 template <class R, class O>
-__device__ void reduce_blocks(O* out, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index, Acc* partial, int splits) {
-  i64 chunk = (Rn + splits - 1) / splits;
-  i64 r0 = (i64)blockIdx.x * chunk, r1 = min(Rn, r0 + chunk);
+__device__ void reduce_blocks(O* out, i64* idx, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index,
+                              void* partial, int* sem, int splits, i64 group, int pmode) {
+  __shared__ int last;
+  // Balanced slices of each row: none is empty, since the plan has splits <= Rn.
+  i64 r0 = (i64)blockIdx.x * Rn / splits, r1 = ((i64)blockIdx.x + 1) * Rn / splits;
   for (i64 m = blockIdx.y; m < M; m += gridDim.y) {
     i64 base = decompose(m, L.nd_out, L.out_size, L.out_st);
     Acc a = R::init();
@@ -105,42 +128,48 @@ __device__ void reduce_blocks(O* out, const T* in, const RLay& L, i64 M, i64 Rn,
         R::merge(a, elem(in, base + decompose(r, L.nd_red, L.red_size, L.red_st), r));
     }
     a = block_reduce<R>(a);
-    if (threadIdx.x == 0) {
-      if (splits == 1) finish(out, m, a, scale, want_index);
-      else partial[m * splits + blockIdx.x] = a;
+    if (splits == 1) {
+      if (threadIdx.x == 0) finish(out, idx, m, a, scale, want_index);
+      continue;
     }
+    i64 g = m / group, g0 = g * group, g1 = min(M, g0 + group);
+    if (threadIdx.x == 0) {
+      put_partial(partial, m * splits + blockIdx.x, a, pmode);
+      __threadfence();
+      last = atomicAdd(&sem[g], 1) == (int)((g1 - g0) * splits - 1);
+    }
+    __syncthreads();
+    if (last) {
+      // Every other partial of the column was written and fenced before its block counted.
+      __threadfence();
+      for (i64 m2 = g0; m2 < g1; m2++) {
+        Acc b = R::init();
+        for (int s = threadIdx.x; s < splits; s += blockDim.x) R::merge(b, get_partial(partial, m2 * splits + s, pmode));
+        b = block_reduce<R>(b);
+        if (threadIdx.x == 0) finish(out, idx, m2, b, scale, want_index);
+      }
+    }
+    __syncthreads();
   }
 }
 
 template <class R, class O>
-__device__ void reduce_threads(O* out, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index) {
+__device__ void reduce_threads(O* out, i64* idx, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index) {
   for (i64 m = gtid(); m < M; m += gstride()) {
     i64 base = decompose(m, L.nd_out, L.out_size, L.out_st);
     Acc a = R::init();
     for (i64 r = 0; r < Rn; r++) R::merge(a, elem(in, base + decompose(r, L.nd_red, L.red_size, L.red_st), r));
-    finish(out, m, a, scale, want_index);
-  }
-}
-
-template <class R, class O>
-__device__ void reduce_partials(O* out, const Acc* partial, i64 M, int splits, double scale, int want_index) {
-  for (i64 m = blockIdx.x; m < M; m += gridDim.x) {
-    Acc a = R::init();
-    for (int s = threadIdx.x; s < splits; s += blockDim.x) R::merge(a, partial[m * splits + s]);
-    a = block_reduce<R>(a);
-    if (threadIdx.x == 0) finish(out, m, a, scale, want_index);
+    finish(out, idx, m, a, scale, want_index);
   }
 }
 
 #define INST_REDUCE(name, R, O, want_index)                                                              \
-  extern "C" __global__ void KNAME(reduce_b_##name##_)(O* out, const T* in, RLay L, i64 M, i64 Rn, double scale, Acc* partial, int splits) { \
-    reduce_blocks<R, O>(out, in, L, M, Rn, scale, want_index, partial, splits);                         \
+  extern "C" __global__ void KNAME(reduce_b_##name##_)(O* out, i64* idx, const T* in, RLay L, i64 M, i64 Rn, double scale, \
+                                                      void* partial, int* sem, int splits, i64 group, int pmode) { \
+    reduce_blocks<R, O>(out, idx, in, L, M, Rn, scale, want_index, partial, sem, splits, group, pmode);     \
   }                                                                                                     \
-  extern "C" __global__ void KNAME(reduce_t_##name##_)(O* out, const T* in, RLay L, i64 M, i64 Rn, double scale) { \
-    reduce_threads<R, O>(out, in, L, M, Rn, scale, want_index);                                         \
-  }                                                                                                     \
-  extern "C" __global__ void KNAME(reduce_p_##name##_)(O* out, const Acc* partial, i64 M, int splits, double scale) { \
-    reduce_partials<R, O>(out, partial, M, splits, scale, want_index);                                  \
+  extern "C" __global__ void KNAME(reduce_t_##name##_)(O* out, i64* idx, const T* in, RLay L, i64 M, i64 Rn, double scale) { \
+    reduce_threads<R, O>(out, idx, in, L, M, Rn, scale, want_index);                                    \
   }
 INST_REDUCE(sum, R_sum, SUM_T, 0)
 INST_REDUCE(max, R_max, T, 0)

@@ -1,0 +1,43 @@
+//! Which cuBLAS handle a matrix product uses: the caller's, or the autograd engine's.
+//!
+//! PyTorch runs `backward` on a worker thread of its autograd engine, and cuBLAS handles (with
+//! their 32 MiB workspaces, taken from the caching allocator) are per thread. So the first
+//! `backward` that multiplies matrices allocates a second workspace, and it stays, as the first
+//! does. torchlet runs `backward` on the caller's thread; the engine marks the pass instead, and
+//! each CUDA-like device keeps one handle and workspace per [`BlasHandle`].
+use std::cell::Cell;
+
+/// The handle a matrix product runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlasHandle {
+    /// The thread that runs the script.
+    Caller = 0,
+    /// The autograd engine's worker (PyTorch's device thread for `backward`).
+    Autograd = 1,
+}
+
+/// How many handles a device keeps.
+pub const HANDLES: usize = 2;
+
+thread_local! {
+    static CURRENT: Cell<BlasHandle> = const { Cell::new(BlasHandle::Caller) };
+}
+
+/// The handle matrix products on this thread use now.
+pub fn current() -> BlasHandle {
+    CURRENT.with(Cell::get)
+}
+
+/// Use `handle` until the guard drops (also when the pass fails).
+pub fn enter(handle: BlasHandle) -> BlasHandleGuard {
+    BlasHandleGuard(CURRENT.with(|c| c.replace(handle)))
+}
+
+/// Restores the previous handle on drop.
+pub struct BlasHandleGuard(BlasHandle);
+
+impl Drop for BlasHandleGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}

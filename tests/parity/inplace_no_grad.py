@@ -1,0 +1,38 @@
+import torch
+from harness import checkpoint
+
+# In-place updates of a leaf that requires grad, under no_grad: only temporaries such as `g * 0.1`
+# take memory; the updates themselves allocate nothing.
+w = torch.randn(2048, 2048, device="cuda", requires_grad=True)
+g = torch.randn(2048, 2048, device="cuda")
+b = torch.randn(2048, device="cuda")
+checkpoint("setup")
+with torch.no_grad():
+    w.add_(1)
+    checkpoint("add_(1)")
+    w.add_(g)
+    checkpoint("add_(g)")
+    w.add_(b)
+    checkpoint("add_(b) broadcast")
+    w.sub_(g)
+    checkpoint("sub_(g)")
+    w.sub_(g * 0.1)
+    checkpoint("sub_(g * 0.1)")
+    w.mul_(0.5)
+    checkpoint("mul_(0.5)")
+    w.mul_(g)
+    checkpoint("mul_(g)")
+    w.zero_()
+    checkpoint("zero_()")
+    w.fill_(2.0)
+    checkpoint("fill_(2.0)")
+    w.add_(w * 2)
+    checkpoint("add_(w * 2)")
+g.add_(1)
+g.mul_(g)
+g.zero_()
+checkpoint("plain tensor in place")
+h = g.half()
+h.add_(g)
+h.fill_(1)
+checkpoint("float16 add_ of float32")

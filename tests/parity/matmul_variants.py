@@ -1,0 +1,33 @@
+import torch
+from harness import checkpoint
+
+# matmul shapes and layouts: the first one brings cuBLAS's workspace; transposed operands need no
+# copy; a batch times a matrix folds into one mm; float16; backward (a second workspace for its thread).
+a = torch.randn(1024, 1024, device="cuda")
+b = torch.randn(1024, 1024, device="cuda")
+v = torch.randn(1024, device="cuda")
+bat = torch.randn(8, 256, 1024, device="cuda")
+checkpoint("inputs")
+c = a.matmul(b)
+checkpoint("c = a.matmul(b)")
+d = a.t().matmul(b)
+e = a.matmul(b.t())
+f = a.mm(b)
+checkpoint("transposed operands, mm")
+g = a.matmul(v)
+h = v.matmul(a)
+checkpoint("matrix-vector")
+i = bat.matmul(a)
+checkpoint("batch times matrix")
+ah = a.half()
+bh = b.half()
+j = ah.matmul(bh)
+checkpoint("float16")
+s = torch.randn(3, 4, device="cuda")
+k = s.matmul(torch.randn(4, 5, device="cuda"))
+checkpoint("small")
+w = torch.randn(1024, 1024, device="cuda", requires_grad=True)
+a.matmul(w).sum().backward()
+checkpoint("a.matmul(w).sum().backward()")
+a.matmul(w).relu().matmul(w).sum().backward()
+checkpoint("two matmuls backward")
