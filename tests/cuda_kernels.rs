@@ -789,7 +789,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
         let ws = g.alloc(Elem::U8, &[32 << 20]);
         let wsp = ws.ptr;
         let dev = g.dev.clone();
-        dev.blas
+        dev.blas[0]
             .matmul(&dev.gpu(), &a.view(), &rhs.view(), &out.view(), &|size| {
                 requested.set(requested.get() + size);
                 assert!(size <= 32 << 20);
