@@ -184,6 +184,7 @@ fn interrupt_stops_a_loop_and_keeps_the_session() {
     let (printed, prints) = channel();
     let options = SessionOptions {
         source_name: Some("<test>".into()),
+        ..Default::default()
     };
     let mut s = with_tensors(Session::new(options, Rc::new(PrintSignal(printed))));
     let before = figures(&mut s);
