@@ -20,6 +20,10 @@ use tokio::sync::oneshot;
 /// How long printed text may wait before it goes out as one `stream` message.
 pub const STREAM_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 
+/// How long a reply waits for iopub to take the outputs before it: a subscriber that stops reading
+/// must not hold every reply forever (ipykernel's flush gives up after 10 s too).
+const FLUSH_LIMIT: Duration = Duration::from_secs(10);
+
 /// A `stream` message is sent early once this much text is waiting.
 const STREAM_FLUSH_BYTES: usize = 64 * 1024;
 
@@ -120,7 +124,7 @@ impl Publisher {
             let _ = s.tx.send(Outgoing::Flushed(tx));
         }
         // An error means the iopub task is gone (shutting down): nothing left to wait for.
-        let _ = rx.await;
+        let _ = tokio::time::timeout(FLUSH_LIMIT, rx).await;
     }
 
     /// Publish an output of the current request (after any waiting stream text), unless muted.
