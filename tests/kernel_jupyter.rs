@@ -1,4 +1,4 @@
-//! The kernel under real Jupyter clients: jupyter_kernel_test's suite plus torchlet's protocol tests (tests/jupyter/test_kernel.py), and nbclient running the article's notebook.
+//! The kernel under real Jupyter clients: jupyter_kernel_test's suite plus torchlet's protocol tests (tests/jupyter/test_kernel.py), protocol races in loops (test_protocol.py), and nbclient running the article's notebook.
 //!
 //! The Python clients live in `.venv-jupyter`, which the first test to need it creates with
 //! `tests/jupyter/setup.sh`; when that fails the tests fail with pip's output (they never skip).
@@ -94,6 +94,31 @@ fn jupyter_kernel_test_suite_and_protocol_tests_pass_with_none_skipped() {
         "test_recv_iopub_welcome_msg",
     ] {
         assert!(log.contains(name), "{name} did not run:\n{log}");
+    }
+}
+
+#[test]
+fn protocol_races_hold_in_every_round() {
+    let python = jupyter_venv::python();
+    let dir = jupyter_dir();
+    let (ok, log) = run_python(
+        &python,
+        dir.path(),
+        &["-m", "unittest", "-v", "test_protocol"],
+        Duration::from_secs(400),
+    );
+    println!("{log}");
+    assert!(ok, "the protocol tests failed:\n{log}");
+    assert!(!log.contains("skipped"), "tests were skipped:\n{log}");
+    for name in [
+        "test_run_all_aborts_every_cell_queued_behind_a_fast_failure",
+        "test_every_output_arrives_before_its_reply",
+        "test_kernel_writes_nothing_to_stderr",
+    ] {
+        assert!(
+            log.contains(&format!("{name} ")),
+            "{name} did not run:\n{log}"
+        );
     }
 }
 

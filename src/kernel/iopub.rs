@@ -4,7 +4,8 @@
 //! single unbounded channel into the one task that owns the socket, so the order in which the
 //! kernel decides to publish is the order clients see: busy, execute_input, outputs, idle. The
 //! same task answers XPUB subscriptions with `iopub_welcome` (JEP 65), which is why publishing and
-//! subscription handling cannot live on two tasks: both need the socket.
+//! subscription handling cannot live on two tasks: both need the socket. A request's reply waits
+//! for [`Publisher::flushed`], so every output of a cell is on the wire before its execute_reply.
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,12 +15,25 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{KernelIoPubXPubConnection, SubscriptionEvent};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::oneshot;
 
 /// How long printed text may wait before it goes out as one `stream` message.
 pub const STREAM_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 
+/// How long a reply waits for iopub to take the outputs before it: a subscriber that stops reading
+/// must not hold every reply forever (ipykernel's flush gives up after 10 s too).
+const FLUSH_LIMIT: Duration = Duration::from_secs(10);
+
 /// A `stream` message is sent early once this much text is waiting.
 const STREAM_FLUSH_BYTES: usize = 64 * 1024;
+
+/// What the iopub task is asked to do, in order.
+pub enum Outgoing {
+    /// Publish a message.
+    Message(Box<JupyterMessage>),
+    /// Say so once everything queued before has been written to the socket.
+    Flushed(oneshot::Sender<()>),
+}
 
 /// Publishes iopub messages in order, batching stream text; cheap to clone, usable from any thread.
 #[derive(Clone)]
@@ -28,7 +42,7 @@ pub struct Publisher {
 }
 
 struct PublisherState {
-    tx: UnboundedSender<JupyterMessage>,
+    tx: UnboundedSender<Outgoing>,
     /// The request outputs belong to (an execute_request while a cell runs).
     parent: Option<JupyterMessage>,
     /// Drop outputs (streams, displays) for `silent` executions.
@@ -39,7 +53,7 @@ struct PublisherState {
 
 impl Publisher {
     /// A publisher sending into `tx`, read by [`run_iopub`].
-    pub fn new(tx: UnboundedSender<JupyterMessage>) -> Publisher {
+    pub fn new(tx: UnboundedSender<Outgoing>) -> Publisher {
         Publisher {
             state: Arc::new(Mutex::new(PublisherState {
                 tx,
@@ -100,6 +114,19 @@ impl Publisher {
         self.lock().flush();
     }
 
+    /// Resolves once everything published so far (waiting stream text included) is on the socket:
+    /// a reply sent after it cannot overtake its outputs, as ipykernel's flush before the reply.
+    pub async fn flushed(&self) {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.lock();
+            s.flush();
+            let _ = s.tx.send(Outgoing::Flushed(tx));
+        }
+        // An error means the iopub task is gone (shutting down): nothing left to wait for.
+        let _ = tokio::time::timeout(FLUSH_LIMIT, rx).await;
+    }
+
     /// Publish an output of the current request (after any waiting stream text), unless muted.
     pub fn output(&self, content: impl Into<JupyterMessageContent>) {
         let mut s = self.lock();
@@ -148,7 +175,7 @@ impl PublisherState {
         let topic = format!("kernel.torchlet.{}", message.header.msg_type);
         message.zmq_identities = vec![topic.into_bytes().into()];
         // The receiver lives as long as the kernel; a send error means we are shutting down.
-        let _ = self.tx.send(message);
+        let _ = self.tx.send(Outgoing::Message(Box::new(message)));
     }
 }
 
@@ -162,10 +189,11 @@ pub async fn run_stream_flusher(publisher: Publisher) {
 }
 
 /// Own the XPUB socket: publish queued messages in order and welcome each new subscriber.
-pub async fn run_iopub(
-    mut socket: KernelIoPubXPubConnection,
-    mut rx: UnboundedReceiver<JupyterMessage>,
-) {
+///
+/// A failed subscription read is one client going away (often a reset when it closed while the
+/// kernel was still publishing to it); the socket has already dropped that client, so it is no
+/// news to report.
+pub async fn run_iopub(mut socket: KernelIoPubXPubConnection, mut rx: UnboundedReceiver<Outgoing>) {
     loop {
         tokio::select! {
             biased;
@@ -176,14 +204,17 @@ pub async fn run_iopub(
                         eprintln!("torchlet kernel: cannot send iopub_welcome: {e}");
                     }
                 }
-                Ok(SubscriptionEvent::Unsubscribe(_)) => {}
-                Err(e) => eprintln!("torchlet kernel: bad iopub subscription message: {e}"),
+                Ok(SubscriptionEvent::Unsubscribe(_)) | Err(_) => {}
             },
-            message = rx.recv() => match message {
-                Some(message) => {
-                    if let Err(e) = socket.send(message).await {
+            outgoing = rx.recv() => match outgoing {
+                Some(Outgoing::Message(message)) => {
+                    if let Err(e) = socket.send(*message).await {
                         eprintln!("torchlet kernel: cannot publish on iopub: {e}");
                     }
+                }
+                // XPUB's send returns once the bytes are written to every subscriber's connection.
+                Some(Outgoing::Flushed(done)) => {
+                    let _ = done.send(());
                 }
                 None => return,
             },

@@ -102,9 +102,42 @@ async fn forward_sigint(interrupt: Arc<OnceLock<InterruptHandle>>) {
 
 async fn run_heartbeat(mut heartbeat: KernelHeartbeatConnection) {
     loop {
-        if let Err(e) = heartbeat.single_heartbeat().await {
-            eprintln!("torchlet kernel: heartbeat: {e}");
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        match heartbeat.single_heartbeat().await {
+            Ok(()) => {}
+            Err(e) if client_gone(&e) => {}
+            Err(e) => {
+                eprintln!("torchlet kernel: heartbeat: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Whether `error` only says that the client it concerns went away (its connection closed or was
+/// reset, or a reply's identity is no longer connected). ZeroMQ drops such messages silently, as
+/// ipykernel's ROUTER sockets do, so the kernel does not report them either.
+pub(super) fn client_gone(error: &RuntimeError) -> bool {
+    use zeromq::ZmqError;
+    match error {
+        RuntimeError::IoError(_) => true,
+        RuntimeError::ZmqError(e) => match e {
+            ZmqError::Network(_) | ZmqError::Codec(_) | ZmqError::BufferFull(_) => true,
+            ZmqError::Other(why) => why.contains("not found"),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Send `reply` on a ROUTER socket; a client that left meanwhile is not an error worth reporting.
+pub(super) async fn send_reply<S: zeromq::SocketSend>(
+    socket: &mut jupyter_zmq_client::Connection<S>,
+    reply: JupyterMessage,
+    channel: &str,
+) {
+    if let Err(e) = socket.send(reply).await {
+        if !client_gone(&e) {
+            eprintln!("torchlet kernel: cannot reply on {channel}: {e}");
         }
     }
 }
@@ -196,9 +229,7 @@ async fn run_control(
             _ => unsupported(&incoming, "control"),
         };
         if let Some(reply) = reply {
-            if let Err(e) = control.send(reply).await {
-                eprintln!("torchlet kernel: cannot reply on control: {e}");
-            }
+            send_reply(&mut control, reply, "control").await;
         }
         publisher.status(ExecutionState::Idle, message);
         if stop {

@@ -1,6 +1,7 @@
 //! The shell channel: requests answered one at a time, in order, each between `busy` and `idle`.
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jupyter_protocol::{
     CommInfoReply, CompleteReply, CompleteRequest, ExecuteInput, ExecuteReply, ExecuteRequest,
@@ -15,25 +16,74 @@ use super::history::History;
 use super::interpreter::{ExecuteDone, ExecuteJob, Job};
 use super::iopub::Publisher;
 use super::replies;
-use super::server::{bad_message, shutdown_reply, unsupported};
+use super::server::{bad_message, send_reply, shutdown_reply, unsupported};
 use super::wire::{self, Incoming};
 use crate::session::{Completeness, InterruptHandle};
 
-/// Poll `future` once: its output if it is ready now, else `None` (the future is dropped, which
-/// the socket's receive allows: a message is taken off its queue only when returned).
-fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(output) => Some(output),
-        std::task::Poll::Pending => None,
+/// How long after a failed cell a request made before the failure may still arrive and be aborted.
+/// It only bounds the damage of a client clock running behind the kernel's: requests in flight
+/// normally arrive within milliseconds.
+const ABORT_IN_FLIGHT_FOR: Duration = Duration::from_secs(2);
+
+/// A request as it came off the socket, and when.
+struct Arrival {
+    at: SystemTime,
+    incoming: Incoming,
+}
+
+/// After a failed cell with stop_on_error: which execute requests to abort.
+///
+/// Run All sends every cell at once, and a cell can fail before the requests behind it have even
+/// reached the kernel. ipykernel aborts what is queued when the error happens; torchlet aborts
+/// every request that had arrived by then, and also every request the client made before then
+/// (its header date) that is still in flight, so however the requests are spread over the
+/// socket, those sent before the failure are aborted and those sent after it run.
+#[derive(Clone, Copy)]
+struct Abort {
+    failed_at: SystemTime,
+}
+
+impl Abort {
+    fn covers(&self, arrival: &Arrival) -> bool {
+        if arrival.at <= self.failed_at {
+            return true;
+        }
+        let micros = arrival.incoming.message.header.date.timestamp_micros();
+        // A missing date reads as the epoch: no evidence of when the request was made.
+        let Some(made) = u64::try_from(micros)
+            .ok()
+            .filter(|m| *m > 0)
+            .map(|m| UNIX_EPOCH + Duration::from_micros(m))
+        else {
+            return false;
+        };
+        made <= self.failed_at && arrival.at <= self.failed_at + ABORT_IN_FLIGHT_FOR
+    }
+}
+
+/// Read shell requests as they come and stamp them, so the shell knows what was queued when.
+async fn read_requests(mut recv: RouterRecvConnection, arrivals: tmpsc::UnboundedSender<Arrival>) {
+    loop {
+        match wire::read(&mut recv).await {
+            Ok(incoming) => {
+                let arrival = Arrival {
+                    at: SystemTime::now(),
+                    incoming,
+                };
+                if arrivals.send(arrival).is_err() {
+                    return;
+                }
+            }
+            Err(e) => bad_message("shell", e).await,
+        }
     }
 }
 
 /// The shell socket and the state requests share: the execution counter and the history.
 pub struct Shell {
     send: RouterSendConnection,
-    recv: RouterRecvConnection,
+    /// Requests as [`read_requests`] takes them off the socket.
+    arrivals: tmpsc::UnboundedReceiver<Arrival>,
     publisher: Publisher,
     jobs: mpsc::Sender<Job>,
     interrupt: Arc<OnceLock<InterruptHandle>>,
@@ -41,12 +91,13 @@ pub struct Shell {
     /// The execution counter (In[n]).
     count: usize,
     history: History,
-    /// A cell failed with stop_on_error: abort the execute requests already queued behind it.
-    aborting: bool,
+    /// A cell failed with stop_on_error: the execute requests sent before that are aborted.
+    abort: Option<Abort>,
 }
 
 impl Shell {
-    /// Serve `socket`, running cells through `jobs`; a shutdown_request signals `shutdown`.
+    /// Serve `socket` (its reading starts now, on its own task), running cells through `jobs`; a
+    /// shutdown_request signals `shutdown`.
     pub fn new(
         socket: KernelShellConnection,
         publisher: Publisher,
@@ -55,42 +106,26 @@ impl Shell {
         shutdown: tmpsc::UnboundedSender<()>,
     ) -> Shell {
         let (send, recv) = socket.split();
+        let (tx, arrivals) = tmpsc::unbounded_channel();
+        tokio::spawn(read_requests(recv, tx));
         Shell {
             send,
-            recv,
+            arrivals,
             publisher,
             jobs,
             interrupt,
             shutdown,
             count: 0,
             history: History::default(),
-            aborting: false,
+            abort: None,
         }
     }
 
     /// Answer requests until the process ends.
     pub async fn run(mut self) {
-        loop {
-            match wire::read(&mut self.recv).await {
-                Ok(incoming) => self.handle(incoming).await,
-                Err(e) => bad_message("shell", e).await,
-            }
-            if self.aborting {
-                self.abort_queued().await;
-            }
+        while let Some(arrival) = self.arrivals.recv().await {
+            self.handle(arrival).await;
         }
-    }
-
-    /// Answer the requests already waiting: execute requests are aborted (as ipykernel does after a
-    /// failed cell with stop_on_error), others served. Requests sent later run normally.
-    async fn abort_queued(&mut self) {
-        while let Some(read) = poll_once(wire::read(&mut self.recv)) {
-            match read {
-                Ok(incoming) => self.handle(incoming).await,
-                Err(e) => bad_message("shell", e).await,
-            }
-        }
-        self.aborting = false;
     }
 
     /// Run `job` on the interpreter thread and wait for its answer.
@@ -100,11 +135,17 @@ impl Shell {
         rx.await.ok()
     }
 
-    async fn handle(&mut self, incoming: Incoming) {
+    async fn handle(&mut self, arrival: Arrival) {
+        let aborted = matches!(
+            arrival.incoming.message.content,
+            JupyterMessageContent::ExecuteRequest(_)
+        ) && self.abort.is_some_and(|abort| abort.covers(&arrival));
+        let incoming = arrival.incoming;
         let message = &incoming.message;
         self.publisher.status(ExecutionState::Busy, message);
         let mut stop = false;
         let reply = match &message.content {
+            _ if aborted => Some(aborted_reply(message)),
             JupyterMessageContent::KernelInfoRequest(_) => {
                 Some(replies::kernel_info().as_child_of(message))
             }
@@ -144,9 +185,9 @@ impl Shell {
             _ => unsupported(&incoming, "shell"),
         };
         if let Some(reply) = reply {
-            if let Err(e) = self.send.send(reply).await {
-                eprintln!("torchlet kernel: cannot reply on shell: {e}");
-            }
+            // Outputs first, then the reply, as ipykernel flushes its streams before replying.
+            self.publisher.flushed().await;
+            send_reply(&mut self.send, reply, "shell").await;
         }
         self.publisher.status(ExecutionState::Idle, message);
         if stop {
@@ -223,15 +264,6 @@ impl Shell {
         request: &ExecuteRequest,
         message: &JupyterMessage,
     ) -> JupyterMessage {
-        if self.aborting {
-            return self.reply_to_execute(
-                ReplyStatus::Aborted,
-                None,
-                vec![],
-                HashMap::new(),
-                message,
-            );
-        }
         let silent = request.silent;
         let store = request.store_history && !silent;
         if store {
@@ -275,7 +307,11 @@ impl Shell {
             .as_ref()
             .map(|e| replies::reply_error(e, self.count));
         let status = if error.is_some() {
-            self.aborting = request.stop_on_error;
+            if request.stop_on_error && !silent {
+                self.abort = Some(Abort {
+                    failed_at: SystemTime::now(),
+                });
+            }
             ReplyStatus::Error
         } else {
             ReplyStatus::Ok
@@ -324,5 +360,64 @@ impl Shell {
             error,
         }
         .as_child_of(message)
+    }
+}
+
+/// ipykernel's reply to an aborted request: `{"status": "aborted"}` and nothing else, so no
+/// execution_count and the cell keeps its empty `[ ]:` prompt.
+fn aborted_reply(request: &JupyterMessage) -> JupyterMessage {
+    let unknown = jupyter_protocol::UnknownMessage {
+        msg_type: request.header.msg_type.clone(),
+        content: serde_json::Value::Null,
+    };
+    let content = unknown.reply(serde_json::json!({"status": "aborted"}));
+    JupyterMessage::new(content, Some(request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival(made: SystemTime, at: SystemTime) -> Arrival {
+        let mut message: JupyterMessage = ExecuteRequest::new("1".into()).into();
+        message.header.date = made.into();
+        Arrival {
+            at,
+            incoming: Incoming {
+                message,
+                problem: None,
+            },
+        }
+    }
+
+    #[test]
+    fn requests_sent_before_a_failure_are_aborted_and_later_ones_run() {
+        let failed_at = SystemTime::now();
+        let abort = Abort { failed_at };
+        let ms = Duration::from_millis;
+        // Queued behind the failed cell, whatever its date says.
+        assert!(abort.covers(&arrival(failed_at + ms(5), failed_at - ms(1))));
+        // Made before the failure, still in flight when it happened.
+        assert!(abort.covers(&arrival(failed_at - ms(1), failed_at + ms(30))));
+        // Made after the failure (the client had seen the error).
+        assert!(!abort.covers(&arrival(failed_at + ms(1), failed_at + ms(2))));
+        // No date (the epoch): only arrival counts.
+        assert!(!abort.covers(&arrival(UNIX_EPOCH, failed_at + ms(2))));
+        // A date from a clock far behind does not abort requests long after the failure.
+        let late = failed_at + ABORT_IN_FLIGHT_FOR + ms(1);
+        assert!(!abort.covers(&arrival(failed_at - ms(1), late)));
+    }
+
+    #[test]
+    fn an_aborted_reply_is_status_aborted_alone() {
+        let request: JupyterMessage = ExecuteRequest::new("1".into()).into();
+        let reply = aborted_reply(&request);
+        assert_eq!(reply.header.msg_type, "execute_reply");
+        let content = serde_json::to_value(&reply.content).unwrap();
+        assert_eq!(content, serde_json::json!({"status": "aborted"}));
+        assert_eq!(
+            reply.parent_header.map(|h| h.msg_id),
+            Some(request.header.msg_id)
+        );
     }
 }
