@@ -20,7 +20,13 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
     let timed = |code: String| {
         let ast = engine.compile_with_scope(&scope, code).expect("compiles");
         // As a session runs it: with CPython's lifetimes for temporaries.
-        let ast = torchlet::script::Lifetimes::new(&engine).rewrite(&engine, &ast, &rhai::AST::empty(), &[], false);
+        let ast = torchlet::script::Lifetimes::new(&engine).rewrite(
+            &engine,
+            &ast,
+            &rhai::AST::empty(),
+            &[],
+            false,
+        );
         let mut scope = scope.clone();
         let start = Instant::now();
         engine.run_ast_with_scope(&mut scope, &ast).expect("runs");

@@ -72,7 +72,10 @@ fn a_bare_expression_statement_is_freed_before_the_next_statement() {
     let base = a.memory_allocated();
     run(&mut s, "x.exp(); seen = memory_allocated(); 0");
     let seen = s.scope().get_value::<i64>("seen").unwrap() as u64;
-    assert_eq!(seen, base, "x.exp()'s value is gone when the next statement runs");
+    assert_eq!(
+        seen, base,
+        "x.exp()'s value is gone when the next statement runs"
+    );
 }
 
 #[test]
@@ -81,7 +84,10 @@ fn a_statement_inside_a_block_is_freed_at_once_too() {
     let (mut s, _) = Session::captured("<test>");
     run(&mut s, "let x = randn(1024, 1024).cuda(); let seen = ();");
     let base = a.memory_allocated();
-    run(&mut s, "for i in 0..1 { x.exp(); seen = memory_allocated(); } 0");
+    run(
+        &mut s,
+        "for i in 0..1 { x.exp(); seen = memory_allocated(); } 0",
+    );
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
     run(&mut s, "no_grad { x.exp(); seen = memory_allocated(); }; 0");
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
@@ -103,7 +109,10 @@ fn the_last_value_of_an_input_is_kept_for_the_echo() {
 fn del_of_an_array_frees_its_items_last_to_first() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];");
+    run(
+        &mut s,
+        "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
+    );
     assert_eq!(frees_during(&mut s, "del ts;"), vec![1200, 800, 400]);
 }
 
@@ -111,7 +120,10 @@ fn del_of_an_array_frees_its_items_last_to_first() {
 fn rebinding_an_array_frees_its_items_last_to_first() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];");
+    run(
+        &mut s,
+        "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
+    );
     assert_eq!(frees_during(&mut s, "ts = [];"), vec![1200, 800, 400]);
 }
 
@@ -119,7 +131,10 @@ fn rebinding_an_array_frees_its_items_last_to_first() {
 fn a_removed_item_is_freed_by_its_statement() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];");
+    run(
+        &mut s,
+        "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
+    );
     assert_eq!(frees_during(&mut s, "ts.remove(1); 0"), vec![800]);
 }
 
@@ -127,8 +142,14 @@ fn a_removed_item_is_freed_by_its_statement() {
 fn chains_on_variables_still_change_them_in_place() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let ts = []; ts.push(1); ts.push(2); let w = ones(2, #{requires_grad: true});");
-    run(&mut s, "(w * w).sum().backward(); w.grad.zero_(); let g = w.grad.sum().item();");
+    run(
+        &mut s,
+        "let ts = []; ts.push(1); ts.push(2); let w = ones(2, #{requires_grad: true});",
+    );
+    run(
+        &mut s,
+        "(w * w).sum().backward(); w.grad.zero_(); let g = w.grad.sum().item();",
+    );
     assert_eq!(s.scope().get_value::<rhai::Array>("ts").unwrap().len(), 2);
     assert_eq!(s.scope().get_value::<f64>("g").unwrap(), 0.0);
 }
@@ -137,7 +158,10 @@ fn chains_on_variables_still_change_them_in_place() {
 fn a_missing_method_on_a_temporary_is_still_an_attribute_error() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    let e = s.execute("let x = ones(2);\nx.exp().frobnicate()").error.unwrap();
+    let e = s
+        .execute("let x = ones(2);\nx.exp().frobnicate()")
+        .error
+        .unwrap();
     assert_eq!(e.kind, "AttributeError");
     assert_eq!(e.message, "'Tensor' object has no attribute 'frobnicate'");
     assert_eq!(e.line, Some(2));
@@ -161,6 +185,9 @@ fn let_of_a_bound_name_at_top_level_frees_the_old_value() {
 fn let_after_del_and_let_of_a_constant_name_still_work() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = 1; del x; let x = 2; const c = 1; let c = 3; let r = x + c;");
+    run(
+        &mut s,
+        "let x = 1; del x; let x = 2; const c = 1; let c = 3; let r = x + c;",
+    );
     assert_eq!(s.scope().get_value::<i64>("r").unwrap(), 5);
 }

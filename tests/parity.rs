@@ -91,11 +91,22 @@ fn every_recorded_trace_has_a_test() {
             if !PROGRAMS.contains(&name.as_str()) {
                 missing.push(name);
             }
-            let twin = repo().join("tests/parity").join(format!("{}.rhai", path.file_stem().unwrap().to_string_lossy()));
-            assert!(twin.exists(), "{} has no torchlet twin {}", path.display(), twin.display());
+            let twin = repo().join("tests/parity").join(format!(
+                "{}.rhai",
+                path.file_stem().unwrap().to_string_lossy()
+            ));
+            assert!(
+                twin.exists(),
+                "{} has no torchlet twin {}",
+                path.display(),
+                twin.display()
+            );
         }
     }
-    assert!(missing.is_empty(), "add these to parity!(…) in tests/parity.rs: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "add these to parity!(…) in tests/parity.rs: {missing:?}"
+    );
 }
 
 /// Run `name.rhai` in a fresh process and compare its events and checkpoints with PyTorch's.
@@ -132,7 +143,13 @@ fn run_in_fresh_process(name: &str) -> Value {
     let program = repo().join("tests/parity").join(format!("{name}.rhai"));
     let record = tempfile::NamedTempFile::new().unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "run_one_program", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "run_one_program",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(PROGRAM_ENV, &program)
         .env(RECORD_ENV, record.path())
         .env_remove("TORCHLET_CUDA_ALLOC_CONF")
@@ -189,17 +206,19 @@ fn run_one_program() {
         let checkpoints = checkpoints.clone();
         let lines = lines.clone();
         let allocator = allocator.clone();
-        session.engine_mut().register_fn("checkpoint", move |label: &str| {
-            let line = lines.borrow().last().map(|&(_, line)| line);
-            checkpoints.borrow_mut().push(json!({
-                "label": label,
-                "line": line,
-                "events": events_so_far(),
-                "memory_allocated": allocator.memory_allocated(),
-                "memory_reserved": allocator.memory_reserved(),
-                "memory_stats": allocator.memory_stats(),
-            }));
-        });
+        session
+            .engine_mut()
+            .register_fn("checkpoint", move |label: &str| {
+                let line = lines.borrow().last().map(|&(_, line)| line);
+                checkpoints.borrow_mut().push(json!({
+                    "label": label,
+                    "line": line,
+                    "events": events_so_far(),
+                    "memory_allocated": allocator.memory_allocated(),
+                    "memory_reserved": allocator.memory_reserved(),
+                    "memory_stats": allocator.memory_stats(),
+                }));
+            });
     }
     let code = std::fs::read_to_string(&program).expect("the program exists");
     let outcome = session.execute(&code);
@@ -214,7 +233,11 @@ fn run_one_program() {
         .enumerate()
         .map(|(i, e)| {
             // The line that ran last before this event was recorded.
-            let line = lines.iter().take_while(|&&(count, _)| count <= i).last().map(|&(_, l)| l);
+            let line = lines
+                .iter()
+                .take_while(|&&(count, _)| count <= i)
+                .last()
+                .map(|&(_, l)| l);
             json!({"action": e.action.name(), "size": e.size, "line": line})
         })
         .collect();
@@ -294,11 +317,19 @@ fn compare_events(
 /// key, up to the first differing event (all of them when there is none).
 fn compare_checkpoints(name: &str, torch: &Value, ours: &Value, until: Option<usize>) {
     let theirs = torch["checkpoints"].as_array().expect("torch checkpoints");
-    let mine = ours["checkpoints"].as_array().expect("torchlet checkpoints");
+    let mine = ours["checkpoints"]
+        .as_array()
+        .expect("torchlet checkpoints");
     let labels = |c: &[Value]| -> Vec<String> {
-        c.iter().map(|c| c["label"].as_str().unwrap_or("").to_string()).collect()
+        c.iter()
+            .map(|c| c["label"].as_str().unwrap_or("").to_string())
+            .collect()
     };
-    assert_eq!(labels(theirs), labels(mine), "{name}: the checkpoints differ");
+    assert_eq!(
+        labels(theirs),
+        labels(mine),
+        "{name}: the checkpoints differ"
+    );
     for (t, m) in theirs.iter().zip(mine) {
         let label = t["label"].as_str().unwrap();
         if until.is_some_and(|i| t["events"].as_u64().unwrap_or(0) as usize > i) {

@@ -112,7 +112,8 @@ impl SimulatedMemory {
             let base = mmap_anon(len, libc::PROT_NONE)?;
             let aligned = (base as usize).div_ceil(Self::GRANULE) * Self::GRANULE;
             self.arena = Some((base, len));
-            self.holes.insert(aligned as DevicePtr, len - (aligned - base as usize));
+            self.holes
+                .insert(aligned as DevicePtr, len - (aligned - base as usize));
         }
         let need = bytes.div_ceil(Self::GRANULE) * Self::GRANULE;
         let (&start, &len) = self
@@ -167,9 +168,15 @@ impl RawMemory for SimulatedMemory {
         let placed = self.place(bytes).and_then(|p| {
             // SAFETY: `p` is a hole of at least `bytes` bytes inside the arena this object owns.
             let rc = unsafe {
-                libc::mprotect(p as *mut libc::c_void, bytes, libc::PROT_READ | libc::PROT_WRITE)
+                libc::mprotect(
+                    p as *mut libc::c_void,
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
             };
-            os_result(rc, "host mprotect").map(|_| p).inspect_err(|_| self.give_back(p, bytes))
+            os_result(rc, "host mprotect")
+                .map(|_| p)
+                .inspect_err(|_| self.give_back(p, bytes))
         });
         match placed {
             Ok(p) => {
@@ -282,7 +289,11 @@ impl RawMemory for SimulatedMemory {
 impl Drop for SimulatedMemory {
     fn drop(&mut self) {
         // Segments live inside the arena: unmapping it and the reservations frees everything.
-        for (p, len) in self.arena.into_iter().chain(self.reservations.iter().map(|(&p, &l)| (p, l))) {
+        for (p, len) in self
+            .arena
+            .into_iter()
+            .chain(self.reservations.iter().map(|(&p, &l)| (p, l)))
+        {
             // SAFETY: every entry is a live mapping this object made and nobody else unmaps.
             unsafe {
                 libc::munmap(p as *mut libc::c_void, len);

@@ -78,7 +78,8 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
     }
     let _mode = super::set_grad_enabled(false);
     // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
-    let _handle = crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
+    let _handle =
+        crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
     // Python's `backward()` makes this gradient and holds it until the pass is over: it is the
     // first block the pass allocates and the last it frees.
     let grad = root.ones_like()?;

@@ -4,10 +4,10 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
-use crate::device::blas_handle::{self, HANDLES};
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
+use crate::device::blas_handle::{self, HANDLES};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;

@@ -295,7 +295,9 @@ impl Pass<'_> {
                 *flags,
                 *pos,
             ),
-            Expr::Array(items, pos) => Expr::Array(items.iter().map(|e| self.expr(e)).collect(), *pos),
+            Expr::Array(items, pos) => {
+                Expr::Array(items.iter().map(|e| self.expr(e)).collect(), *pos)
+            }
             Expr::Map(x, pos) => {
                 let mut map = (**x).clone();
                 for (_, value) in map.0.iter_mut() {
@@ -306,7 +308,9 @@ impl Pass<'_> {
             Expr::InterpolatedString(parts, pos) => {
                 Expr::InterpolatedString(parts.iter().map(|e| self.expr(e)).collect(), *pos)
             }
-            Expr::And(x, pos) => Expr::And(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos),
+            Expr::And(x, pos) => {
+                Expr::And(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
+            }
             Expr::Or(x, pos) => Expr::Or(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos),
             Expr::Coalesce(x, pos) => {
                 Expr::Coalesce(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
@@ -414,7 +418,10 @@ impl Pass<'_> {
 
     fn line_mark(&self, line: usize, pos: Position) -> Stmt {
         let line = Expr::IntegerConstant(line as rhai::INT, pos);
-        Stmt::FnCall(Box::new(self.helper_call(LINE, self.hashes.line, vec![line])), pos)
+        Stmt::FnCall(
+            Box::new(self.helper_call(LINE, self.hashes.line, vec![line])),
+            pos,
+        )
     }
 
     fn helper_call(&self, name: &str, hashes: FnCallHashes, args: Vec<Expr>) -> FnCallExpr {

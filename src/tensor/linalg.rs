@@ -129,8 +129,16 @@ impl Tensor {
         // after the output is allocated and freed after the product, as PyTorch's
         // `prepare_matrix_for_cublas` does: the second operand first, freed last.
         let on_gpu = self.device().is_cuda();
-        let rhs = if on_gpu { cublas_ready(rhs, &[count, k, n])? } else { rhs };
-        let lhs = if on_gpu { cublas_ready(lhs, &[count, m, k])? } else { lhs };
+        let rhs = if on_gpu {
+            cublas_ready(rhs, &[count, k, n])?
+        } else {
+            rhs
+        };
+        let lhs = if on_gpu {
+            cublas_ready(lhs, &[count, m, k])?
+        } else {
+            lhs
+        };
         let dl = Layout::contiguous(&[count, m, n]);
         self.backend().matmul(
             lhs.0.operand_with(&lhs.1),

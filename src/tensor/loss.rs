@@ -26,7 +26,13 @@ impl Tensor {
             .binary(BinaryOp::Mul, sq.operand(), sq.operand(), sq.operand())?;
         let all: Vec<usize> = (0..sq.dim()).collect();
         let keepdim = result.view_as_layout(super::Layout::contiguous(&vec![1; sq.dim()]));
-        sq.reduce_into(crate::device::ReduceOp::Mean, &all, &keepdim, None, super::reduce::Read::AsIs)?;
+        sq.reduce_into(
+            crate::device::ReduceOp::Mean,
+            &all,
+            &keepdim,
+            None,
+            super::reduce::Read::AsIs,
+        )?;
         drop(keepdim);
         drop(sq);
         let out = result.view_as_layout(super::Layout::contiguous(&[]));

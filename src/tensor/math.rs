@@ -171,8 +171,16 @@ impl Tensor {
                 false,
                 Box::new(move |g, m| {
                     // As PyTorch's generated backward functions: the last input's gradient first.
-                    let gb = if m[1] { Some(g.sum_to_size(&sb)?) } else { None };
-                    let ga = if m[0] { Some(g.sum_to_size(&sa)?) } else { None };
+                    let gb = if m[1] {
+                        Some(g.sum_to_size(&sb)?)
+                    } else {
+                        None
+                    };
+                    let ga = if m[0] {
+                        Some(g.sum_to_size(&sa)?)
+                    } else {
+                        None
+                    };
                     Ok(vec![ga, gb])
                 }),
             );
@@ -196,7 +204,11 @@ impl Tensor {
                     } else {
                         None
                     };
-                    let ga = if m[0] { Some(g.sum_to_size(&sa)?) } else { None };
+                    let ga = if m[0] {
+                        Some(g.sum_to_size(&sa)?)
+                    } else {
+                        None
+                    };
                     Ok(vec![ga, gb])
                 }),
             );
