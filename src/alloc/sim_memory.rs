@@ -55,6 +55,22 @@ fn mmap_anon(bytes: usize, prot: libc::c_int) -> Result<DevicePtr, RawError> {
     Ok(p as DevicePtr)
 }
 
+/// Drop the pages of `[ptr, ptr+bytes)` and protect it again, keeping the addresses reserved: what
+/// freeing or unmapping device memory means here.
+///
+/// # Safety
+/// The range must be mapped by the caller, and nothing may use it afterwards.
+unsafe fn decommit(ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
+    os_result(
+        libc::madvise(ptr as *mut libc::c_void, bytes, libc::MADV_DONTNEED),
+        "host madvise",
+    )?;
+    os_result(
+        libc::mprotect(ptr as *mut libc::c_void, bytes, libc::PROT_NONE),
+        "host mprotect",
+    )
+}
+
 fn os_result(rc: libc::c_int, what: &str) -> Result<(), RawError> {
     if rc == 0 {
         Ok(())
@@ -199,18 +215,8 @@ impl RawMemory for SimulatedMemory {
                 )))
             }
         }
-        // SAFETY: `ptr` is a live segment of `bytes` bytes inside the arena: its pages are
-        // dropped and the range goes back to being reserved only.
-        unsafe {
-            os_result(
-                libc::madvise(ptr as *mut libc::c_void, bytes, libc::MADV_DONTNEED),
-                "host madvise",
-            )?;
-            os_result(
-                libc::mprotect(ptr as *mut libc::c_void, bytes, libc::PROT_NONE),
-                "host mprotect",
-            )?;
-        }
+        // SAFETY: `ptr` is a live segment of `bytes` bytes inside the arena this object owns.
+        unsafe { decommit(ptr, bytes)? };
         self.segments.remove(&ptr);
         self.give_back(ptr, bytes);
         self.used -= bytes;
@@ -269,18 +275,8 @@ impl RawMemory for SimulatedMemory {
 
     fn unmap(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
         self.check_reserved(ptr, bytes)?;
-        // SAFETY: the range lies inside a reservation this object owns; dropping its pages and
-        // protecting it again is what unmapping physical memory means here.
-        unsafe {
-            os_result(
-                libc::madvise(ptr as *mut libc::c_void, bytes, libc::MADV_DONTNEED),
-                "host madvise",
-            )?;
-            os_result(
-                libc::mprotect(ptr as *mut libc::c_void, bytes, libc::PROT_NONE),
-                "host mprotect",
-            )?;
-        }
+        // SAFETY: the range lies inside a reservation this object owns.
+        unsafe { decommit(ptr, bytes)? };
         self.used = self.used.saturating_sub(bytes);
         Ok(())
     }

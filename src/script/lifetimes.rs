@@ -287,14 +287,7 @@ impl Pass<'_> {
         match expr {
             Expr::Dot(..) => self.chain(expr),
             Expr::FnCall(f, pos) => Expr::FnCall(Box::new(self.call_args(f)), *pos),
-            Expr::Index(x, flags, pos) => Expr::Index(
-                Box::new(BinaryExpr {
-                    lhs: self.expr(&x.lhs),
-                    rhs: self.expr(&x.rhs),
-                }),
-                *flags,
-                *pos,
-            ),
+            Expr::Index(..) => self.chain_part(expr),
             Expr::Array(items, pos) => {
                 Expr::Array(items.iter().map(|e| self.expr(e)).collect(), *pos)
             }
@@ -347,7 +340,7 @@ impl Pass<'_> {
         let (head, tail) = links.split_at(split);
         let mut value = self.expr(&root);
         if !head.is_empty() {
-            let head: Vec<Expr> = head.iter().map(|l| self.link(l)).collect();
+            let head: Vec<Expr> = head.iter().map(|l| self.chain_part(l)).collect();
             value = nest(value, head, expr.position());
         }
         for link in tail {
@@ -358,18 +351,10 @@ impl Pass<'_> {
                     call.args.insert(0, value);
                     Expr::FnCall(Box::new(call), *pos)
                 }
-                other => nest(value, vec![self.link(other)], other.position()),
+                other => nest(value, vec![self.chain_part(other)], other.position()),
             };
         }
         value
-    }
-
-    /// The arguments inside one link of a chain.
-    fn link(&self, link: &Expr) -> Expr {
-        match link {
-            Expr::MethodCall(f, pos) => Expr::MethodCall(Box::new(self.call_args(f)), *pos),
-            other => other.clone(),
-        }
     }
 
     /// A chain this pass does not restructure (indexing, `?.`): rewrite only its arguments.
@@ -387,6 +372,7 @@ impl Pass<'_> {
         }
     }
 
+    /// One part of a chain (a link, an index, a sub-chain) with its arguments rewritten.
     fn chain_part(&self, expr: &Expr) -> Expr {
         match expr {
             Expr::MethodCall(f, pos) => Expr::MethodCall(Box::new(self.call_args(f)), *pos),
