@@ -196,7 +196,10 @@ fn training_loop_learns_and_shows_where_memory_goes() {
         pitfall.windows(2).all(|w| w[1] > w[0]),
         "each iteration keeps its graph: {pitfall:?}"
     );
-    assert_eq!(number_after(&output, "after total = 0.0: growth="), 0);
+    assert_eq!(
+        number_after(&output, "after total = 0.0; del loss: growth="),
+        0
+    );
     let fix = growth("fix total += loss.item()");
     assert!(
         fix.windows(2).all(|w| w[1] == w[0]),

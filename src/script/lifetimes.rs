@@ -14,7 +14,11 @@
 //!   uses are wrapped in `__discard(…)`, which takes the value and drops it.
 //! - Rebinding a variable drops its old value inside Rhai, and an array drops its items first
 //!   to last; CPython's `list_dealloc` drops them last to first. Plain assignments `x = e` become
-//!   `x.__assign(e)`, which drops the old value in CPython's order (see [`drop_like_python`]).
+//!   `__bind x e`, which drops the old value in CPython's order (see [`drop_like_python`]) and
+//!   also binds a name `del` or the session's block scoping left as a tombstone.
+//! - A call of a script function from top-level code is wrapped in `__with_globals`, so that the
+//!   function reads top-level variables as Python functions read globals (see
+//!   [`super::globals`]).
 //!
 //! Calls keep their positions, so errors still point at the user's text. Method calls on
 //! variables stay method calls (they may change the variable in place, as `ts.push(t)` does), and
@@ -31,8 +35,6 @@ const ENGINE_METHODS: &[&str] = &["call", "curry", "is_shared", "Fn", "eval"];
 
 /// Name of the function that drops a statement's unused value.
 const DISCARD: &str = "__discard";
-/// Name of the method that rebinds a variable and drops its old value in CPython's order.
-const ASSIGN: &str = "__assign";
 /// Name of the function that reports the line about to run.
 const LINE: &str = "__line";
 
@@ -40,16 +42,16 @@ const LINE: &str = "__line";
 #[derive(Clone)]
 pub struct Lifetimes {
     discard: FnCallHashes,
-    assign: FnCallHashes,
     line: FnCallHashes,
+    /// `__bind NAME EXPR`, compiled once, its inputs replaced per use.
+    bind: Expr,
+    /// `__with_globals EXPR`, likewise.
+    with_globals: Expr,
 }
 
 /// Register the functions the rewritten scripts call.
 pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(DISCARD, |value: Dynamic| drop_like_python(value));
-    engine.register_fn(ASSIGN, |target: &mut Dynamic, value: Dynamic| {
-        drop_like_python(std::mem::replace(target, value));
-    });
 }
 
 /// Register `__line(n)`, which the rewrite puts before each statement when lines are marked.
@@ -87,10 +89,18 @@ impl Lifetimes {
                 other => unreachable!("a call statement, not {other:?}"),
             }
         };
+        let custom = |code: &str| -> Expr {
+            let ast = engine.compile(code).expect("a helper expression compiles");
+            match ast.statements().first() {
+                Some(Stmt::Expr(e)) if matches!(**e, Expr::Custom(..)) => (**e).clone(),
+                other => unreachable!("a custom expression, not {other:?}"),
+            }
+        };
         Lifetimes {
             discard: first_call(&format!("{DISCARD}(0)")),
-            assign: first_call(&format!("x.{ASSIGN}(0)")),
             line: first_call(&format!("{LINE}(0)")),
+            bind: custom(&format!("{} x 0;", super::syntax::BIND)),
+            with_globals: custom(&format!("{} 0;", super::globals::WITH_GLOBALS)),
         }
     }
 
@@ -203,6 +213,14 @@ impl Pass<'_> {
                 self.discard(self.expr(e), e.position())
             }
             Stmt::Expr(e) => Stmt::Expr(Box::new(self.expr(e))),
+            Stmt::FnCall(f, pos) if self.is_script_call(f) => {
+                let call = self.call(f, *pos);
+                if value_used {
+                    Stmt::Expr(Box::new(call))
+                } else {
+                    self.discard(call, *pos)
+                }
+            }
             Stmt::FnCall(f, pos) => {
                 let call = Box::new(self.call_args(f));
                 if value_used {
@@ -260,7 +278,7 @@ impl Pass<'_> {
         }
     }
 
-    /// `x = e` on a plain variable becomes `x.__assign(e)`; other assignments keep their form.
+    /// `x = e` on a plain variable becomes `__bind x e`; other assignments keep their form.
     fn assignment(&self, stmt: &Stmt, op: &rhai::OpAssignment, target: &BinaryExpr) -> Stmt {
         let value = self.expr(&target.rhs);
         let is_plain_variable = matches!(&target.lhs, Expr::Variable(x, ..) if x.2.is_empty());
@@ -271,21 +289,56 @@ impl Pass<'_> {
             }
             return stmt;
         }
-        let pos = target.lhs.position();
-        let call = self.helper_call(ASSIGN, self.hashes.assign, vec![value]);
-        Stmt::Expr(Box::new(Expr::Dot(
-            Box::new(BinaryExpr {
-                lhs: target.lhs.clone(),
-                rhs: Expr::MethodCall(Box::new(call), pos),
-            }),
-            ASTFlags::empty(),
-            pos,
+        let Expr::Variable(var, _, pos) = &target.lhs else {
+            unreachable!("a plain variable")
+        };
+        let name = Expr::StringConstant(var.1.clone(), *pos);
+        Stmt::Expr(Box::new(self.custom(
+            &self.hashes.bind,
+            vec![name, value],
+            *pos,
         )))
+    }
+
+    /// A copy of a compiled custom expression with new inputs.
+    fn custom(&self, template: &Expr, inputs: Vec<Expr>, pos: Position) -> Expr {
+        let Expr::Custom(x, _) = template else {
+            unreachable!("a custom expression template")
+        };
+        let mut custom = (**x).clone();
+        custom.inputs = inputs.into_iter().collect();
+        Expr::Custom(Box::new(custom), pos)
+    }
+
+    /// A call of a script function, which may read top-level variables while it runs.
+    fn call(&self, f: &FnCallExpr, pos: Position) -> Expr {
+        let call = Expr::FnCall(Box::new(self.call_args(f)), pos);
+        self.custom(&self.hashes.with_globals, vec![call], pos)
+    }
+
+    fn is_script_call(&self, f: &FnCallExpr) -> bool {
+        !f.is_qualified() && self.script_fns.contains(f.name.as_str())
+    }
+
+    /// Whether a `.` chain calls a script function as a method (`x.f()` binds `this`).
+    fn calls_script_method(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Dot(x, ..) => {
+                self.calls_script_method(&x.lhs) || self.calls_script_method(&x.rhs)
+            }
+            Expr::MethodCall(f, _) => self.is_script_call(f),
+            _ => false,
+        }
     }
 
     fn expr(&self, expr: &Expr) -> Expr {
         match expr {
+            Expr::Dot(..) if self.calls_script_method(expr) => {
+                let chain = self.chain(expr);
+                self.custom(&self.hashes.with_globals, vec![chain], expr.position())
+            }
             Expr::Dot(..) => self.chain(expr),
+            Expr::FnCall(f, pos) if self.is_script_call(f) => self.call(f, *pos),
             Expr::FnCall(f, pos) => Expr::FnCall(Box::new(self.call_args(f)), *pos),
             Expr::Index(..) => self.chain_part(expr),
             Expr::Array(items, pos) => {

@@ -2,12 +2,15 @@
 pub mod convert;
 pub mod creation;
 pub mod cuda_module;
+pub mod del;
 pub mod distributed_module;
 pub mod errors;
+pub mod globals;
 pub mod help;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
+pub mod scoping;
 pub mod syntax;
 pub mod tensor_api;
 
@@ -30,6 +33,8 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
     errors::register(&mut engine);
     syntax::register(&mut engine);
+    del::register(&mut engine);
+    globals::register(&mut engine);
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
     tensor_api::register(&mut engine);

@@ -1,4 +1,5 @@
-//! The statements Rhai lacks: `del x, y` and the grad-mode blocks `no_grad { … }` and friends.
+//! The statements Rhai lacks: the grad-mode blocks `no_grad { … }` and friends, and the
+//! tombstones `del` and rebinding leave.
 //!
 //! Why `del` leaves a tombstone instead of removing the scope entry: Rhai's parser resolves most
 //! variables to a fixed offset from the end of the scope. Removing an entry from the middle of the
@@ -8,8 +9,6 @@
 //! marker is a `NameError`, exactly as Python reports a deleted name. The session removes the
 //! markers between inputs, when no compiled offsets are live.
 use rhai::{Dynamic, Engine, EvalAltResult, EvalContext, Expression, ImmutableString, Position};
-
-use super::errors::{not_defined, Exception};
 
 /// What a deleted variable's slot holds until the session compacts its scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,14 +67,19 @@ impl BlockMode {
 pub(crate) fn register(engine: &mut Engine) {
     engine.register_type_with_name::<Deleted>("deleted");
     #[allow(deprecated)] // on_var is stable in practice; Rhai marks it "volatile".
-    engine.on_var(|name, _index, context| match context.scope().get(name) {
-        Some(value) if is_deleted(value) => {
-            Err(EvalAltResult::ErrorVariableNotFound(name.to_string(), Position::NONE).into())
+    engine.on_var(|name, index, mut context| {
+        if context.call_level() > 0 {
+            super::globals::resolve_in_function(name, index, &mut context);
         }
-        _ => Ok(None),
+        match context.scope().get(name) {
+            Some(value) if is_deleted(value) => {
+                Err(EvalAltResult::ErrorVariableNotFound(name.to_string(), Position::NONE).into())
+            }
+            _ => Ok(None),
+        }
     });
-    engine.register_custom_syntax_with_state_raw("del", parse_del, false, eval_del);
-    engine.register_custom_syntax_with_state_raw(UNSHADOW, parse_del, false, eval_unshadow);
+    engine.register_custom_syntax_with_state_raw(UNSHADOW, parse_name, false, eval_unshadow);
+    engine.register_custom_syntax_with_state_raw(BIND, parse_bind, false, eval_bind);
     for mode in [
         BlockMode::NoGrad,
         BlockMode::EnableGrad,
@@ -120,55 +124,56 @@ fn parse_block_statement(
     }
 }
 
-/// `del` NAME (`,` NAME)*
-fn parse_del(
+/// `__unshadow` NAME
+fn parse_name(
     symbols: &[ImmutableString],
-    look_ahead: &str,
+    _look_ahead: &str,
     _state: &mut Dynamic,
 ) -> Result<Option<ImmutableString>, rhai::ParseError> {
-    // The keyword (`del`, or `__unshadow`) or a comma: a name comes next.
-    let last = symbols.last().map(|s| s.as_str()).unwrap_or(",");
-    Ok(match last {
-        _ if symbols.len() == 1 => Some("$ident$".into()),
-        "," => Some("$ident$".into()),
-        _ if look_ahead == "," => Some(",".into()),
+    Ok((symbols.len() == 1).then(|| "$ident$".into()))
+}
+
+/// `__bind` NAME EXPR
+fn parse_bind(
+    symbols: &[ImmutableString],
+    _look_ahead: &str,
+    _state: &mut Dynamic,
+) -> Result<Option<ImmutableString>, rhai::ParseError> {
+    Ok(match symbols.len() {
+        1 => Some("$ident$".into()),
+        2 => Some("$expr$".into()),
         _ => None,
     })
 }
 
-fn eval_del(
+/// The expression the lifetime rewrite makes of a plain assignment `NAME = EXPR`.
+pub(crate) const BIND: &str = "__bind";
+
+/// `__bind NAME EXPR`: Python's assignment. The value is computed first, then bound, and the old
+/// value dropped last (an array's items last to first, as CPython frees a list). A slot that
+/// holds a tombstone (a deleted name, or one the session declared for a name first bound
+/// inside a block) is bound like any other, as Python binds `x = 5` after `del x`.
+fn eval_bind(
     context: &mut EvalContext,
     inputs: &[Expression],
     _state: &Dynamic,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    for input in inputs {
-        let Some(name) = input.get_string_value() else {
-            continue; // the `,` separators
-        };
-        let scope = context.scope_mut();
-        let fail = |kind: &str, message: String| -> Result<Dynamic, Box<EvalAltResult>> {
-            let exception = Exception {
-                kind: kind.into(),
-                message,
-            };
-            Err(EvalAltResult::ErrorRuntime(Dynamic::from(exception), input.position()).into())
-        };
-        match scope.get(name) {
-            None => return fail("NameError", not_defined(name)),
-            Some(value) if is_deleted(value) => return fail("NameError", not_defined(name)),
-            Some(_) => {}
-        }
-        match scope.get_mut(name) {
-            // Dropping the old value here is what frees the tensor at once, an array's items
-            // last to first as CPython frees a list's.
-            Some(slot) => {
-                let old = std::mem::replace(slot, Dynamic::from(Deleted));
-                super::lifetimes::drop_like_python(old);
-            }
-            None => return fail("TypeError", format!("cannot delete constant '{name}'")),
-        }
+    let name = inputs[0].get_string_value().unwrap_or_default().to_string();
+    let value = context.eval_expression_tree(&inputs[1])?.flatten();
+    let scope = context.scope_mut();
+    if !scope.contains(&name) {
+        return Err(EvalAltResult::ErrorVariableNotFound(name, inputs[0].position()).into());
     }
-    Ok(Dynamic::UNIT)
+    match scope.get_mut(&name) {
+        Some(slot) => {
+            super::lifetimes::drop_like_python(std::mem::replace(slot, value));
+            Ok(Dynamic::UNIT)
+        }
+        None => Err(super::errors::raise(
+            "TypeError",
+            format!("cannot assign to constant '{name}'"),
+        )),
+    }
 }
 
 /// The statement the lifetime rewrite puts after a top-level `let` of a name already bound.

@@ -134,10 +134,7 @@ impl Session {
     }
 
     fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
-        let ast = self
-            .engine
-            .compile_with_scope(&self.scope, code)
-            .map_err(|e| ScriptError::from_parse(&e, code, self.options.source_name.as_deref()))?;
+        let ast = self.compile_with_python_scoping(code)?;
         let bound = self.variable_names();
         let ast = self.lifetimes.rewrite(
             &self.engine,
@@ -153,6 +150,36 @@ impl Session {
             .eval_ast_with_scope(&mut self.scope, &program)
             .map_err(|e| ScriptError::from_eval(&e, code, self.options.source_name.as_deref()))?;
         Ok(DisplayData::of_value(&value))
+    }
+
+    /// Compile `code` with Python's scoping (see [`crate::script::scoping`]): every name it binds
+    /// outside functions is declared first, and `let` inside blocks becomes assignment.
+    fn compile_with_python_scoping(&mut self, code: &str) -> Result<rhai::AST, ScriptError> {
+        let source = self.options.source_name.as_deref();
+        let compile = |engine: &rhai::Engine, scope: &rhai::Scope, text: &str| {
+            engine
+                .compile_with_scope(scope, text)
+                .map_err(|e| ScriptError::from_parse(&e, code, source))
+        };
+        let ast = compile(&self.engine, &self.scope, code)?;
+        let plan = crate::script::scoping::plan(&ast);
+        let mut declared = false;
+        for name in &plan.names {
+            if !self.scope.contains(name) {
+                self.scope.push_dynamic(
+                    name.as_str(),
+                    rhai::Dynamic::from(crate::script::syntax::Deleted),
+                );
+                declared = true;
+            }
+        }
+        if !declared && plan.nested_lets.is_empty() {
+            return Ok(ast);
+        }
+        // The parser resolves variables against the scope it compiled with: compile again now
+        // that the names are declared (and the nested `let`s are assignments).
+        let text = crate::script::scoping::blank_lets(code, &plan.nested_lets);
+        compile(&self.engine, &self.scope, &text)
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
