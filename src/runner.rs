@@ -44,7 +44,10 @@ fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
     match outcome.error {
         None => ExitCode::SUCCESS,
         Some(error) => {
-            eprintln!("{}", error.located());
+            match error.traceback() {
+                Some(traceback) => eprintln!("{traceback}"),
+                None => eprintln!("{}", error.located()),
+            }
             ExitCode::FAILURE
         }
     }

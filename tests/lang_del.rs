@@ -1,4 +1,6 @@
 //! `del x` and `del x, y`: the name is gone, its tensor freed at once, the rest of the scope intact.
+mod common;
+
 use torchlet::session::{Outcome, Session};
 
 fn value(outcome: Outcome) -> String {
@@ -115,18 +117,13 @@ fn failed_input_keeps_variables_defined_before_it() {
 
 mod tensors {
     //! `del` frees GPU memory at once, unless something else still holds the tensor.
-    use std::sync::{Mutex, MutexGuard, Once};
+    use std::sync::MutexGuard;
 
     use torchlet::session::Session;
 
+    /// The simulated (or real) cuda:0 to this test alone.
     fn exclusive() -> MutexGuard<'static, ()> {
-        static INIT: Once = Once::new();
-        static LOCK: Mutex<()> = Mutex::new(());
-        INIT.call_once(|| {
-            let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
-            torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
-        });
-        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+        super::common::gpu().0
     }
 
     fn allocated(s: &mut Session) -> i64 {
@@ -219,4 +216,62 @@ fn del_keeps_the_newest_binding_of_a_shadowed_name() {
     let vars = s.variables();
     assert_eq!(vars.len(), 1, "one binding of a is in force: {vars:?}");
     assert_eq!(vars[0].1.as_int().unwrap(), 2);
+}
+
+#[test]
+fn del_of_an_item_removes_only_that_item() {
+    let (mut s, _) = Session::captured("<test>");
+    assert_eq!(
+        value(s.execute("let ts = [1, 2, 3]; del ts[0]; ts")),
+        "[2, 3]"
+    );
+    assert_eq!(value(s.execute("del ts[-1]; ts")), "[2]");
+    assert_eq!(error(s.execute("del ts[5]")).kind, "IndexError");
+    assert_eq!(value(s.execute("ts")), "[2]");
+    let d = "let d = #{a: 1, b: 2}; del d[\"a\"]; d";
+    assert_eq!(value(s.execute(d)), "#{\"b\": 2}");
+    assert_eq!(error(s.execute("del d[\"zz\"]")).kind, "KeyError");
+    assert_eq!(value(s.execute("del d.b; d")), "#{}");
+}
+
+#[test]
+fn del_of_an_item_frees_that_tensor_at_once() {
+    let (_guard, a) = common::gpu();
+    let (mut s, _) = Session::captured("<test>");
+    let before = a.memory_allocated();
+    value(s.execute(
+        r#"let keep = [ones(256, 1024, #{device: "cuda"}), ones(256, 1024, #{device: "cuda"})];"#,
+    ));
+    assert_eq!(a.memory_allocated() - before, 2 << 20);
+    value(s.execute("del keep[0];"));
+    assert_eq!(a.memory_allocated() - before, 1 << 20);
+    assert_eq!(value(s.execute("keep.len()")), "1");
+}
+
+#[test]
+fn del_of_grad_clears_the_gradient_and_keeps_the_tensor() {
+    for device in common::devices() {
+        let (mut s, _) = Session::captured("<test>");
+        let dev = match device {
+            torchlet::device::Device::Cpu => "cpu".to_string(),
+            torchlet::device::Device::Cuda(i) => format!("cuda:{i}"),
+        };
+        let code = format!(
+            r#"let w = ones(3, #{{device: "{dev}", requires_grad: true}});
+            (w * 2).sum().backward(); del w.grad; [w.grad == (), w.requires_grad]"#
+        );
+        assert_eq!(value(s.execute(&code)), "[true, true]", "on {dev}");
+    }
+}
+
+#[test]
+fn del_of_what_cannot_be_deleted_says_what_can() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let t = ones(2);"));
+    assert_eq!(error(s.execute("del t[0]")).kind, "TypeError");
+    assert_eq!(error(s.execute("del t.shape")).kind, "AttributeError");
+    let e = error(s.execute("del 1 + 2"));
+    assert_eq!(e.kind, "SyntaxError");
+    assert!(e.message.contains("del x"), "{}", e.message);
+    assert_eq!(value(s.execute("t.sum().item()")), "2.0");
 }

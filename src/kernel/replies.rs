@@ -58,6 +58,9 @@ pub fn media(data: &DisplayData) -> Media {
 
 /// A traceback that points at the failing line of cell `In[count]`, ending with `Kind: message`.
 pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
+    if !error.frames.is_empty() {
+        return call_traceback(error, count);
+    }
     let mut lines = Vec::new();
     let place = match (error.line, error.column) {
         (Some(l), Some(c)) => format!("Cell In[{count}], line {l}, column {c}:"),
@@ -72,6 +75,32 @@ pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
             // "     | " is as wide as the gutter, so the caret sits under column `col`.
             let pad = " ".repeat(col.saturating_sub(1));
             lines.push(format!("     | {pad}\x1b[1;31m^\x1b[0m"));
+        }
+    }
+    lines.push(format!(
+        "\x1b[0;31m{}\x1b[0m: {}",
+        error.kind, error.message
+    ));
+    lines
+}
+
+/// The traceback of an error raised inside a function: every call, innermost last, each with
+/// its line and a caret, as IPython prints one.
+fn call_traceback(error: &ScriptError, count: usize) -> Vec<String> {
+    let mut lines = vec!["Traceback (most recent call last):".to_string()];
+    for (i, frame) in error.frames.iter().enumerate() {
+        // Cells are all named `<cell>`: the input's own frame says which cell it was.
+        let place = match (i, frame.line, frame.column) {
+            (0, Some(l), Some(c)) => format!("Cell In[{count}], line {l}, column {c}, in <module>"),
+            _ => frame.location(),
+        };
+        lines.push(place);
+        if let (Some(text), Some(line)) = (&frame.source_line, frame.line) {
+            lines.push(format!("{line:>4} | {text}"));
+            if let Some(col) = frame.column {
+                let pad = " ".repeat(col.saturating_sub(1));
+                lines.push(format!("     | {pad}\x1b[1;31m^\x1b[0m"));
+            }
         }
     }
     lines.push(format!(
@@ -192,6 +221,7 @@ mod tests {
             line: Some(2),
             column: Some(9),
             source_line: Some("let y = z + 1;".into()),
+            frames: Vec::new(),
         };
         let tb = traceback(&error, 3);
         assert_eq!(tb[0], "Cell In[3], line 2, column 9:");

@@ -13,6 +13,9 @@ pub fn show(outcome: &Outcome, multiline: bool) {
 
 /// The offending line with a caret under the position, then `Kind: message`.
 pub fn error_text(error: &ScriptError, multiline: bool) -> String {
+    if let Some(traceback) = error.traceback() {
+        return traceback;
+    }
     let mut text = String::new();
     if let Some(caret) = error.caret() {
         if let (true, Some(line), None) = (multiline, error.line, &error.source) {
@@ -41,6 +44,7 @@ mod tests {
             line: Some(2),
             column: Some(9),
             source_line: Some("let y = )".into()),
+            frames: Vec::new(),
         }
     }
 

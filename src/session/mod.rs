@@ -10,10 +10,12 @@ mod frontend;
 pub mod memory;
 mod outcome;
 mod trace;
+mod traceback;
 mod vars;
 
 pub use commands::{is_command, CommandInfo, COMMANDS};
 pub use trace::Reports;
+pub use traceback::Frame;
 
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
@@ -59,6 +61,8 @@ pub struct Session {
     scope: rhai::Scope<'static>,
     /// Functions defined by earlier inputs, kept so later inputs can call them.
     functions: rhai::AST,
+    /// Where each function was defined, for tracebacks.
+    function_sources: traceback::FunctionSources,
     interrupt: InterruptHandle,
     frontend: Rc<dyn Frontend>,
     options: SessionOptions,
@@ -79,6 +83,7 @@ impl Session {
             lifetimes,
             scope: rhai::Scope::new(),
             functions: rhai::AST::empty(),
+            function_sources: Default::default(),
             interrupt,
             frontend,
             options,
@@ -144,11 +149,13 @@ impl Session {
             self.options.mark_lines,
         );
         self.functions = self.functions.merge(&ast.clone_functions_only());
+        let source = self.options.source_name.as_deref();
+        self.function_sources.record(&ast, source, code);
         let program = self.functions.merge(&ast);
         let value: rhai::Dynamic = self
             .engine
             .eval_ast_with_scope(&mut self.scope, &program)
-            .map_err(|e| ScriptError::from_eval(&e, code, self.options.source_name.as_deref()))?;
+            .map_err(|e| ScriptError::from_eval(&e, code, source, &self.function_sources))?;
         Ok(DisplayData::of_value(&value))
     }
 
@@ -254,5 +261,6 @@ impl Session {
     pub fn reset(&mut self) {
         self.scope.clear();
         self.functions = rhai::AST::empty();
+        self.function_sources.clear();
     }
 }

@@ -3,6 +3,8 @@ use std::time::Duration;
 
 use rhai::{EvalAltResult, ParseError, ParseErrorType, Position};
 
+use super::traceback::{Frame, FunctionSources};
+
 /// The result of running one input.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -60,6 +62,9 @@ pub struct ScriptError {
     pub column: Option<usize>,
     /// The text of the offending line.
     pub source_line: Option<String>,
+    /// The calls the error passed through, outermost first, when it happened inside a function
+    /// (empty otherwise); `line`, `column` and `source_line` are the outermost frame's.
+    pub frames: Vec<Frame>,
 }
 
 impl ScriptError {
@@ -74,6 +79,7 @@ impl ScriptError {
             source_line: line
                 .and_then(|l| code.lines().nth(l - 1))
                 .map(str::to_string),
+            frames: Vec::new(),
         }
     }
 
@@ -86,8 +92,13 @@ impl ScriptError {
         Self::at("SyntaxError", message, error.position(), code, source)
     }
 
-    /// A run-time error of `code`.
-    pub fn from_eval(error: &EvalAltResult, code: &str, source: Option<&str>) -> Self {
+    /// A run-time error of `code`; `functions` says where the functions it passed through live.
+    pub fn from_eval(
+        error: &EvalAltResult,
+        code: &str,
+        source: Option<&str>,
+        functions: &FunctionSources,
+    ) -> Self {
         let (mut kind, mut message) = crate::script::describe_error(error);
         // Rhai reports `f(t)` and `t.f()` alike; only the source tells a call from a method call.
         if let Some(name) = message.strip_prefix("'Tensor' object has no attribute '") {
@@ -96,7 +107,31 @@ impl ScriptError {
                 message = format!("name '{}' is not defined", name.trim_end_matches('\''));
             }
         }
-        Self::at(&kind, message, error.position(), code, source)
+        let mut error_at = Self::at(&kind, message, error.position(), code, source);
+        let frames = super::traceback::frames(error, code, source, functions);
+        if frames.len() > 1 {
+            error_at.frames = frames;
+        }
+        error_at
+    }
+
+    /// Python's traceback, innermost call last, then `Kind: message`; `None` when the error did
+    /// not happen inside a function.
+    pub fn traceback(&self) -> Option<String> {
+        if self.frames.is_empty() {
+            return None;
+        }
+        let mut text = String::from("Traceback (most recent call last):\n");
+        for frame in &self.frames {
+            text += &format!("  {}\n", frame.location());
+            if let Some(caret) = frame.caret() {
+                for line in caret.lines() {
+                    text += &format!("    {line}\n");
+                }
+            }
+        }
+        text += &self.to_string();
+        Some(text)
     }
 
     /// `FILE:LINE:COL: message`, as the script runner prints it.
