@@ -62,6 +62,17 @@ fn an_error_outside_functions_has_no_traceback() {
 }
 
 #[test]
+fn a_missing_method_inside_a_function_is_an_attribute_error() {
+    let (mut s, _) = Session::captured("<cell>");
+    let e = s
+        .execute("fn f(t) { t.nonexistent() }\nf(ones(2))")
+        .error
+        .expect("an error");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(e.frames.last().map(|f| f.column), Some(Some(13)));
+}
+
+#[test]
 fn no_message_names_a_rust_type() {
     let (mut s, _) = Session::captured("<cell>");
     for code in [

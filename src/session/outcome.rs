@@ -100,15 +100,18 @@ impl ScriptError {
         functions: &FunctionSources,
     ) -> Self {
         let (mut kind, mut message) = crate::script::describe_error(error);
+        let frames = super::traceback::frames(error, code, source, functions);
         // Rhai reports `f(t)` and `t.f()` alike; only the source tells a call from a method call.
         if let Some(name) = message.strip_prefix("'Tensor' object has no attribute '") {
-            if !after_dot(code, error.position()) {
+            let innermost = frames.last();
+            let line = innermost.and_then(|f| f.source_line.as_deref());
+            let column = innermost.and_then(|f| f.column);
+            if !after_dot(line, column) {
                 kind = "NameError".into();
                 message = format!("name '{}' is not defined", name.trim_end_matches('\''));
             }
         }
         let mut error_at = Self::at(&kind, message, error.position(), code, source);
-        let frames = super::traceback::frames(error, code, source, functions);
         if frames.len() > 1 {
             error_at.frames = frames;
         }
@@ -158,12 +161,9 @@ impl std::fmt::Display for ScriptError {
     }
 }
 
-/// Whether the text before `pos` in `code` ends with a `.` (a method call or property access).
-fn after_dot(code: &str, pos: Position) -> bool {
-    let (Some(line), Some(column)) = (pos.line(), pos.position()) else {
-        return false;
-    };
-    let Some(text) = code.lines().nth(line - 1) else {
+/// Whether the text before `column` of `line` ends with a `.` (a method call or property access).
+fn after_dot(line: Option<&str>, column: Option<usize>) -> bool {
+    let (Some(text), Some(column)) = (line, column) else {
         return false;
     };
     let before: String = text.chars().take(column.saturating_sub(1)).collect();
