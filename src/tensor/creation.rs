@@ -150,7 +150,7 @@ impl Tensor {
         shape: Vec<usize>,
         opts: &TensorOptions,
     ) -> Result<Tensor> {
-        let numel: usize = shape.iter().product();
+        let numel = super::layout::checked_numel(&shape).unwrap_or(usize::MAX);
         if numel != values.len() {
             return Err(TensorError::value(format!(
                 "expected {numel} values for shape {shape:?}, got {}",

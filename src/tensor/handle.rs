@@ -6,7 +6,7 @@ use crate::alloc::DevicePtr;
 use crate::autograd::Node;
 use crate::device::{self, Backend, Device, Operand, Storage};
 
-use super::{DType, Layout, Result, TensorError};
+use super::{DType, Layout, Result};
 
 /// How a new tensor is made: dtype, device, and whether it requires grad.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,12 +100,8 @@ impl Tensor {
         shape: &[usize],
         dtype: DType,
     ) -> Result<Tensor> {
-        let numel: usize = shape.iter().product();
-        let bytes = numel.checked_mul(dtype.size()).ok_or_else(|| {
-            TensorError::runtime(format!(
-                "Trying to create tensor with too many elements: {shape:?}"
-            ))
-        })?;
+        super::layout::check_shape(shape, dtype.size())?;
+        let bytes = shape.iter().product::<usize>() * dtype.size();
         let storage = Arc::new(Storage::new(backend, bytes)?);
         Ok(Self::from_parts(storage, Layout::contiguous(shape), dtype))
     }

@@ -13,7 +13,52 @@ pub struct Layout {
     pub offset: usize,
 }
 
-/// Row-major strides of a shape.
+/// The largest element count, stride or byte count a tensor may have: PyTorch keeps them in int64.
+const LIMIT: usize = i64::MAX as usize;
+
+/// `a * b`, or `None` past int64 (PyTorch's `c10::mul_overflows`).
+fn mul_within_limit(a: usize, b: usize) -> Option<usize> {
+    a.checked_mul(b).filter(|&n| n <= LIMIT)
+}
+
+/// Check a new shape as PyTorch does before it makes a tensor of it: its element count, its
+/// contiguous strides and its bytes at `element_size` all fit in int64. The errors are PyTorch's.
+pub fn check_shape(shape: &[usize], element_size: usize) -> Result<()> {
+    let overflowed = || {
+        TensorError::runtime(format!(
+            "Storage size calculation overflowed with sizes={}",
+            dims_list(shape)
+        ))
+    };
+    let numel = checked_numel(shape).ok_or_else(overflowed)?;
+    mul_within_limit(numel, element_size).ok_or_else(overflowed)?;
+    let mut stride = 1usize;
+    for &d in shape.iter().skip(1).rev() {
+        stride = mul_within_limit(stride, d.max(1))
+            .ok_or_else(|| TensorError::runtime("Stride calculation overflowed"))?;
+    }
+    Ok(())
+}
+
+/// The element count of `shape`, or `None` when it does not fit in int64.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| mul_within_limit(n, d))
+}
+
+/// The element count of a view's shape, or PyTorch's error when it does not fit in int64.
+pub fn numel_of_view(shape: &[usize]) -> Result<usize> {
+    checked_numel(shape)
+        .ok_or_else(|| TensorError::runtime("numel: integer multiplication overflow"))
+}
+
+fn dims_list(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// Row-major strides of a shape (as PyTorch's, a size-0 dimension steps like a size-1 one).
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut acc = 1;

@@ -18,7 +18,8 @@ pub(crate) fn infer_shape(shape: &[isize], numel: usize) -> Result<Vec<usize>> {
         } else if d < 0 {
             return Err(TensorError::runtime(format!("invalid shape dimension {d}")));
         } else {
-            known *= d as usize;
+            // A product past int64 cannot equal any tensor's size: the shape is invalid.
+            known = known.checked_mul(d as usize).unwrap_or(usize::MAX);
         }
     }
     let invalid = || {
@@ -341,6 +342,7 @@ impl Tensor {
                 )));
             }
         }
+        super::layout::numel_of_view(shape)?;
         if shape == self.dims() {
             return Ok(self.clone());
         }
