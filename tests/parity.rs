@@ -75,6 +75,7 @@ parity!(
     matmul_variants,
     mlp_mse_accum,
     mlp_sgd,
+    python_scoping,
     reductions,
     softmax_dims,
     tensor_arrays,
