@@ -35,6 +35,8 @@ pub(super) struct Inner<M> {
     pub history: History,
     /// Expandable segments by index (None once released).
     pub expandable: Vec<Option<super::expandable::ExpandableSegment>>,
+    /// Fault injection: how many more requests succeed before one fails as out of memory.
+    pub fail_after: Option<u64>,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -55,6 +57,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 allowed_memory_maximum: None,
                 history: History::default(),
                 expandable: Vec::new(),
+                fail_after: None,
             }),
         }
     }
@@ -119,6 +122,9 @@ impl<M: RawMemory> Inner<M> {
             return Err(self.exa_error(n));
         }
         let size = self.config.round_size(n);
+        if self.injected_failure_due() {
+            return Err(self.out_of_memory(stream, size, get_allocation_size(size)));
+        }
         let kind = PoolKind::of_size(size);
         let tag: Option<Arc<str>> = tag.map(Arc::from);
         let found = match self.get_free_block(stream, size, kind) {
@@ -130,6 +136,21 @@ impl<M: RawMemory> Inner<M> {
         };
         let split = self.should_split(idx, size);
         Ok(self.alloc_found_block(idx, n, size, split, tag))
+    }
+
+    /// Whether fault injection fails this request (counting it down otherwise).
+    fn injected_failure_due(&mut self) -> bool {
+        match self.fail_after {
+            Some(0) => {
+                self.fail_after = None;
+                true
+            }
+            Some(n) => {
+                self.fail_after = Some(n - 1);
+                false
+            }
+            None => false,
+        }
     }
 
     /// The error for requests of 2^60 bytes or more, raised before anything else.

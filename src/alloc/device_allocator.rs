@@ -52,6 +52,10 @@ pub trait DeviceAllocator: Send + Sync {
     /// Changes settings at run time, in `TORCHLET_CUDA_ALLOC_CONF` syntax (PyTorch's
     /// `_set_allocator_settings`): keys named change, others stay.
     fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError>;
+    /// Fault injection for tests: after `requests` more successful requests, the next one fails
+    /// as if the device were out of memory (PyTorch's message and `num_ooms`, no real shortage);
+    /// `None` cancels.
+    fn fail_after(&self, requests: Option<u64>);
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -135,5 +139,8 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError> {
         self.lock().config.apply(settings)
+    }
+    fn fail_after(&self, requests: Option<u64>) {
+        self.lock().fail_after = requests;
     }
 }
