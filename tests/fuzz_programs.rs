@@ -198,3 +198,26 @@ fn random_text_never_panics() {
         panic!("{e}");
     }
 }
+
+/// Programs the fuzzer found failing, each kept as it was minimised.
+#[test]
+fn regressions() {
+    let (_guard, _) = common::gpu();
+    let found: &[&[&str]] = &[
+        // mse_loss of empty tensors wrote its 0-d result into a 0-byte block.
+        &[
+            "let a = randn([0], #{device: \"cpu\", dtype: \"float32\", requires_grad: false});",
+            "let b = mse_loss(a, a);",
+        ],
+        // max(dim) of a 0-d tensor that requires grad indexed an empty list of dimensions.
+        &[
+            "let b = randn([], #{device: \"cpu\", dtype: \"float32\", requires_grad: true});",
+            "let a = b.max(0);",
+            "a.sum().backward();",
+        ],
+    ];
+    for program in found {
+        let statements: Vec<String> = program.iter().map(|s| s.to_string()).collect();
+        run_program(&statements).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -20,7 +20,10 @@ impl Tensor {
         // PyTorch allocates the result at the broadcast size and reduces into it, resized to 0-d:
         // the loss keeps the whole block, so it comes first. Then one temporary of the squared
         // differences, reduced and freed.
-        let result = self.empty_same(&shape, dtype)?;
+        // An empty input's block has no room for the 0-d loss: PyTorch's resize then allocates
+        // one element, as this does.
+        let numel: usize = shape.iter().product();
+        let result = self.empty_same(if numel == 0 { &[] } else { &shape }, dtype)?;
         let sq = self.binary_raw(target, BinaryOp::Sub)?;
         sq.backend()
             .binary(BinaryOp::Mul, sq.operand(), sq.operand(), sq.operand())?;

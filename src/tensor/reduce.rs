@@ -302,7 +302,8 @@ impl Tensor {
                 let out = values.view_as_shape(&shape);
                 if needs_grad(&[self]) {
                     let input = self.shape();
-                    let d = dims[0];
+                    // A 0-d input reduces over no dimension: its gradient is the incoming one.
+                    let d = dims.first().copied();
                     let name = if max { "MaxBackward0" } else { "MinBackward0" };
                     let idx = SavedTensor::new(&indices)?;
                     record(
@@ -311,6 +312,9 @@ impl Tensor {
                         &[self],
                         true,
                         Box::new(move |g, _| {
+                            let Some(d) = d else {
+                                return Ok(vec![Some(g.clone())]);
+                            };
                             let idx = idx.get()?;
                             let g = if g.dims() == idx.dims() {
                                 g.clone()
