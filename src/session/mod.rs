@@ -15,8 +15,9 @@ mod vars;
 pub use commands::{is_command, CommandInfo, COMMANDS};
 pub use trace::Reports;
 
+pub use complete::{Candidate, Completion, CompletionKind};
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
-pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
+pub use outcome::{Completeness, DisplayData, Outcome, ScriptError};
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
