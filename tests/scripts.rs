@@ -175,7 +175,19 @@ fn training_loop_learns_and_shows_where_memory_goes() {
         .map(|v| v.trim().parse().unwrap())
         .collect();
     assert!(losses[1] < losses[0] / 4.0, "SGD reduces the loss: {line}");
-    assert!(number_after(&output, "step 0: graph_bytes=") > 0);
+    // The workspace the first matmul takes is measured on its own, not as graph memory.
+    let workspace = 32 << 20;
+    assert_eq!(number_after(&output, "cuBLAS workspace: "), workspace);
+    assert_eq!(
+        number_after(&output, "step 0: graph_bytes="),
+        131072 + 2048 + 2048,
+        "the 512x64 relu output, the 512x1 prediction and the loss's 512x1 block"
+    );
+    assert_eq!(
+        number_after(&output, "step 0, after backward: allocated="),
+        2 * workspace + (4096 + 2048) + 4 * 512 + 2048,
+        "both workspaces, x and y, the four weights, the loss"
+    );
     let with_grad = number_after(&output, "eval with grad: extra=");
     let without = number_after(&output, "eval under no_grad: extra=");
     assert_eq!(

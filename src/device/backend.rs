@@ -188,6 +188,10 @@ pub trait Backend: Send + Sync {
     /// shape is `src`'s with the reduced dims set to 1 (keepdim); with `out.staging`, blocks of
     /// outputs meet in that memory as PyTorch's kernel does.
     fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()>;
+    /// The cuBLAS workspaces taken from the allocator so far (none on the CPU, or before a matmul).
+    fn blas_workspaces(&self) -> Vec<crate::device::blas_handle::Workspace> {
+        Vec::new()
+    }
     /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
     /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.

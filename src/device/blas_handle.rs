@@ -7,6 +7,8 @@
 //! each CUDA-like device keeps one handle and workspace per [`BlasHandle`].
 use std::cell::Cell;
 
+use crate::alloc::DevicePtr;
+
 /// The handle a matrix product runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlasHandle {
@@ -18,6 +20,27 @@ pub enum BlasHandle {
 
 /// How many handles a device keeps.
 pub const HANDLES: usize = 2;
+
+/// A cuBLAS workspace one handle took from its device's caching allocator (and keeps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workspace {
+    /// The handle that owns it.
+    pub handle: BlasHandle,
+    /// Its address (a block of the caching allocator).
+    pub ptr: DevicePtr,
+    /// Its size in bytes, as requested from the allocator.
+    pub bytes: u64,
+}
+
+impl BlasHandle {
+    /// Who uses the handle, for memory listings.
+    pub fn user(self) -> &'static str {
+        match self {
+            BlasHandle::Caller => "matmul",
+            BlasHandle::Autograd => "autograd's backward",
+        }
+    }
+}
 
 thread_local! {
     static CURRENT: Cell<BlasHandle> = const { Cell::new(BlasHandle::Caller) };

@@ -18,8 +18,8 @@ pub use backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, StagingMemory, UnaryOp,
 };
 pub use registry::{
-    backend, cuda_allocator, cuda_device_count, cuda_is_available, current_device, get_device_name,
-    is_simulated, parse_size, set_device, synchronize,
+    backend, blas_workspaces, cuda_allocator, cuda_device_count, cuda_is_available, current_device,
+    get_device_name, is_simulated, parse_size, set_device, synchronize,
 };
 pub use storage::Storage;
 

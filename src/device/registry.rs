@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use crate::alloc::DeviceAllocator;
 use crate::tensor::{Result, TensorError};
 
+use super::blas_handle::Workspace;
 use super::cpu::CpuBackend;
 use super::sim::SimBackend;
 use super::{Backend, Device};
@@ -165,6 +166,21 @@ pub fn cuda_allocator(index: usize) -> Result<Arc<dyn DeviceAllocator>> {
     backend(Device::Cuda(index))?
         .allocator()
         .ok_or_else(|| TensorError::runtime(format!("cuda:{index} has no caching allocator")))
+}
+
+/// The cuBLAS workspaces each CUDA device holds in its caching allocator, by device index.
+///
+/// Probes nothing: before CUDA is first used there are no devices and so no workspaces, and a
+/// memory listing must not pay for (or start) a GPU context.
+pub fn blas_workspaces() -> Vec<(usize, Vec<Workspace>)> {
+    let Some(Ok(devices)) = CUDA.get() else {
+        return Vec::new();
+    };
+    devices
+        .iter()
+        .enumerate()
+        .map(|(index, b)| (index, b.blas_workspaces()))
+        .collect()
 }
 
 /// The name of CUDA device `index`, e.g. "torchlet simulated GPU (16.00 GiB)".

@@ -7,7 +7,7 @@ use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, Si
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
-use crate::device::blas_handle::{self, HANDLES};
+use crate::device::blas_handle::{self, BlasHandle, Workspace, HANDLES};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
@@ -65,6 +65,19 @@ impl Backend for SimBackend {
     fn props(&self) -> Option<DeviceProps> {
         // The allocator's numbers are an H200's, so are its reductions' staging buffers.
         Some(DeviceProps::H200)
+    }
+    fn blas_workspaces(&self) -> Vec<Workspace> {
+        [BlasHandle::Caller, BlasHandle::Autograd]
+            .into_iter()
+            .filter_map(|handle| {
+                let ptr = *self.workspaces[handle as usize].get()?;
+                Some(Workspace {
+                    handle,
+                    ptr,
+                    bytes: CUBLAS_WORKSPACE_BYTES as u64,
+                })
+            })
+            .collect()
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         let workspace = &self.workspaces[blas_handle::current() as usize];

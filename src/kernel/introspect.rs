@@ -1,4 +1,5 @@
 //! What the kernel knows about names: completion candidates, and the help text behind inspect and `name?`.
+use super::callee;
 use crate::script::help;
 use crate::session::{Completion, DisplayData, Session};
 use crate::tensor::Tensor;
@@ -78,9 +79,9 @@ pub fn complete(session: &Session, code: &str, cursor: usize) -> Completion {
     };
     let as_command = format!("{}:{}", &code[..at], &code[at + 1..]);
     let mut found = session.complete(&as_command, cursor);
-    for m in &mut found.matches {
-        if let Some(name) = m.strip_prefix(':') {
-            *m = format!("%{name}");
+    for item in &mut found.items {
+        if let Some(name) = item.text.strip_prefix(':') {
+            item.text = format!("%{name}");
         }
     }
     found
@@ -106,9 +107,35 @@ fn word_at(code: &str, cursor: usize) -> Option<&str> {
     (!word.is_empty()).then_some(word)
 }
 
-/// The help text of the name under `cursor`, for inspect_request.
+/// The help text for inspect_request at byte `cursor`: of the name under the cursor when it is
+/// known (a variable inside `print(x)` is described), else of the innermost call still open
+/// before the cursor, so `randn(` and `randn(3, ` show randn's signature and help as ipykernel does.
 pub fn inspect(session: &Session, code: &str, cursor: usize) -> Option<String> {
-    help(session, word_at(code, cursor)?)
+    if let Some(text) = word_at(code, cursor).and_then(|word| help(session, word)) {
+        return Some(text);
+    }
+    let call = callee::open_call(code, cursor)?;
+    match call.receiver {
+        Some(receiver) => method_help(session, receiver, call.name),
+        None => help(session, call.name),
+    }
+}
+
+/// Help on `receiver.name(`: the tensor method's when the receiver is a tensor or unknown, else
+/// the engine's functions of that name (whose first parameter is the receiver).
+fn method_help(session: &Session, receiver: &str, name: &str) -> Option<String> {
+    let value = session
+        .scope()
+        .get(receiver)
+        .filter(|_| !receiver.is_empty());
+    let tensor = value.is_none_or(|v| v.is::<Tensor>());
+    let documented = tensor
+        .then(|| help::doc(&format!("Tensor.{name}")))
+        .flatten();
+    match documented {
+        Some(doc) => Some(doc.to_string()),
+        None => help(session, name),
+    }
 }
 
 /// Documentation of `name`: a variable's type and value, the language's doc of a name, or the
@@ -141,6 +168,11 @@ pub fn help(session: &Session, name: &str) -> Option<String> {
         .filter(|f| f.name == name)
         .collect();
     if docs.is_empty() {
+        // The user's own functions, with the first line of their `///` doc comment.
+        let defined = session.signatures(name);
+        if !defined.is_empty() {
+            return Some(defined.join("\n"));
+        }
         return KEYWORDS
             .contains(&name)
             .then(|| format!("{name}: a Rhai keyword (see https://rhai.rs/book/)"));

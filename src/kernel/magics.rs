@@ -44,13 +44,10 @@ fn magic(session: &mut Session, name: &str, args: &str) -> Outcome {
         .run_command(&format!(":{name} {args}"))
         .unwrap_or_else(|| ok(None));
     if let Some(value) = outcome.value.as_mut() {
-        match name {
-            "vars" => value.html = Some(vars_html(session)),
-            // Tables of fixed-width columns: keep their alignment in a notebook.
-            "mem" | "summary" if value.html.is_none() => {
-                value.html = Some(format!("<pre>{}</pre>", escape(&value.plain)))
-            }
-            _ => {}
+        // Tables of fixed-width columns: keep their alignment in a notebook. (`%vars` brings its
+        // own HTML table, with every column of its text.)
+        if matches!(name, "mem" | "summary") && value.html.is_none() {
+            value.html = Some(format!("<pre>{}</pre>", escape(&value.plain)));
         }
     }
     if let Some(error) = outcome.error.as_mut() {
@@ -141,34 +138,6 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// The variables in scope as an HTML table (name, type, first line of the value).
-fn vars_html(session: &Session) -> String {
-    let mut html = String::from(
-        "<table><thead><tr><th>name</th><th>type</th><th>value</th></tr></thead><tbody>",
-    );
-    for name in session.variable_names() {
-        let Some(value) = session.scope().get(&name) else {
-            continue;
-        };
-        let type_name = session
-            .engine()
-            .map_type_name(value.type_name())
-            .to_string();
-        let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
-        let mut first = shown.lines().next().unwrap_or("").to_string();
-        if first.chars().count() > 60 || shown.lines().count() > 1 {
-            first = first.chars().take(57).collect::<String>() + "...";
-        }
-        html.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            escape(&name),
-            escape(&type_name),
-            escape(&first)
-        ));
-    }
-    html + "</tbody></table>"
 }
 
 #[cfg(test)]

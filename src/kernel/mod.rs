@@ -2,8 +2,10 @@
 //!
 //! Map: `server` binds the sockets and serves control, stdin and heartbeat; `shell` answers shell
 //! requests; `wire` reads requests off a socket; `iopub` owns the XPUB socket and orders everything
-//! published; `interpreter` runs the `Session` on its own thread; `replies`, `introspect`, `history`
-//! and `magics` build the answers; `install` writes kernel.json.
+//! published; `interpreter` runs the `Session` on its own thread; `replies`, `introspect` (with
+//! `callee`, the call open at a cursor), `history` and `magics` build the answers; `install`
+//! writes kernel.json.
+mod callee;
 mod history;
 mod install;
 mod interpreter;

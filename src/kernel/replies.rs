@@ -4,7 +4,7 @@ use jupyter_protocol::{
     MediaType, ReplyError, ReplyStatus,
 };
 
-use crate::session::{DisplayData, Outcome, ScriptError};
+use crate::session::{Candidate, DisplayData, Outcome, ScriptError};
 
 /// The protocol version torchlet speaks (the messages of jupyter-protocol carry 5.3 headers).
 pub const PROTOCOL_VERSION: &str = "5.3";
@@ -159,6 +159,33 @@ pub fn byte_offset(text: &str, chars: usize) -> usize {
 pub fn char_offset(text: &str, byte: usize) -> usize {
     let byte = byte.min(text.len());
     text.char_indices().take_while(|(b, _)| *b < byte).count()
+}
+
+/// complete_reply's metadata: every candidate's kind (and signature) under ipykernel's
+/// `_jupyter_types_experimental` key, which JupyterLab shows as badges; `start`/`end` in code points.
+pub fn completion_types(
+    items: &[Candidate],
+    start: usize,
+    end: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let types: Vec<serde_json::Value> = items
+        .iter()
+        .map(|c| {
+            let mut entry = serde_json::json!({
+                "start": start,
+                "end": end,
+                "text": c.text,
+                "type": c.kind.name(),
+            });
+            if let Some(signature) = &c.signature {
+                entry["signature"] = signature.clone().into();
+            }
+            entry
+        })
+        .collect();
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("_jupyter_types_experimental".into(), types.into());
+    metadata
 }
 
 /// The indent for the next line of incomplete `code`: four spaces per bracket still open.

@@ -206,16 +206,20 @@ impl Shell {
             })
             .await
             .unwrap_or_default();
-        let (start, end) = if found.matches.is_empty() {
+        let (start, end) = if found.items.is_empty() {
             (cursor, cursor)
         } else {
             (found.start, found.end)
         };
+        let (start, end) = (
+            replies::char_offset(&code, start),
+            replies::char_offset(&code, end),
+        );
         CompleteReply {
-            matches: found.matches,
-            cursor_start: replies::char_offset(&code, start),
-            cursor_end: replies::char_offset(&code, end),
-            metadata: Default::default(),
+            matches: found.matches(),
+            cursor_start: start,
+            cursor_end: end,
+            metadata: replies::completion_types(&found.items, start, end),
             status: ReplyStatus::Ok,
             error: None,
         }

@@ -49,7 +49,7 @@ impl Completer for ReplHelper {
         let code = format!("{pending}{line}");
         let found = self.session.borrow().complete(&code, pending.len() + pos);
         let start = found.start.saturating_sub(pending.len());
-        Ok((start, found.matches))
+        Ok((start, found.matches()))
     }
 }
 

@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// Signatures of the functions named `name`, the user's first, each with its doc's first line.
-    fn signatures(&self, name: &str) -> Vec<String> {
+    pub(crate) fn signatures(&self, name: &str) -> Vec<String> {
         let with_doc = |signature: String, doc: Option<String>| match doc {
             Some(doc) => format!("{signature}\n    {doc}"),
             None => signature,

@@ -1,9 +1,9 @@
-//! Tab completion of the word before a cursor: names, methods after `.`, module members after `::`.
+//! Tab completion of the word before a cursor (names, members after `.` or `::`), each candidate typed for the REPL and the kernel.
 use std::any::TypeId;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::commands::COMMANDS;
-use super::{Completion, Session};
+use super::Session;
 use crate::script::help;
 
 /// The name the script layer registers tensors under.
@@ -30,6 +30,115 @@ enum Context<'a> {
     Global,
 }
 
+/// What a candidate names, as ipykernel's completion `type` (JupyterLab shows it as a badge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CompletionKind {
+    /// A variable of the session.
+    Variable,
+    /// A statement word: Rhai's (`let`, `fn`) or torchlet's (`del`, `no_grad`).
+    Keyword,
+    /// A function called by name (`zeros`, `cuda::memory_allocated`, one the user defined).
+    Function,
+    /// A method called after `.` (`t.sum()`).
+    Method,
+    /// A property read after `.` (`t.shape`).
+    Property,
+    /// A module (`cuda`).
+    Module,
+    /// A `:command` (a `%magic` in the kernel).
+    Magic,
+    /// A type (`Tensor`, after `:help`).
+    Class,
+}
+
+impl CompletionKind {
+    /// The name ipykernel and JupyterLab use for this kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompletionKind::Variable => "variable",
+            CompletionKind::Keyword => "keyword",
+            CompletionKind::Function => "function",
+            CompletionKind::Method => "method",
+            CompletionKind::Property => "property",
+            CompletionKind::Module => "module",
+            CompletionKind::Magic => "magic",
+            CompletionKind::Class => "class",
+        }
+    }
+}
+
+/// One completion candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The text that replaces the word being completed.
+    pub text: String,
+    /// What it names.
+    pub kind: CompletionKind,
+    /// How a function or method is called, when the language documents it (`zeros(d0, d1, …)`).
+    pub signature: Option<String>,
+}
+
+/// Completion candidates for the text around a cursor.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Completion {
+    /// Byte offset where the replaced text starts.
+    pub start: usize,
+    /// Byte offset where it ends.
+    pub end: usize,
+    /// Candidates, sorted by text.
+    pub items: Vec<Candidate>,
+}
+
+impl Completion {
+    /// The candidates' texts, in order.
+    pub fn matches(&self) -> Vec<String> {
+        self.items.iter().map(|c| c.text.clone()).collect()
+    }
+}
+
+/// Candidates by text; the first kind given for a text wins, so callers add the most specific first.
+#[derive(Default)]
+struct Names(BTreeMap<String, Candidate>);
+
+impl Names {
+    fn add(&mut self, text: impl Into<String>, kind: CompletionKind) {
+        let text = text.into();
+        let signature = signature_of(&text, kind);
+        self.add_with(text, kind, signature);
+    }
+
+    fn add_with(&mut self, text: String, kind: CompletionKind, signature: Option<String>) {
+        self.0.entry(text.clone()).or_insert(Candidate {
+            text,
+            kind,
+            signature,
+        });
+    }
+
+    fn extend<S: Into<String>>(
+        &mut self,
+        texts: impl IntoIterator<Item = S>,
+        kind: CompletionKind,
+    ) {
+        for text in texts {
+            self.add(text, kind);
+        }
+    }
+}
+
+/// The usage half of a documented function's or method's help line: `zeros(d0, d1, …) or
+/// zeros(shape_array[, opts])`, `cuda::memory_allocated([device])`, `t.sum([dim[, keepdim]])`.
+pub(crate) fn signature_of(name: &str, kind: CompletionKind) -> Option<String> {
+    let doc = match kind {
+        CompletionKind::Method => help::doc(&format!("Tensor.{name}"))?,
+        CompletionKind::Function if name.contains("::") => help::doc(name)?,
+        CompletionKind::Function => help::FUNCTIONS.iter().find(|e| e.name == name)?.doc,
+        _ => return None,
+    };
+    let usage = doc.split(" — ").next()?.trim();
+    usage.contains('(').then(|| usage.to_string())
+}
+
 impl Session {
     /// Completion candidates for the word that ends at byte `cursor` of `code`.
     pub fn complete(&self, code: &str, cursor: usize) -> Completion {
@@ -41,10 +150,12 @@ impl Session {
         let (start, names) = match context(code, start) {
             Context::Command => {
                 let colon = code[..start].rfind(':').unwrap_or(start);
-                (
-                    colon,
-                    COMMANDS.iter().map(|c| format!(":{}", c.name)).collect(),
-                )
+                let mut names = Names::default();
+                names.extend(
+                    COMMANDS.iter().map(|c| format!(":{}", c.name)),
+                    CompletionKind::Magic,
+                );
+                (colon, names)
             }
             Context::HelpTopic => (start, self.help_topics()),
             Context::Member(receiver) => (start, self.member_names(receiver)),
@@ -52,14 +163,15 @@ impl Session {
             Context::Global => (start, self.global_names()),
         };
         let typed = &code[start..cursor];
-        let matches = names
-            .into_iter()
-            .filter(|n| n.starts_with(typed) && !n.is_empty())
+        let items = names
+            .0
+            .into_values()
+            .filter(|c| c.text.starts_with(typed) && !c.text.is_empty())
             .collect();
         Completion {
             start,
             end: cursor,
-            matches,
+            items,
         }
     }
 
@@ -67,47 +179,67 @@ impl Session {
     ///
     /// Rhai's standard library is left out here: its hundreds of helpers would bury the
     /// language's own names. After `.` it is offered, since there the receiver's type filters it.
-    fn global_names(&self) -> BTreeSet<String> {
-        let mut names: BTreeSet<String> = self.variable_names().into_iter().collect();
-        names.extend(help::names().into_iter().map(str::to_string));
-        names.extend(help::keyword_names().into_iter().map(str::to_string));
-        names.extend(self.functions.iter_functions().map(|f| f.name.to_string()));
-        names.extend(self.registered_functions(false, |f| {
-            f.namespace.is_empty() && is_identifier(&f.metadata.name)
-        }));
-        names.extend(self.module_names());
-        names.insert("cuda".into());
-        names.extend(KEYWORDS.iter().map(|k| k.to_string()));
+    fn global_names(&self) -> Names {
+        use CompletionKind::*;
+        // A variable shadows a function of its name, as lookups do; statements are not functions.
+        let mut names = Names::default();
+        names.extend(self.variable_names(), Variable);
+        names.extend(help::keyword_names(), Keyword);
+        names.extend(help::names(), Function);
+        for f in self.functions.iter_functions() {
+            let signature = format!("{}({})", f.name, f.params.join(", "));
+            names.add_with(f.name.to_string(), Function, Some(signature));
+        }
+        // `cuda` is a module before it is the `cuda(t)` behind `t.cuda()`.
+        names.extend(self.module_names(), Module);
+        names.add("cuda", Module);
+        names.extend(
+            self.registered_functions(false, |f| {
+                f.namespace.is_empty() && is_identifier(&f.metadata.name)
+            }),
+            Function,
+        );
+        names.extend(KEYWORDS.iter().copied(), Keyword);
         names
     }
 
     /// Everything `:help` knows about: global functions, tensor members, and `module::member`s.
-    fn help_topics(&self) -> BTreeSet<String> {
+    fn help_topics(&self) -> Names {
         let mut names = self.global_names();
-        names.extend(help::tensor_member_names().into_iter().map(str::to_string));
-        names.insert("Tensor".into());
+        names.extend(
+            help::TENSOR_METHODS.iter().map(|e| e.name),
+            CompletionKind::Method,
+        );
+        names.extend(
+            help::TENSOR_PROPERTIES.iter().map(|e| e.name),
+            CompletionKind::Property,
+        );
+        names.add("Tensor", CompletionKind::Class);
         for ns in self.module_names() {
-            let members = self.module_members(&ns);
-            names.extend(members.into_iter().map(|m| format!("{ns}::{m}")));
+            for (member, candidate) in self.module_members(&ns).0 {
+                names.add(format!("{ns}::{member}"), candidate.kind);
+            }
         }
         names
     }
 
     /// Methods and properties callable on `receiver` (on anything, when its type is unknown).
-    fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
+    fn member_names(&self, receiver: Option<&str>) -> Names {
         let receiver = receiver.and_then(|name| self.scope.get(name));
         let receiver_type = receiver.map(rhai::Dynamic::type_id);
         let is_tensor = receiver
             .is_none_or(|value| self.engine.map_type_name(value.type_name()) == TENSOR_TYPE);
-        let documented = help::tensor_member_names()
-            .into_iter()
-            .filter(|_| is_tensor)
-            .map(str::to_string);
-        let script_methods = self
-            .functions
-            .iter_functions()
-            .filter(|f| !f.params.is_empty())
-            .map(|f| f.name.to_string());
+        let mut names = Names::default();
+        if is_tensor {
+            names.extend(
+                help::TENSOR_PROPERTIES.iter().map(|e| e.name),
+                CompletionKind::Property,
+            );
+            names.extend(
+                help::TENSOR_METHODS.iter().map(|e| e.name),
+                CompletionKind::Method,
+            );
+        }
         let dynamic = TypeId::of::<rhai::Dynamic>();
         let native = self.registered_functions(true, |f| {
             let first = f.metadata.param_types.first();
@@ -115,22 +247,39 @@ impl Session {
                 && first.is_some()
                 && receiver_type.is_none_or(|t| first == Some(&t) || first == Some(&dynamic))
         });
-        native
-            .into_iter()
-            .filter_map(|name| member_name(&name).map(str::to_string))
-            .chain(script_methods)
-            .chain(documented)
-            .collect()
+        for name in native {
+            // `get$shape` is read as `t.shape`: a property; anything else is called.
+            let kind = match name.starts_with("get$") || name.starts_with("set$") {
+                true => CompletionKind::Property,
+                false => CompletionKind::Method,
+            };
+            if let Some(member) = member_name(&name) {
+                names.add(member, kind);
+            }
+        }
+        names.extend(
+            self.functions
+                .iter_functions()
+                .filter(|f| !f.params.is_empty())
+                .map(|f| f.name.to_string()),
+            CompletionKind::Method,
+        );
+        names
     }
 
     /// Members of the module registered as `ns` (`cuda`).
-    fn module_members(&self, ns: &str) -> BTreeSet<String> {
-        let mut names = self.registered_functions(true, |f| {
+    fn module_members(&self, ns: &str) -> Names {
+        let mut names = Names::default();
+        let registered = self.registered_functions(true, |f| {
             f.namespace == ns && is_identifier(&f.metadata.name)
         });
         if ns == "cuda" {
-            names.extend(help::cuda_names().into_iter().map(str::to_string));
+            for name in help::cuda_names() {
+                let signature = signature_of(&format!("cuda::{name}"), CompletionKind::Function);
+                names.add_with(name.to_string(), CompletionKind::Function, signature);
+            }
         }
+        names.extend(registered, CompletionKind::Function);
         names
     }
 

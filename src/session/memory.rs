@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use crate::alloc::DeviceAllocator;
 use crate::device;
+use crate::device::blas_handle::Workspace;
 
 /// One device's allocator figures at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub struct DeviceMemory {
     pub segments_created: i64,
     /// Segments given back to the driver so far (`segment.all.freed`).
     pub segments_released: i64,
+    /// The cuBLAS workspaces inside `allocated` (no variable holds them).
+    pub workspaces: Vec<Workspace>,
 }
 
 /// The figures of every CUDA device, or why there are none.
@@ -28,6 +31,7 @@ pub struct DeviceMemory {
 /// The first call may probe the driver (real GPUs are found lazily); nothing calls this before
 /// the first prompt, so start-up stays fast.
 pub fn sample() -> Result<Vec<DeviceMemory>, String> {
+    let workspaces = device::blas_workspaces();
     allocators()?
         .iter()
         .enumerate()
@@ -42,6 +46,11 @@ pub fn sample() -> Result<Vec<DeviceMemory>, String> {
                 peak_reserved: a.max_memory_reserved(),
                 segments_created: stat("segment.all.allocated"),
                 segments_released: stat("segment.all.freed"),
+                workspaces: workspaces
+                    .iter()
+                    .find(|(i, _)| *i == index)
+                    .map(|(_, w)| w.clone())
+                    .unwrap_or_default(),
             })
         })
         .collect()
@@ -87,7 +96,28 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// The `:mem` table: allocated, reserved and their peaks per device.
+/// The cuBLAS workspaces of `cuda:index` named as every listing names them; `None` before the
+/// first matrix product, which takes the first one.
+pub fn workspace_note(index: usize, workspaces: &[Workspace]) -> Option<String> {
+    let total: u64 = workspaces.iter().map(|w| w.bytes).sum();
+    let each = |w: &Workspace| format!("{} B for {}", w.bytes, w.handle.user());
+    match workspaces {
+        [] => None,
+        [one] => Some(format!(
+            "cuBLAS workspace (not a variable): {total} B ({}) on cuda:{index}, for {}",
+            human(total),
+            one.handle.user()
+        )),
+        many => Some(format!(
+            "cuBLAS workspaces (not variables): {total} B ({}) on cuda:{index}, {}",
+            human(total),
+            many.iter().map(each).collect::<Vec<_>>().join(" and ")
+        )),
+    }
+}
+
+/// The `:mem` table: allocated, reserved and their peaks per device, then the cuBLAS workspaces
+/// inside `allocated`, since they otherwise look like tensors nobody holds.
 pub fn table(devices: &[DeviceMemory]) -> String {
     let mut out = format!(
         "{:<8} {:>12} {:>12} {:>16} {:>15}\n",
@@ -102,6 +132,11 @@ pub fn table(devices: &[DeviceMemory]) -> String {
             human(d.peak_allocated),
             human(d.peak_reserved)
         );
+    }
+    for d in devices {
+        if let Some(note) = workspace_note(d.index, &d.workspaces) {
+            out += &format!("{note}; counted in allocated\n");
+        }
     }
     out.trim_end().to_string()
 }
@@ -131,6 +166,27 @@ mod tests {
         assert!(
             text.contains("cuda:1") && text.contains("20.00 MiB"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn workspaces_are_named_with_their_user() {
+        use crate::device::blas_handle::BlasHandle;
+        let ws = |handle| Workspace {
+            handle,
+            ptr: 0,
+            bytes: 32 << 20,
+        };
+        assert_eq!(workspace_note(0, &[]), None);
+        assert_eq!(
+            workspace_note(0, &[ws(BlasHandle::Caller)]).unwrap(),
+            "cuBLAS workspace (not a variable): 33554432 B (32.00 MiB) on cuda:0, for matmul"
+        );
+        let both = workspace_note(1, &[ws(BlasHandle::Caller), ws(BlasHandle::Autograd)]).unwrap();
+        assert_eq!(
+            both,
+            "cuBLAS workspaces (not variables): 67108864 B (64.00 MiB) on cuda:1, \
+             33554432 B for matmul and 33554432 B for autograd's backward"
         );
     }
 }

@@ -17,8 +17,9 @@ pub use commands::{is_command, CommandInfo, COMMANDS};
 pub use trace::Reports;
 pub use traceback::Frame;
 
+pub use complete::{Candidate, Completion, CompletionKind};
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
-pub use outcome::{Completeness, Completion, DisplayData, Outcome, ScriptError};
+pub use outcome::{Completeness, DisplayData, Outcome, ScriptError};
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};

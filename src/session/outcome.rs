@@ -181,17 +181,6 @@ pub enum Completeness {
     Invalid,
 }
 
-/// Completion candidates for the text around a cursor.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Completion {
-    /// Byte offset where the replaced text starts.
-    pub start: usize,
-    /// Byte offset where it ends.
-    pub end: usize,
-    /// Candidate replacements, best first.
-    pub matches: Vec<String>,
-}
-
 /// Parse errors that more input could cure: `code` ended inside something still open.
 ///
 /// The parser reports such errors where it met the end of the input, so an error anywhere before

@@ -77,6 +77,19 @@ fn device_change(was: &DeviceMemory, now: &DeviceMemory) -> String {
     if released != 0 {
         line += &format!(", {released} segment{} released", plural(released));
     }
+    // A first matmul's jump in allocated is the cuBLAS workspace, not a tensor: say so.
+    let new: Vec<String> = now
+        .workspaces
+        .iter()
+        .filter(|w| !was.workspaces.iter().any(|old| old.handle == w.handle))
+        .map(|w| format!("+{} for {}", w.bytes, w.handle.user()))
+        .collect();
+    if !new.is_empty() {
+        line += &format!(
+            "; of it, cuBLAS workspace (not a variable, kept for later matmuls) {}",
+            new.join(" and ")
+        );
+    }
     line
 }
 
@@ -140,6 +153,28 @@ mod tests {
             &[device(0, 0, 1, 1)],
         );
         assert!(text.contains("allocated -4000256") && text.contains("1 segment released"));
+    }
+
+    #[test]
+    fn a_new_cublas_workspace_is_named_in_the_change() {
+        use crate::device::blas_handle::{BlasHandle, Workspace};
+        let mut after = device(33_554_432 + 512, 35_651_584, 2, 0);
+        after.workspaces = vec![Workspace {
+            handle: BlasHandle::Caller,
+            ptr: 0,
+            bytes: 33_554_432,
+        }];
+        let text = change(&[device(0, 0, 0, 0)], std::slice::from_ref(&after));
+        assert!(
+            text.ends_with(
+                "; of it, cuBLAS workspace (not a variable, kept for later matmuls) +33554432 for matmul"
+            ),
+            "{text}"
+        );
+        // Once taken, later inputs do not mention it again.
+        let mut later = after.clone();
+        later.allocated += 512;
+        assert!(!change(&[after], &[later]).contains("cuBLAS"));
     }
 
     #[test]

@@ -244,6 +244,10 @@ impl Tensor {
     pub fn storage_nbytes(&self) -> usize {
         self.inner.storage.bytes()
     }
+    /// Address of the storage's first byte (where its allocator block starts; 0 when empty).
+    pub fn storage_ptr(&self) -> DevicePtr {
+        self.inner.storage.ptr()
+    }
     /// Element offset of this view into its storage.
     pub fn storage_offset(&self) -> usize {
         self.inner.layout.offset

@@ -214,6 +214,94 @@ class TorchletKernelTests(jkt.KernelTests):
         for part in ("inspected: Tensor", "shape [2, 3]", "float32", "on cpu", "24 bytes"):
             self.assertIn(part, text)
 
+    def inspect_reply(self, code, cursor_pos=None):
+        """The inspect_reply content for `code` with the cursor at `cursor_pos` (code points; end by default)."""
+        self.flush_channels()
+        self.kc.inspect(code, cursor_pos=len(code) if cursor_pos is None else cursor_pos)
+        reply = self.get_non_kernel_info_reply(timeout=TIMEOUT)
+        self.assertEqual(reply["msg_type"], "inspect_reply")
+        return reply["content"]
+
+    def test_torchlet_inspect_inside_a_calls_parentheses_shows_its_signature(self):
+        randn = "randn(d0, d1, …) or randn(shape_array[, opts]) — standard normal samples"
+        for code in ("randn(", "let x = randn(3, ", "zeros(2) + randn(ones(3).sum(), ", "randn(\n  3,\n  "):
+            content = self.inspect_reply(code)
+            self.assertTrue(content["found"], code)
+            self.assertEqual(content["data"]["text/plain"], randn, code)
+        # The innermost call still open wins; the cursor may sit anywhere in the cell.
+        code = "zeros(2, 3) + ones(4)"
+        self.assertIn("ones(d0", self.inspect_reply(code, code.index("4"))["data"]["text/plain"])
+        self.assertIn("zeros(d0", self.inspect_reply(code, code.index("3"))["data"]["text/plain"])
+        self.assertFalse(self.inspect_reply(code, code.index("+"))["found"])
+        self.assertIn("t.sum(", self.inspect_reply("x.sum(0, ")["data"]["text/plain"])
+        self.assertIn("cuda::memory_allocated(", self.inspect_reply("cuda::memory_allocated(")["data"]["text/plain"])
+        self.assertFalse(self.inspect_reply("randn(3) + ")["found"], "a closed call is not inspected")
+        self.assertFalse(self.inspect_reply('print("randn(", ')["data"].get("text/plain", "").startswith("randn"))
+
+    def test_torchlet_inspect_cursor_counts_code_points(self):
+        # Each of é, 😀 and ü is one code point but two or four UTF-8 bytes (😀 is two UTF-16 units).
+        code = 'let s = "é😀ü"; randn('
+        content = self.inspect_reply(code)
+        self.assertTrue(content["found"])
+        self.assertIn("randn(d0", content["data"]["text/plain"])
+        self.run_cell('let plain_name = "x";')
+        code = 'let s = "é😀"; print(plain_name)'
+        text = self.inspect_reply(code, code.index("plain_name") + 2)["data"]["text/plain"]
+        self.assertTrue(text.startswith("plain_name: variable of type"), text)
+
+    def complete_types(self, code):
+        """complete_reply for `code` (cursor at the end): its content, and its typed entries by text."""
+        self.flush_channels()
+        self.kc.complete(code, len(code))
+        reply = self.get_non_kernel_info_reply(timeout=TIMEOUT)
+        content = reply["content"]
+        entries = content["metadata"]["_jupyter_types_experimental"]
+        self.assertEqual([e["text"] for e in entries], content["matches"])
+        for e in entries:
+            self.assertEqual((e["start"], e["end"]), (content["cursor_start"], content["cursor_end"]))
+        return content, {e["text"]: e for e in entries}
+
+    def test_torchlet_completion_items_carry_their_type(self):
+        self.run_cell("let typed_var = 1; fn typed_fn(a, b) { a + b }")
+        _, found = self.complete_types("typed_")
+        self.assertEqual(found["typed_var"]["type"], "variable")
+        self.assertEqual(found["typed_fn"]["type"], "function")
+        self.assertEqual(found["typed_fn"]["signature"], "typed_fn(a, b)")
+        _, found = self.complete_types("zer")
+        self.assertEqual(found["zeros"]["type"], "function")
+        self.assertTrue(found["zeros"]["signature"].startswith("zeros(d0, d1, …)"))
+        _, found = self.complete_types("x.su")
+        self.assertEqual(found["sum"]["type"], "method")
+        _, found = self.complete_types("x.sha")
+        self.assertEqual(found["shape"]["type"], "property")
+        self.assertNotIn("signature", found["shape"])
+        _, found = self.complete_types("cu")
+        self.assertEqual(found["cuda"]["type"], "module")
+        _, found = self.complete_types("no_")
+        self.assertEqual(found["no_grad"]["type"], "keyword")
+        _, found = self.complete_types("%me")
+        self.assertEqual(found["%mem"]["type"], "magic")
+
+    def test_torchlet_completion_cursors_count_code_points(self):
+        code = 'let s = "é😀ü"; zer'
+        content, found = self.complete_types(code)
+        self.assertIn("zeros", found)
+        self.assertEqual((content["cursor_start"], content["cursor_end"]), (len(code) - 3, len(code)))
+
+    def test_torchlet_vars_html_has_every_column_of_the_text(self):
+        self.run_cell("let whole = zeros(1000, 1000); let first_row = whole[0]; let label = \"run\";")
+        _, outputs = self.run_cell("%vars")
+        data = [m["content"]["data"] for m in outputs if m["msg_type"] == "execute_result"][0]
+        plain, html = data["text/plain"], data["text/html"]
+        tensor_header = plain.splitlines()[0].split()
+        self.assertEqual(tensor_header, ["name", "type", "shape", "dtype", "device", "bytes", "holds", "storage"])
+        for column in tensor_header + ["value"]:
+            self.assertIn(f"<th>{column}</th>", html)
+        row = html.split("<td>first_row</td>")[1].split("</tr>")[0]
+        for cell in ("Tensor", "[1000]", "float32", "cpu", "4000 (3.91 KiB)", "4000000 (3.81 MiB)", "#1 shared with whole"):
+            self.assertIn(f"<td>{cell}</td>", row)
+        self.assertIn("<td>label</td>", html)
+
     def test_torchlet_tensor_result_has_html(self):
         self.flush_channels()
         _, outputs = self.run_cell("ones(2)")

@@ -7,6 +7,7 @@ use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
+use crate::device::blas_handle::{BlasHandle, Workspace};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::tensor::{DType, ErrorKind, Result, Scalar, TensorError};
@@ -264,6 +265,19 @@ impl Backend for CudaBackend {
             indices.as_ref(),
             stage.as_ref(),
         )?)
+    }
+    fn blas_workspaces(&self) -> Vec<Workspace> {
+        [BlasHandle::Caller, BlasHandle::Autograd]
+            .into_iter()
+            .filter_map(|handle| {
+                let (ptr, bytes) = self.dev.blas[handle as usize].workspace()?;
+                Some(Workspace {
+                    handle,
+                    ptr,
+                    bytes: bytes as u64,
+                })
+            })
+            .collect()
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         // The workspace comes from the caching allocator and stays allocated for the life of the

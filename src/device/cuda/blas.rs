@@ -15,8 +15,11 @@ use super::ops::{contiguous_strides, Gpu};
 
 /// A cuBLAS handle bound to the device's stream, and its workspace once allocated.
 pub struct Blas {
-    state: Mutex<Option<(usize, Option<u64>)>>,
+    state: Mutex<Option<(usize, Option<WorkspaceBlock>)>>,
 }
+
+/// A workspace's address and bytes.
+type WorkspaceBlock = (u64, usize);
 
 // SAFETY: the handle is used under the mutex only.
 unsafe impl Send for Blas {}
@@ -93,6 +96,12 @@ fn as_mat(v: &View) -> Option<Mat> {
 }
 
 impl Blas {
+    /// The workspace's address and bytes, once the first matrix product allocated it.
+    pub fn workspace(&self) -> Option<WorkspaceBlock> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.as_ref().and_then(|(_, ws)| *ws)
+    }
+
     /// `dst` [b, m, n] (contiguous) = `lhs` [b, m, k] × `rhs` [b, k, n]. `workspace` allocates
     /// the cuBLAS workspace through the caching allocator on first use.
     pub fn matmul(
@@ -231,7 +240,7 @@ impl Blas {
             }
             .result()
             .map_err(|e| cublas("set workspace", e))?;
-            *ws = Some(ptr);
+            *ws = Some((ptr, size));
         }
         Ok(*handle)
     }
