@@ -91,6 +91,9 @@ fn a_statement_inside_a_block_is_freed_at_once_too() {
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
     run(&mut s, "no_grad { x.exp(); seen = memory_allocated(); }; 0");
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
+    // The block's last statement is a temporary too when nobody uses the block's value.
+    run(&mut s, "no_grad { x.exp(); } seen = memory_allocated(); 0");
+    assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! Graph nodes: a backward function per op, the edges to its inputs' nodes, and saved tensors.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::device::Storage;
 
 use crate::tensor::{DType, Result, Tensor, TensorError};
 
@@ -34,6 +37,9 @@ pub struct Node {
     pub(crate) saves: bool,
     /// Creation order: backward runs later nodes first, as PyTorch does.
     pub(crate) seq: u64,
+    /// The memory of the tensors `func` saved, for telling who holds a block (weak: `func`
+    /// owns them).
+    saved: Vec<Weak<Storage>>,
 }
 
 impl Node {
@@ -41,6 +47,30 @@ impl Node {
     pub fn name(&self) -> &'static str {
         self.name
     }
+
+    /// The storages this node's saved tensors keep alive (none once released after backward).
+    pub fn saved_storages(&self) -> Vec<Arc<Storage>> {
+        let released = self.func.lock().map(|f| f.is_none()).unwrap_or(true);
+        if released {
+            return Vec::new();
+        }
+        self.saved.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The nodes and leaves this node's gradient flows into.
+    pub fn inputs(&self) -> impl Iterator<Item = &Edge> {
+        self.next.iter().flatten()
+    }
+}
+
+thread_local! {
+    /// Storages saved by the op being recorded on this thread, claimed by its node in `record`.
+    static PENDING_SAVES: RefCell<Vec<Weak<Storage>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Forget saves no node claimed (an op that failed after saving): called between inputs.
+pub fn forget_unclaimed_saves() {
+    PENDING_SAVES.with(|p| p.borrow_mut().clear());
 }
 
 /// A tensor kept for backward: shares the memory, records the version to detect in-place writes.
@@ -58,6 +88,7 @@ impl SavedTensor {
                 "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
             ));
         }
+        PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));
         Ok(SavedTensor {
             data: t.data_handle(),
             version: t.storage_version(),
@@ -110,6 +141,7 @@ pub(crate) fn record(
         func: Mutex::new(Some(func)),
         saves,
         seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        saved: PENDING_SAVES.with(|p| std::mem::take(&mut *p.borrow_mut())),
     });
     out.set_history(node);
 }

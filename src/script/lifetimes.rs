@@ -212,6 +212,11 @@ impl Pass<'_> {
             Stmt::Expr(e) if !value_used && holds_value(e) => {
                 self.discard(self.expr(e), e.position())
             }
+            // A grad-mode block whose value nobody uses: its last statement's value is a
+            // temporary too (`no_grad { x.matmul(w); }` frees the product at once, as Python).
+            Stmt::Expr(e) if !value_used && matches!(**e, Expr::Custom(..)) => {
+                Stmt::Expr(Box::new(self.custom_statement(e)))
+            }
             Stmt::Expr(e) => Stmt::Expr(Box::new(self.expr(e))),
             Stmt::FnCall(f, pos) if self.is_script_call(f) => {
                 let call = self.call(f, *pos);
@@ -298,6 +303,22 @@ impl Pass<'_> {
             vec![name, value],
             *pos,
         )))
+    }
+
+    /// A custom statement whose value is unused: the blocks among its inputs keep no value.
+    fn custom_statement(&self, expr: &Expr) -> Expr {
+        let Expr::Custom(x, pos) = expr else {
+            return self.expr(expr);
+        };
+        let mut custom = (**x).clone();
+        for input in custom.inputs.iter_mut() {
+            let rewritten = match &*input {
+                Expr::Stmt(block) => Expr::Stmt(Box::new(self.block(block, false))),
+                other => self.expr(other),
+            };
+            *input = rewritten;
+        }
+        Expr::Custom(Box::new(custom), *pos)
     }
 
     /// A copy of a compiled custom expression with new inputs.

@@ -7,6 +7,7 @@ pub mod distributed_module;
 pub mod errors;
 pub mod globals;
 pub mod help;
+pub mod holders_api;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
@@ -35,6 +36,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     syntax::register(&mut engine);
     del::register(&mut engine);
     globals::register(&mut engine);
+    holders_api::register(&mut engine);
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
     tensor_api::register(&mut engine);
@@ -53,6 +55,9 @@ pub fn display_of(value: &rhai::Dynamic) -> Option<DisplayData> {
             plain,
             html: Some(html),
         });
+    }
+    if let Some(report) = value.read_lock::<holders_api::FreeReport>() {
+        return Some(report.display());
     }
     if let Some(e) = value.read_lock::<Exception>() {
         return Some(DisplayData::text(e.to_string()));

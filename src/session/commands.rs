@@ -39,6 +39,16 @@ pub const COMMANDS: &[CommandInfo] = &[
         "variables: type, shape, dtype, device, bytes, shared storage",
     ),
     cmd(
+        "holders",
+        "[device]",
+        "every live GPU block, biggest first, and what holds it",
+    ),
+    cmd(
+        "why",
+        "NAME",
+        "what del, .cpu(), empty_cache() would free of NAME right now",
+    ),
+    cmd(
         "trace",
         "on|off",
         "after each input, print how device memory changed",
@@ -62,6 +72,18 @@ const fn cmd(name: &'static str, args: &'static str, doc: &'static str) -> Comma
     CommandInfo { name, args, doc }
 }
 
+/// An optional device index argument (default: the current device).
+fn device_arg(name: &str, arg: &str) -> Result<usize, Failure> {
+    if arg.is_empty() {
+        return Ok(crate::device::current_device());
+    }
+    arg.parse().map_err(|_| {
+        usage(format!(
+            ":{name} takes a device index, e.g. :{name} 0, not '{arg}'"
+        ))
+    })
+}
+
 /// Whether `line` is a `:command` rather than code (`::` is never a command).
 pub fn is_command(line: &str) -> bool {
     let line = line.trim_start();
@@ -83,6 +105,13 @@ impl Session {
             "mem" => no_arg(name, arg).and_then(|_| mem()),
             "summary" => no_arg(name, arg).and_then(|_| summary()),
             "vars" => no_arg(name, arg).map(|_| Some(self.vars())),
+            "holders" => device_arg(name, arg)
+                .map(|d| Some(super::holders::table(d, &self.memory_holders(d)))),
+            "why" => match self.explain_free(arg, crate::device::current_device()) {
+                Some(ways) => Ok(Some(super::explain_free::table(arg, &ways))),
+                None if arg.is_empty() => Err(usage(":why needs a variable: :why x".into())),
+                None => Err(usage(format!("name '{arg}' is not defined"))),
+            },
             "trace" => switch(name, arg).map(|on| {
                 self.reports.trace = on;
                 Some(DisplayData::text(trace_state(on)))

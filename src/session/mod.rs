@@ -6,7 +6,9 @@
 
 mod commands;
 mod complete;
+pub mod explain_free;
 mod frontend;
+pub mod holders;
 pub mod memory;
 mod outcome;
 mod trace;
@@ -105,6 +107,7 @@ impl Session {
     /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
+        crate::autograd::forget_unclaimed_saves();
         let mark = self.before_input();
         let started = Instant::now();
         let result = self.run(code);
@@ -251,6 +254,22 @@ impl Session {
     /// The underlying Rhai engine, to register more functions (a harness's hooks, say).
     pub fn engine_mut(&mut self) -> &mut rhai::Engine {
         &mut self.engine
+    }
+
+    /// Every live block of cuda:`device`, biggest first, with what holds it.
+    pub fn memory_holders(&self, device: usize) -> Vec<holders::BlockHolders> {
+        let variables = self.variables();
+        let map = holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
+        holders::block_holders(&map, device)
+    }
+
+    /// What each of the article's four ways to free `name` would do now on cuda:`device`;
+    /// `None` when no such variable exists.
+    pub fn explain_free(&self, name: &str, device: usize) -> Option<Vec<explain_free::Way>> {
+        let variables = self.variables();
+        let (_, value) = variables.iter().find(|(n, _)| n == name)?;
+        let all = variables.iter().map(|(n, v)| (n.as_str(), v));
+        Some(explain_free::explain_free(name, value, all, device))
     }
 
     /// The persistent scope.

@@ -236,6 +236,10 @@ impl Tensor {
         }
         s.ptr() + (self.inner.layout.offset * self.element_size()) as u64
     }
+    /// The memory under this view, shared by every view of it.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.inner.storage
+    }
     /// Identifies the storage: views of one tensor give the same number.
     pub fn storage_id(&self) -> usize {
         self.inner.storage.id()

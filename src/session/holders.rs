@@ -1,0 +1,240 @@
+//! Who holds GPU memory: for every live block, the variables, gradients and autograd graphs that
+//! keep it alive.
+//!
+//! The session's variables are walked (into arrays and maps), and from each tensor its `.grad`
+//! and the graph behind it: every node's saved tensors and the leaves it points to. Each storage
+//! found is matched, by address, with the allocator's live blocks. A block nothing in the session
+//! reaches is named for what it is when torchlet knows (a cuBLAS workspace), else said to be
+//! held outside the session's variables.
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rhai::Dynamic;
+
+use crate::alloc::DevicePtr;
+use crate::autograd::{Edge, Node};
+use crate::device::{Device, Storage};
+use crate::tensor::Tensor;
+
+/// One live block and what keeps it alive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockHolders {
+    /// The block's address.
+    pub address: DevicePtr,
+    /// Bytes the block takes (rounded, as `memory_allocated` counts it).
+    pub size: u64,
+    /// Bytes asked for.
+    pub requested: u64,
+    /// The address of the segment the block sits in.
+    pub segment: DevicePtr,
+    /// That segment's size.
+    pub segment_size: u64,
+    /// What holds it, each as a short phrase: `x`, `keep[2]`, `w.grad`,
+    /// "saved by ExpBackward0 of `h`".
+    pub holders: Vec<String>,
+}
+
+/// What each storage is held by, keyed by (device, address).
+#[derive(Default)]
+pub struct HolderMap(HashMap<(Device, DevicePtr), Vec<String>>);
+
+impl HolderMap {
+    /// Walk `variables` (name, value) and everything their tensors keep alive.
+    pub fn of_variables<'a>(variables: impl Iterator<Item = (&'a str, &'a Dynamic)>) -> HolderMap {
+        let mut map = HolderMap::default();
+        for (name, value) in variables {
+            map.value(name, value);
+        }
+        map
+    }
+
+    /// The holders of the storage at `address` on `device`.
+    pub fn get(&self, device: Device, address: DevicePtr) -> &[String] {
+        self.0.get(&(device, address)).map_or(&[], Vec::as_slice)
+    }
+
+    fn add(&mut self, storage: &Storage, holder: String) {
+        if storage.bytes() == 0 {
+            return;
+        }
+        let holders = self.0.entry((storage.device(), storage.ptr())).or_default();
+        if holders.contains(&holder) {
+            return;
+        }
+        // Names first, then what graphs hold: the name is what a reader looks for.
+        let at = match is_name(&holder) {
+            true => holders
+                .iter()
+                .position(|h| !is_name(h))
+                .unwrap_or(holders.len()),
+            false => holders.len(),
+        };
+        holders.insert(at, holder);
+    }
+
+    fn value(&mut self, path: &str, value: &Dynamic) {
+        if let Some(t) = value.read_lock::<Tensor>() {
+            self.tensor(path, &t);
+        } else if let Some(items) = value.read_lock::<rhai::Array>() {
+            for (i, item) in items.iter().enumerate() {
+                self.value(&format!("{path}[{i}]"), item);
+            }
+        } else if let Some(map) = value.read_lock::<rhai::Map>() {
+            for (key, item) in map.iter() {
+                let is_ident = key.chars().all(|c| c.is_alphanumeric() || c == '_');
+                let path = if is_ident {
+                    format!("{path}.{key}")
+                } else {
+                    format!("{path}[{key:?}]")
+                };
+                self.value(&path, item);
+            }
+        }
+    }
+
+    fn tensor(&mut self, path: &str, t: &Tensor) {
+        self.add(t.storage(), path.to_string());
+        if let Some(g) = t.grad() {
+            self.add(g.storage(), format!("{path}.grad"));
+        }
+        if let Some(node) = t.grad_fn() {
+            self.graph(path, node);
+        }
+    }
+
+    /// Everything the graph behind `owner` keeps alive.
+    fn graph(&mut self, owner: &str, root: Arc<Node>) {
+        let mut seen: HashSet<*const Node> = HashSet::new();
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            if !seen.insert(Arc::as_ptr(&node)) {
+                continue;
+            }
+            for storage in node.saved_storages() {
+                self.add(&storage, format!("saved by {} of `{owner}`", node.name()));
+            }
+            for edge in node.inputs() {
+                match edge {
+                    Edge::Node(next) => stack.push(next.clone()),
+                    Edge::Leaf(leaf) => {
+                        self.add(leaf.storage(), format!("a leaf of `{owner}`'s graph"));
+                        if let Some(g) = leaf.grad() {
+                            self.add(g.storage(), format!("a leaf's .grad in `{owner}`'s graph"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a holder is a variable path (`x`, `keep[2]`, `w.grad`) rather than a phrase.
+pub fn is_name(holder: &str) -> bool {
+    !holder.contains(' ')
+}
+
+/// A holder as a noun phrase: a name in backticks, a graph's hold spelled out.
+pub fn noun(holder: &str) -> String {
+    if is_name(holder) {
+        return format!("`{holder}`");
+    }
+    if let Some(rest) = holder.strip_prefix("saved by ") {
+        if let Some((node, owner)) = rest.split_once(" of ") {
+            return format!("a tensor the graph of {owner} saves ({node})");
+        }
+    }
+    if let Some(owner) = holder
+        .strip_prefix("a leaf of ")
+        .and_then(|r| r.strip_suffix("'s graph"))
+    {
+        return format!("a leaf of the graph of {owner}");
+    }
+    holder.to_string()
+}
+
+/// Every live block of cuda:`device`, biggest first, with what holds it.
+pub fn block_holders(map: &HolderMap, device: usize) -> Vec<BlockHolders> {
+    let Ok(allocator) = crate::device::cuda_allocator(device) else {
+        return Vec::new();
+    };
+    let workspaces: Vec<crate::device::blas_handle::Workspace> = crate::device::blas_workspaces()
+        .into_iter()
+        .filter(|(index, _)| *index == device)
+        .flat_map(|(_, w)| w)
+        .collect();
+    let mut blocks = Vec::new();
+    for segment in allocator.snapshot().segments {
+        for block in segment
+            .blocks
+            .iter()
+            .filter(|b| b.state == "active_allocated")
+        {
+            let mut holders = map.get(Device::Cuda(device), block.address).to_vec();
+            if holders.is_empty() {
+                holders.push(match workspaces.iter().find(|w| w.ptr == block.address) {
+                    Some(w) => format!("cuBLAS workspace of {}", w.handle.user()),
+                    None => "no variable (a temporary, or held outside the session)".into(),
+                });
+            }
+            blocks.push(BlockHolders {
+                address: block.address,
+                size: block.size,
+                requested: block.requested_size,
+                segment: segment.address,
+                segment_size: segment.total_size,
+                holders,
+            });
+        }
+    }
+    blocks.sort_by(|a, b| b.size.cmp(&a.size).then(a.address.cmp(&b.address)));
+    blocks
+}
+
+/// `blocks` as a table, biggest first: text for the terminal, HTML for notebooks.
+pub fn table(device: usize, blocks: &[BlockHolders]) -> super::DisplayData {
+    let total: u64 = blocks.iter().map(|b| b.size).sum();
+    let mut plain = format!(
+        "cuda:{device}: {} live block{}, {total} B allocated\n",
+        blocks.len(),
+        if blocks.len() == 1 { "" } else { "s" }
+    );
+    if blocks.is_empty() {
+        return super::DisplayData::text(plain.trim_end());
+    }
+    plain += &format!(
+        "{:>12}  {:>14}  {:>14}  {:>12}  held by\n",
+        "bytes", "block", "segment", "segment size"
+    );
+    let mut rows = String::new();
+    for b in blocks {
+        let held = b.holders.join(", ");
+        plain += &format!(
+            "{:>12}  {:>#14x}  {:>#14x}  {:>12}  {held}\n",
+            b.size, b.address, b.segment, b.segment_size
+        );
+        rows += &format!(
+            "<tr><td>{}</td><td><code>{:#x}</code></td><td><code>{:#x}</code></td><td>{}</td><td>{}</td></tr>",
+            b.size,
+            b.address,
+            b.segment,
+            b.segment_size,
+            escape(&held)
+        );
+    }
+    let html = format!(
+        "<p>cuda:{device}: {} live blocks, {total} B allocated</p><table><thead><tr><th>bytes</th>\
+         <th>block</th><th>segment</th><th>segment size</th><th>held by</th></tr></thead>\
+         <tbody>{rows}</tbody></table>",
+        blocks.len()
+    );
+    super::DisplayData {
+        plain: plain.trim_end().to_string(),
+        html: Some(html),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
