@@ -47,6 +47,8 @@ pub struct Lifetimes {
     bind: Expr,
     /// `__with_globals EXPR`, likewise.
     with_globals: Expr,
+    /// `__iteration LINE COL`, likewise.
+    iteration: Expr,
 }
 
 /// Register the functions the rewritten scripts call.
@@ -101,6 +103,7 @@ impl Lifetimes {
             line: first_call(&format!("{LINE}(0)")),
             bind: custom(&format!("{} x 0;", super::syntax::BIND)),
             with_globals: custom(&format!("{} 0;", super::globals::WITH_GLOBALS)),
+            iteration: custom(&format!("{} 0 0;", super::leaks::ITERATION)),
         }
     }
 
@@ -244,12 +247,12 @@ impl Pass<'_> {
             }
             Stmt::Assignment(x) => self.assignment(stmt, &x.0, &x.1),
             Stmt::If(x, pos) => Stmt::If(Box::new(self.flow(x, value_used)), *pos),
-            Stmt::While(x, pos) => Stmt::While(Box::new(self.flow(x, false)), *pos),
-            Stmt::Do(x, flags, pos) => Stmt::Do(Box::new(self.flow(x, false)), *flags, *pos),
+            Stmt::While(x, pos) => Stmt::While(Box::new(self.loop_flow(x, *pos)), *pos),
+            Stmt::Do(x, flags, pos) => Stmt::Do(Box::new(self.loop_flow(x, *pos)), *flags, *pos),
             Stmt::For(x, pos) => {
                 let (var, counter, flow) = &**x;
                 Stmt::For(
-                    Box::new((var.clone(), counter.clone(), self.flow(flow, false))),
+                    Box::new((var.clone(), counter.clone(), self.loop_flow(flow, *pos))),
                     *pos,
                 )
             }
@@ -272,6 +275,18 @@ impl Pass<'_> {
             }
             other => other.clone(),
         }
+    }
+
+    /// A loop's flow, its body starting with `__iteration LINE COL` (see [`super::leaks`]).
+    fn loop_flow(&self, flow: &rhai::FlowControl, pos: Position) -> rhai::FlowControl {
+        let mut flow = self.flow(flow, false);
+        let (line, col) = (pos.line().unwrap_or(0), pos.position().unwrap_or(0));
+        let at = |n: usize| Expr::IntegerConstant(n as rhai::INT, pos);
+        let marker = self.custom(&self.hashes.iteration, vec![at(line), at(col)], pos);
+        let mut statements = vec![Stmt::Expr(Box::new(marker))];
+        statements.extend(flow.body.statements().iter().cloned());
+        flow.body = StmtBlock::new(statements, flow.body.position(), flow.body.end_position());
+        flow
     }
 
     /// `if`/`while`/`for`/`try`: the condition, the body and the other branch.

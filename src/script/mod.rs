@@ -8,6 +8,7 @@ pub mod errors;
 pub mod globals;
 pub mod help;
 pub mod holders_api;
+pub mod leaks;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
@@ -37,6 +38,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     del::register(&mut engine);
     globals::register(&mut engine);
     holders_api::register(&mut engine);
+    leaks::register(&mut engine, frontend.clone());
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
     tensor_api::register(&mut engine);

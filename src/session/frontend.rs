@@ -87,6 +87,17 @@ impl CapturedOutput {
             })
             .collect()
     }
+    /// All standard error text so far, concatenated.
+    pub fn stderr_text(&self) -> String {
+        self.events
+            .borrow()
+            .iter()
+            .filter_map(|e| match e {
+                OutputEvent::Stderr(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
     /// Forget what was captured.
     pub fn clear(&self) {
         self.events.borrow_mut().clear();

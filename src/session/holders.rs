@@ -36,7 +36,7 @@ pub struct BlockHolders {
 
 /// What each storage is held by, keyed by (device, address).
 #[derive(Default)]
-pub struct HolderMap(HashMap<(Device, DevicePtr), Vec<String>>);
+pub struct HolderMap(HashMap<(Device, DevicePtr), (Vec<String>, u64)>);
 
 impl HolderMap {
     /// Walk `variables` (name, value) and everything their tensors keep alive.
@@ -50,14 +50,24 @@ impl HolderMap {
 
     /// The holders of the storage at `address` on `device`.
     pub fn get(&self, device: Device, address: DevicePtr) -> &[String] {
-        self.0.get(&(device, address)).map_or(&[], Vec::as_slice)
+        self.0
+            .get(&(device, address))
+            .map_or(&[], |(h, _)| h.as_slice())
+    }
+
+    /// Every storage found: (device, address), its holders, its bytes.
+    pub fn entries(&self) -> impl Iterator<Item = ((Device, DevicePtr), &[String], u64)> {
+        self.0
+            .iter()
+            .map(|(key, (h, bytes))| (*key, h.as_slice(), *bytes))
     }
 
     fn add(&mut self, storage: &Storage, holder: String) {
         if storage.bytes() == 0 {
             return;
         }
-        let holders = self.0.entry((storage.device(), storage.ptr())).or_default();
+        let (holders, bytes) = self.0.entry((storage.device(), storage.ptr())).or_default();
+        *bytes = storage.bytes() as u64;
         if holders.contains(&holder) {
             return;
         }

@@ -108,6 +108,7 @@ impl Session {
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
         crate::autograd::forget_unclaimed_saves();
+        crate::script::leaks::reset();
         let mark = self.before_input();
         let started = Instant::now();
         let result = self.run(code);
