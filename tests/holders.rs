@@ -182,3 +182,43 @@ fn the_commands_print_tables() {
     let echoed = run(&mut s, "explain_free(x)");
     assert_eq!(echoed, why.plain);
 }
+
+#[test]
+fn empty_cache_report_names_what_pins_each_segment() {
+    let (_guard, _) = common::gpu();
+    let mut s = fresh(SCENARIOS[1].0);
+    let report = run(&mut s, "del x; empty_cache(); empty_cache_report()");
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(
+        lines[0],
+        "cuda:0: empty_cache keeps 1 segment (20971520 B), each pinned by live blocks:"
+    );
+    assert!(
+        lines[1].ends_with("(20971520 B): `y` (4000256 B)"),
+        "{report}"
+    );
+    assert_eq!(
+        run(&mut s, "del y; empty_cache(); empty_cache_report()"),
+        "cuda:0: empty_cache leaves no segment: nothing is pinned"
+    );
+}
+
+#[test]
+fn the_trace_says_what_empty_cache_could_not_release() {
+    let (_guard, _) = common::gpu();
+    let output = std::rc::Rc::new(torchlet::session::CapturedOutput::default());
+    let mut s = Session::new(Default::default(), output.clone());
+    run(
+        &mut s,
+        "let x = randn(1000, 1000).cuda(); let y = randn(1000, 1000).cuda();",
+    );
+    s.run_command(":trace on").unwrap();
+    output.clear();
+    run(&mut s, "del x; empty_cache();");
+    let text = output.stdout_text();
+    assert!(
+        text.contains("[trace] cuda:0: empty_cache keeps 1 segment (20971520 B)"),
+        "{text}"
+    );
+    assert!(text.contains("`y` (4000256 B)"), "{text}");
+}

@@ -76,7 +76,17 @@ fn empty_cache() -> Res<()> {
     for index in 0..device::cuda_device_count() {
         device::cuda_allocator(index).or_raise()?.empty_cache();
     }
+    EMPTY_CACHE_CALLED.with(|c| c.set(true));
     Ok(())
+}
+
+thread_local! {
+    static EMPTY_CACHE_CALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether `empty_cache()` ran since the last call (the trace then says what it could not free).
+pub fn take_empty_cache_called() -> bool {
+    EMPTY_CACHE_CALLED.with(|c| c.replace(false))
 }
 
 fn mem_get_info(device: Option<&Dynamic>) -> Res<Array> {

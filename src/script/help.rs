@@ -36,6 +36,7 @@ pub static FUNCTIONS: &[Entry] = &[
     e("is_grad_enabled", "is_grad_enabled() — whether operations record the autograd graph now"),
     e("empty_cache", "empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"),
     e("memory_holders", "memory_holders([device]) — every live GPU block, biggest first, with what holds it (variables, .grad, graphs)"),
+    e("empty_cache_report", "empty_cache_report([device]) — the segments empty_cache() cannot release, and the variables that pin each"),
     e("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why"),
     e("memory_allocated", "memory_allocated([device]) — bytes held by live tensors on the GPU"),
     e("max_memory_allocated", "max_memory_allocated([device]) — peak of memory_allocated"),

@@ -43,6 +43,12 @@ pub(crate) fn register(engine: &mut rhai::Engine) {
         false,
         eval_explain,
     );
+    engine.register_custom_syntax_with_state_raw(
+        "empty_cache_report",
+        parse_optional_arg,
+        false,
+        eval_cache_report,
+    );
 }
 
 /// KEYWORD `(` [EXPR] `)`, or KEYWORD `()`
@@ -124,6 +130,24 @@ fn eval_holders(
         })
         .collect();
     Ok(rows.into())
+}
+
+fn eval_cache_report(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let device = match inputs.first() {
+        Some(e) => context.eval_expression_tree(e)?.as_int().map_err(|t| {
+            super::errors::type_error(format!(
+                "empty_cache_report(device) takes a device index, not {t}"
+            ))
+        })? as usize,
+        None => crate::device::current_device(),
+    };
+    let vars = variables(context);
+    let map = HolderMap::of_variables(vars.iter().map(|(n, v)| (n.as_str(), v)));
+    Ok(holders::pinned_text(&map, device).into())
 }
 
 fn eval_explain(

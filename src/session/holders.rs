@@ -248,3 +248,46 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+/// The segments of cuda:`device` that `empty_cache()` cannot release, each with the live blocks
+/// that pin it: (segment address, segment size, [(block bytes, holders)]).
+pub fn pinned_segments(
+    map: &HolderMap,
+    device: usize,
+) -> Vec<(DevicePtr, u64, Vec<(u64, Vec<String>)>)> {
+    let mut segments: Vec<(DevicePtr, u64, Vec<(u64, Vec<String>)>)> = Vec::new();
+    for block in block_holders(map, device) {
+        match segments.iter_mut().find(|s| s.0 == block.segment) {
+            Some(segment) => segment.2.push((block.size, block.holders)),
+            None => segments.push((
+                block.segment,
+                block.segment_size,
+                vec![(block.size, block.holders)],
+            )),
+        }
+    }
+    segments.sort_by_key(|s| s.0);
+    segments
+}
+
+/// "empty_cache kept 1 segment (20971520 B): 0x… pinned by `y` (4000256 B)".
+pub fn pinned_text(map: &HolderMap, device: usize) -> String {
+    let segments = pinned_segments(map, device);
+    if segments.is_empty() {
+        return format!("cuda:{device}: empty_cache leaves no segment: nothing is pinned");
+    }
+    let total: u64 = segments.iter().map(|s| s.1).sum();
+    let mut text = format!(
+        "cuda:{device}: empty_cache keeps {} segment{} ({total} B), each pinned by live blocks:",
+        segments.len(),
+        if segments.len() == 1 { "" } else { "s" }
+    );
+    for (address, size, blocks) in &segments {
+        let pins: Vec<String> = blocks
+            .iter()
+            .map(|(bytes, holders)| format!("{} ({bytes} B)", noun(&holders[0])))
+            .collect();
+        text += &format!("\n  {address:#x} ({size} B): {}", pins.join(", "));
+    }
+    text
+}

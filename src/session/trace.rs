@@ -24,16 +24,31 @@ impl Session {
 
     /// Print the memory change since `mark` and the time taken, as `:trace`/`:time` asked.
     pub(crate) fn after_input(&self, mark: Mark, outcome: &Outcome) {
+        let emptied = crate::script::cuda_module::take_empty_cache_called();
         if let Some(before) = mark.0 {
             if let Ok(after) = memory::sample() {
                 self.frontend
                     .stdout(&format!("{}\n", change(&before, &after)));
+                if emptied {
+                    self.frontend
+                        .stdout(&format!("[trace] {}\n", self.empty_cache_pins()));
+                }
             }
         }
         if self.reports.time {
             self.frontend
                 .stdout(&format!("Wall time: {}\n", duration(outcome.elapsed)));
         }
+    }
+}
+
+impl Session {
+    /// What `empty_cache()` could not release on the current device, and who pins it.
+    fn empty_cache_pins(&self) -> String {
+        let variables = self.variables();
+        let map =
+            super::holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
+        super::holders::pinned_text(&map, crate::device::current_device())
     }
 }
 
