@@ -282,12 +282,13 @@ pub fn pinned_text(map: &HolderMap, device: usize) -> String {
         segments.len(),
         if segments.len() == 1 { "" } else { "s" }
     );
-    for (address, size, blocks) in &segments {
+    // Segments by position (lowest address first), not address: the text stays the same run to run.
+    for (i, (_, size, blocks)) in segments.iter().enumerate() {
         let pins: Vec<String> = blocks
             .iter()
             .map(|(bytes, holders)| format!("{} ({bytes} B)", noun(&holders[0])))
             .collect();
-        text += &format!("\n  {address:#x} ({size} B): {}", pins.join(", "));
+        text += &format!("\n  segment {} ({size} B): {}", i + 1, pins.join(", "));
     }
     text
 }
