@@ -38,6 +38,9 @@ struct RunArgs {
     /// The script to run.
     #[arg(required_unless_present = "code")]
     file: Option<PathBuf>,
+    /// After the run, print per source line: runs, Δallocated, Δreserved, peak, segments.
+    #[arg(long)]
+    ledger: bool,
     /// Arguments the script sees as `ARGS`.
     #[arg(trailing_var_arg = true)]
     args: Vec<String>,
@@ -67,7 +70,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => torchlet::repl::run(),
         Some(Command::Run(args)) => {
-            torchlet::runner::run(args.file.as_deref(), args.code.as_deref(), &args.args)
+            let options = torchlet::runner::RunOptions {
+                ledger: args.ledger,
+            };
+            torchlet::runner::run(
+                args.file.as_deref(),
+                args.code.as_deref(),
+                &args.args,
+                options,
+            )
         }
         Some(Command::Kernel(KernelArgs {
             action: Some(KernelAction::Install(install)),

@@ -6,8 +6,20 @@ use std::rc::Rc;
 
 use crate::session::{Session, SessionOptions, StdioFrontend};
 
+/// How `torchlet run` runs a script.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Keep the per-line ledger and print it after the run.
+    pub ledger: bool,
+}
+
 /// Run a file (or `code`, if given) to the end; exit code 1 on error.
-pub fn run(file: Option<&Path>, code: Option<&str>, args: &[String]) -> Result<ExitCode, String> {
+pub fn run(
+    file: Option<&Path>,
+    code: Option<&str>,
+    args: &[String],
+    options: RunOptions,
+) -> Result<ExitCode, String> {
     let (source_name, text) = match (code, file) {
         (Some(code), _) => ("<-e>".to_string(), code.to_string()),
         (None, Some(path)) => {
@@ -17,7 +29,7 @@ pub fn run(file: Option<&Path>, code: Option<&str>, args: &[String]) -> Result<E
         }
         (None, None) => return Err("run: give a FILE or -e CODE".into()),
     };
-    Ok(run_source(&source_name, &text, args))
+    Ok(run_source(&source_name, &text, args, options))
 }
 
 /// Read all of standard input and run it as one script.
@@ -26,10 +38,10 @@ pub fn run_stdin() -> Result<ExitCode, String> {
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read standard input: {e}"))?;
-    Ok(run_source("<stdin>", &text, &[]))
+    Ok(run_source("<stdin>", &text, &[], RunOptions::default()))
 }
 
-fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
+fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -> ExitCode {
     let options = SessionOptions {
         source_name: Some(source_name.to_string()),
         ..Default::default()
@@ -40,7 +52,15 @@ fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
         .map(|a| rhai::Dynamic::from(a.clone()))
         .collect();
     session.set_variable("ARGS", args.into());
-    let outcome = session.execute(text);
+    let outcome = if run.ledger {
+        let (outcome, lines) = session.execute_with_ledger(text);
+        let device = crate::device::current_device();
+        println!("\nledger of {source_name} (cuda:{device}, bytes):");
+        println!("{}", crate::session::ledger::table(&lines, text).plain);
+        outcome
+    } else {
+        session.execute(text)
+    };
     match outcome.error {
         None => ExitCode::SUCCESS,
         Some(error) => {

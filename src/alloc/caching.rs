@@ -37,6 +37,9 @@ pub(super) struct Inner<M> {
     pub expandable: Vec<Option<super::expandable::ExpandableSegment>>,
     /// Fault injection: how many more requests succeed before one fails as out of memory.
     pub fail_after: Option<u64>,
+    /// The peak of allocated bytes since the last `take_window_peak` (the ledger's, apart from
+    /// the user's `max_memory_allocated`).
+    pub window_peak: i64,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -58,6 +61,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 history: History::default(),
                 expandable: Vec::new(),
                 fail_after: None,
+                window_peak: 0,
             }),
         }
     }
@@ -343,6 +347,7 @@ impl<M: RawMemory> Inner<M> {
         let s = &mut self.stats;
         s.allocation.increase(kind, 1);
         s.allocated_bytes.increase(kind, block_size);
+        self.window_peak = self.window_peak.max(s.allocated_bytes.all().current);
         s.active.increase(kind, 1);
         s.active_bytes.increase(kind, block_size);
         s.requested_bytes.increase(kind, n);

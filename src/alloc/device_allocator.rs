@@ -56,6 +56,9 @@ pub trait DeviceAllocator: Send + Sync {
     /// as if the device were out of memory (PyTorch's message and `num_ooms`, no real shortage);
     /// `None` cancels.
     fn fail_after(&self, requests: Option<u64>);
+    /// The most bytes allocated at once since the last call (at least what is allocated now);
+    /// a window of its own, so `max_memory_allocated` is untouched.
+    fn take_window_peak(&self) -> u64;
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -142,5 +145,12 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn fail_after(&self, requests: Option<u64>) {
         self.lock().fail_after = requests;
+    }
+    fn take_window_peak(&self) -> u64 {
+        let mut inner = self.lock();
+        let now = inner.stats.allocated_bytes.all().current;
+        let peak = inner.window_peak.max(now);
+        inner.window_peak = now;
+        peak as u64
     }
 }

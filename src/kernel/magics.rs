@@ -19,6 +19,14 @@ pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) 
         };
         return (ok(None), Some(text));
     }
+    // `%%ledger` heads a cell whose whole body runs with the per-line ledger.
+    if let Some(body) = trimmed.strip_prefix("%%ledger") {
+        let body = body
+            .trim_start_matches([' ', '\t'])
+            .strip_prefix('\n')
+            .unwrap_or(body);
+        return (magic(session, "ledger", body), None);
+    }
     let Some(line) = trimmed.strip_prefix('%') else {
         return (session.execute(code), None);
     };

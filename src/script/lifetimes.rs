@@ -54,6 +54,10 @@ pub struct Lifetimes {
 /// Register the functions the rewritten scripts call.
 pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(DISCARD, |value: Dynamic| drop_like_python(value));
+    // Lines are marked for the ledger; a tool may register its own hook instead.
+    engine.register_fn(LINE, |line: rhai::INT| {
+        crate::session::ledger::on_line(line as usize)
+    });
 }
 
 /// Register `__line(n)`, which the rewrite puts before each statement when lines are marked.

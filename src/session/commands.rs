@@ -49,6 +49,11 @@ pub const COMMANDS: &[CommandInfo] = &[
         "what del, .cpu(), empty_cache() would free of NAME right now",
     ),
     cmd(
+        "ledger",
+        "CODE",
+        "run CODE and show, per line: runs, Δallocated, Δreserved, peak, segments",
+    ),
+    cmd(
         "trace",
         "on|off",
         "after each input, print how device memory changed",
@@ -127,6 +132,7 @@ impl Session {
                 ))
             }),
             "load" => return Some(self.load(arg, started)),
+            "ledger" => return Some(self.ledger(text[name.len()..].trim_start())),
             "quit" | "prompt" => Err(usage(format!(":{name} works in the terminal REPL only"))),
             _ => Err(usage(format!(
                 "unknown command ':{name}'; type :help to list the commands"
@@ -144,6 +150,23 @@ impl Session {
                 elapsed: started.elapsed(),
             },
         })
+    }
+
+    /// `:ledger CODE`: run CODE with the per-line ledger and show it after the code's own output.
+    fn ledger(&mut self, code: &str) -> Outcome {
+        if code.trim().is_empty() {
+            return Outcome {
+                value: None,
+                error: Some(usage(":ledger needs code to run: :ledger CODE".into()).into_error()),
+                elapsed: Default::default(),
+            };
+        }
+        let (mut outcome, lines) = self.execute_with_ledger(code);
+        if let Some(value) = outcome.value.take() {
+            self.frontend.display(&value);
+        }
+        outcome.value = Some(super::ledger::table(&lines, code));
+        outcome
     }
 
     /// `:load FILE`: run the file in this session; errors name the file and line.

@@ -9,6 +9,7 @@ mod complete;
 pub mod explain_free;
 mod frontend;
 pub mod holders;
+pub mod ledger;
 pub mod memory;
 mod outcome;
 mod trace;
@@ -271,6 +272,23 @@ impl Session {
         let (_, value) = variables.iter().find(|(n, _)| n == name)?;
         let all = variables.iter().map(|(n, v)| (n.as_str(), v));
         Some(explain_free::explain_free(name, value, all, device))
+    }
+
+    /// Run `code` keeping the per-line ledger of the current device; the ledger comes back with
+    /// the outcome.
+    pub fn execute_with_ledger(
+        &mut self,
+        code: &str,
+    ) -> (
+        Outcome,
+        std::collections::BTreeMap<usize, ledger::LineStats>,
+    ) {
+        let marked = std::mem::replace(&mut self.options.mark_lines, true);
+        ledger::start(crate::device::current_device());
+        let outcome = self.execute(code);
+        let lines = ledger::finish();
+        self.options.mark_lines = marked;
+        (outcome, lines)
     }
 
     /// The persistent scope.
