@@ -222,3 +222,35 @@ fn the_trace_says_what_empty_cache_could_not_release() {
     );
     assert!(text.contains("`y` (4000256 B)"), "{text}");
 }
+
+#[test]
+fn every_allocation_names_the_statement_that_made_it() {
+    let (_guard, a) = common::gpu();
+    a.record_memory_history(torchlet::alloc::HistoryOptions {
+        enabled: Some(torchlet::alloc::HistoryMode::All),
+        max_entries: 1000,
+        clear_history: true,
+    });
+    let mut s = fresh("let x = randn(1000, 1000).cuda();\nfor i in 0..2 {\n    let t = x * 2;\n}");
+    let trace = a.snapshot().device_traces[0].clone();
+    a.record_memory_history(torchlet::alloc::HistoryOptions {
+        enabled: None,
+        max_entries: 1,
+        clear_history: true,
+    });
+    let tags: Vec<String> = trace
+        .iter()
+        .filter(|e| e.action == torchlet::alloc::TraceAction::Alloc)
+        .filter_map(|e| e.tag.as_deref().map(str::to_string))
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            "<holders>:1:1: let x = randn(1000, 1000).cuda();",
+            "<holders>:3:9: let t = x * 2;",
+            "<holders>:3:9: let t = x * 2;",
+        ]
+    );
+    let made = run(&mut s, "memory_holders().map(|b| b.made_by)");
+    assert!(made.contains("<holders>:3:9: let t = x * 2;"), "{made}");
+}

@@ -116,7 +116,7 @@ impl<M: RawMemory> Inner<M> {
         &mut self,
         n: usize,
         stream: StreamId,
-        tag: Option<&str>,
+        tag: Option<Arc<str>>,
     ) -> Result<DevicePtr, AllocError> {
         if n == 0 {
             // As PyTorch: a zero-byte request touches nothing and gets the null pointer.
@@ -130,7 +130,6 @@ impl<M: RawMemory> Inner<M> {
             return Err(self.out_of_memory(stream, size, get_allocation_size(size)));
         }
         let kind = PoolKind::of_size(size);
-        let tag: Option<Arc<str>> = tag.map(Arc::from);
         let found = match self.get_free_block(stream, size, kind) {
             Some(i) => Some(i),
             None => self.allocate_new(stream, size, kind, &tag)?,

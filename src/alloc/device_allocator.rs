@@ -19,6 +19,13 @@ pub trait DeviceAllocator: Send + Sync {
         stream: StreamId,
         tag: Option<&str>,
     ) -> Result<DevicePtr, AllocError>;
+    /// `malloc` tagged with a shared string (the statement that asked, see [`super::site`]).
+    fn malloc_tagged(
+        &self,
+        bytes: usize,
+        stream: StreamId,
+        tag: Option<std::sync::Arc<str>>,
+    ) -> Result<DevicePtr, AllocError>;
     /// Takes back a pointer from `malloc` (the null pointer is ignored).
     fn free(&self, ptr: DevicePtr) -> Result<(), AllocError>;
     /// Releases every wholly free segment to the device (`torch.cuda.empty_cache`).
@@ -74,6 +81,15 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
         bytes: usize,
         stream: StreamId,
         tag: Option<&str>,
+    ) -> Result<DevicePtr, AllocError> {
+        self.lock()
+            .malloc(bytes, stream, tag.map(std::sync::Arc::from))
+    }
+    fn malloc_tagged(
+        &self,
+        bytes: usize,
+        stream: StreamId,
+        tag: Option<std::sync::Arc<str>>,
     ) -> Result<DevicePtr, AllocError> {
         self.lock().malloc(bytes, stream, tag)
     }

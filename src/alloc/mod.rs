@@ -22,6 +22,8 @@ mod snapshot;
 mod stats;
 mod summary;
 
+pub mod site;
+
 pub use caching::CachingAllocator;
 pub use config::{AllocConfig, CONF_ENV, CONF_ENV_ALIAS};
 pub use device_allocator::DeviceAllocator;

@@ -53,7 +53,8 @@ impl Backend for SimBackend {
         Some(self.allocator.clone())
     }
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
-        Ok(self.allocator.malloc(bytes, 0, None)?)
+        let site = crate::alloc::site::current();
+        Ok(self.allocator.malloc_tagged(bytes, 0, site)?)
     }
     fn free(&self, ptr: DevicePtr, _bytes: usize) {
         // A pointer this storage got from malloc cannot be unknown to the allocator.

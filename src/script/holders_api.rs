@@ -126,6 +126,10 @@ fn eval_holders(
             m.insert("segment_size".into(), (b.segment_size as INT).into());
             let held: Array = b.holders.into_iter().map(Dynamic::from).collect();
             m.insert("holders".into(), held.into());
+            m.insert(
+                "made_by".into(),
+                b.made_by.map_or(Dynamic::UNIT, Dynamic::from),
+            );
             Dynamic::from_map(m)
         })
         .collect();

@@ -37,12 +37,15 @@ const ENGINE_METHODS: &[&str] = &["call", "curry", "is_shared", "Fn", "eval"];
 const DISCARD: &str = "__discard";
 /// Name of the function that reports the line about to run.
 const LINE: &str = "__line";
+/// Name of the function that names the statement about to run, for provenance.
+const SITE: &str = "__site";
 
 /// Rewrites compiled scripts for one engine; cheap to keep and to reuse.
 #[derive(Clone)]
 pub struct Lifetimes {
     discard: FnCallHashes,
     line: FnCallHashes,
+    site: FnCallHashes,
     /// `__bind NAME EXPR`, compiled once, its inputs replaced per use.
     bind: Expr,
     /// `__with_globals EXPR`, likewise.
@@ -105,6 +108,7 @@ impl Lifetimes {
         Lifetimes {
             discard: first_call(&format!("{DISCARD}(0)")),
             line: first_call(&format!("{LINE}(0)")),
+            site: first_call(&format!("{SITE}(0, 0)")),
             bind: custom(&format!("{} x 0;", super::syntax::BIND)),
             with_globals: custom(&format!("{} 0;", super::globals::WITH_GLOBALS)),
             iteration: custom(&format!("{} 0 0;", super::leaks::ITERATION)),
@@ -200,6 +204,9 @@ impl Pass<'_> {
                 if let Some(line) = stmt.position().line() {
                     out.push(self.line_mark(line, stmt.position()));
                 }
+            }
+            if may_allocate(stmt) {
+                out.push(self.site_mark(start_of(stmt)));
             }
             out.push(self.statement(stmt, value_used && i == last));
         }
@@ -495,6 +502,16 @@ impl Pass<'_> {
         )
     }
 
+    /// `__site(LINE, COL)`: the statement at `pos` is about to run (see [`super::provenance`]).
+    fn site_mark(&self, pos: Position) -> Stmt {
+        let at = |n: Option<usize>| Expr::IntegerConstant(n.unwrap_or(0) as rhai::INT, pos);
+        let args = vec![at(pos.line()), at(pos.position())];
+        Stmt::FnCall(
+            Box::new(self.helper_call(SITE, self.hashes.site, args)),
+            pos,
+        )
+    }
+
     fn line_mark(&self, line: usize, pos: Position) -> Stmt {
         let line = Expr::IntegerConstant(line as rhai::INT, pos);
         Stmt::FnCall(
@@ -513,6 +530,23 @@ impl Pass<'_> {
             op_token: None,
         }
     }
+}
+
+/// Where a statement starts (Rhai places an assignment at its `=`).
+fn start_of(stmt: &Stmt) -> Position {
+    match stmt {
+        Stmt::Assignment(x) => x.1.lhs.position(),
+        other => other.position(),
+    }
+}
+
+/// Whether a statement may allocate, so that its allocations should name it: not `del`, not the
+/// markers, not jumps (a grad-mode block's statements name themselves).
+fn may_allocate(stmt: &Stmt) -> bool {
+    !matches!(
+        stmt,
+        Stmt::Noop(..) | Stmt::BreakLoop(None, ..) | Stmt::Return(None, ..)
+    ) && !matches!(stmt, Stmt::Expr(e) if matches!(**e, Expr::Custom(..)))
 }
 
 /// Whether an expression statement can leave a value worth dropping early (a call's result);

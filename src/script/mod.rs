@@ -12,6 +12,7 @@ pub mod leaks;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
+pub mod provenance;
 pub mod scoping;
 pub mod syntax;
 pub mod tensor_api;
@@ -39,6 +40,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     globals::register(&mut engine);
     holders_api::register(&mut engine);
     leaks::register(&mut engine, frontend.clone());
+    provenance::register(&mut engine);
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
     tensor_api::register(&mut engine);

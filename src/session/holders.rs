@@ -32,6 +32,8 @@ pub struct BlockHolders {
     /// What holds it, each as a short phrase: `x`, `keep[2]`, `w.grad`,
     /// "saved by ExpBackward0 of `h`".
     pub holders: Vec<String>,
+    /// The statement that made it, `FILE:LINE:COL: text`, when a script did.
+    pub made_by: Option<String>,
 }
 
 /// What each storage is held by, keyed by (device, address).
@@ -193,6 +195,7 @@ pub fn block_holders(map: &HolderMap, device: usize) -> Vec<BlockHolders> {
                 segment: segment.address,
                 segment_size: segment.total_size,
                 holders,
+                made_by: block.tag.clone(),
             });
         }
     }
@@ -222,19 +225,24 @@ pub fn table(device: usize, blocks: &[BlockHolders]) -> super::DisplayData {
             "{:>12}  {:>#14x}  {:>#14x}  {:>12}  {held}\n",
             b.size, b.address, b.segment, b.segment_size
         );
+        let made = b.made_by.as_deref().unwrap_or("");
+        if !made.is_empty() {
+            plain += &format!("{:>60}made by {made}\n", "");
+        }
         rows += &format!(
-            "<tr><td>{}</td><td><code>{:#x}</code></td><td><code>{:#x}</code></td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td><code>{:#x}</code></td><td><code>{:#x}</code></td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
             b.size,
             b.address,
             b.segment,
             b.segment_size,
-            escape(&held)
+            escape(&held),
+            escape(made)
         );
     }
     let html = format!(
         "<p>cuda:{device}: {} live blocks, {total} B allocated</p><table><thead><tr><th>bytes</th>\
-         <th>block</th><th>segment</th><th>segment size</th><th>held by</th></tr></thead>\
-         <tbody>{rows}</tbody></table>",
+         <th>block</th><th>segment</th><th>segment size</th><th>held by</th><th>made by</th></tr>\
+         </thead><tbody>{rows}</tbody></table>",
         blocks.len()
     );
     super::DisplayData {

@@ -158,10 +158,11 @@ impl Session {
         let source = self.options.source_name.as_deref();
         self.function_sources.record(&ast, source, code);
         let program = self.functions.merge(&ast);
-        let value: rhai::Dynamic = self
-            .engine
-            .eval_ast_with_scope(&mut self.scope, &program)
-            .map_err(|e| ScriptError::from_eval(&e, code, source, &self.function_sources))?;
+        crate::script::provenance::begin_input(source.unwrap_or("<input>"), code);
+        let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
+        crate::script::provenance::end_input();
+        let value: rhai::Dynamic =
+            result.map_err(|e| ScriptError::from_eval(&e, code, source, &self.function_sources))?;
         Ok(DisplayData::of_value(&value))
     }
 
