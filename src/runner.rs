@@ -41,9 +41,17 @@ fn run_source(source_name: &str, text: &str, args: &[String]) -> ExitCode {
         .collect();
     session.set_variable("ARGS", args.into());
     let outcome = session.execute(text);
-    match outcome.error {
-        None => ExitCode::SUCCESS,
-        Some(error) => {
+    let Some(error) = outcome.error else {
+        return ExitCode::SUCCESS;
+    };
+    match error.system_exit() {
+        Some((status, text)) => {
+            if let Some(text) = text {
+                eprintln!("{text}");
+            }
+            ExitCode::from(status)
+        }
+        None => {
             eprintln!("{}", error.located());
             ExitCode::FAILURE
         }

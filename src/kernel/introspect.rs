@@ -108,6 +108,14 @@ fn word_at(code: &str, cursor: usize) -> Option<&str> {
 
 /// The help text of the name under `cursor`, for inspect_request.
 pub fn inspect(session: &Session, code: &str, cursor: usize) -> Option<String> {
+    // `torch.cuda.memory_allocated` is inspected as `cuda::memory_allocated`: the spelled text
+    // keeps every offset (unless a rewrite changed a character's byte length).
+    let spelled = session.spelled(code);
+    let code = if spelled.len() == code.len() {
+        spelled.as_str()
+    } else {
+        code
+    };
     help(session, word_at(code, cursor)?)
 }
 

@@ -5,11 +5,16 @@ pub mod cuda_module;
 pub mod distributed_module;
 pub mod errors;
 pub mod help;
+pub mod hints;
+pub mod indexing;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
+pub mod python_builtins;
+pub mod python_spelling;
 pub mod syntax;
 pub mod tensor_api;
+pub mod tokens;
 
 use std::rc::Rc;
 
@@ -32,7 +37,9 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     syntax::register(&mut engine);
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
+    python_builtins::register(&mut engine);
     tensor_api::register(&mut engine);
+    indexing::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);
     cuda_module::register(&mut engine);

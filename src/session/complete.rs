@@ -33,6 +33,14 @@ enum Context<'a> {
 impl Session {
     /// Completion candidates for the word that ends at byte `cursor` of `code`.
     pub fn complete(&self, code: &str, cursor: usize) -> Completion {
+        // `torch.ra` completes as `ra`, `torch.cuda.mem` as `cuda::mem`: the spelled text keeps
+        // every offset (unless a rewrite changed a character's byte length; then use the typed).
+        let spelled = self.spelled(code);
+        let code = if spelled.len() == code.len() {
+            spelled.as_str()
+        } else {
+            code
+        };
         let mut cursor = cursor.min(code.len());
         while !code.is_char_boundary(cursor) {
             cursor -= 1;
@@ -67,7 +75,7 @@ impl Session {
     ///
     /// Rhai's standard library is left out here: its hundreds of helpers would bury the
     /// language's own names. After `.` it is offered, since there the receiver's type filters it.
-    fn global_names(&self) -> BTreeSet<String> {
+    pub(super) fn global_names(&self) -> BTreeSet<String> {
         let mut names: BTreeSet<String> = self.variable_names().into_iter().collect();
         names.extend(help::names().into_iter().map(str::to_string));
         names.extend(help::keyword_names().into_iter().map(str::to_string));
@@ -94,7 +102,7 @@ impl Session {
     }
 
     /// Methods and properties callable on `receiver` (on anything, when its type is unknown).
-    fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
+    pub(super) fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
         let receiver = receiver.and_then(|name| self.scope.get(name));
         let receiver_type = receiver.map(rhai::Dynamic::type_id);
         let is_tensor = receiver
@@ -124,7 +132,7 @@ impl Session {
     }
 
     /// Members of the module registered as `ns` (`cuda`).
-    fn module_members(&self, ns: &str) -> BTreeSet<String> {
+    pub(super) fn module_members(&self, ns: &str) -> BTreeSet<String> {
         let mut names = self.registered_functions(true, |f| {
             f.namespace == ns && is_identifier(&f.metadata.name)
         });

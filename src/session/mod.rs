@@ -9,6 +9,7 @@ mod complete;
 mod frontend;
 pub mod memory;
 mod outcome;
+mod spelling;
 mod trace;
 mod vars;
 
@@ -64,6 +65,8 @@ pub struct Session {
     options: SessionOptions,
     /// What `:trace` and `:time` print after each input.
     reports: Reports,
+    /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
+    aliases: crate::script::python_spelling::Aliases,
 }
 
 impl Session {
@@ -83,6 +86,7 @@ impl Session {
             frontend,
             options,
             reports: Reports::default(),
+            aliases: Default::default(),
         }
     }
 
@@ -119,18 +123,23 @@ impl Session {
         outcome
     }
 
-    fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+    fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let spelled = self.spell(typed);
         let scope = &self.scope;
-        let rewritten = crate::script::output::rewrite_help_query_in(code, |name| {
+        let rewritten = crate::script::output::rewrite_help_query_in(&spelled, |name| {
             scope
                 .get(name)
                 .is_some_and(|v| !crate::script::syntax::is_deleted(v))
         });
-        let code = rewritten.as_deref().unwrap_or(code);
-        let result = self.run_code(code);
+        let code = rewritten.as_deref().unwrap_or(&spelled);
+        let result = self
+            .run_code(code)
+            .map_err(|e| self.as_typed(e, typed, code));
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
         crate::script::syntax::compact_deleted(&mut self.scope);
-        result
+        // As in IPython, a `;` at the end of an input keeps its value from being shown.
+        let quiet = crate::script::python_spelling::ends_with_semicolon(typed);
+        result.map(|value| value.filter(|_| !quiet))
     }
 
     fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
@@ -156,12 +165,15 @@ impl Session {
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
-    pub fn is_complete(&self, code: &str) -> Completeness {
+    pub fn is_complete(&self, typed: &str) -> Completeness {
+        let code = &self.spelled(typed);
         if crate::script::output::rewrite_help_query(code).is_some() {
             return Completeness::Complete;
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
+            // `for i in range(3):` waits for no body: its hint is due at once.
+            Err(_) if crate::script::hints::opens_python_block(typed) => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }

@@ -109,6 +109,20 @@ impl ScriptError {
         }
     }
 
+    /// For `exit()`/`quit()` (Python's `SystemExit`): the status the process ends with, and text
+    /// to print first (`exit("why")` prints it and ends with 1, as Python does).
+    pub fn system_exit(&self) -> Option<(u8, Option<&str>)> {
+        if self.kind != "SystemExit" {
+            return None;
+        }
+        let text = self.message.trim();
+        Some(match text.parse::<i64>() {
+            _ if text.is_empty() => (0, None),
+            Ok(code) => ((code & 0xff) as u8, None),
+            Err(_) => (1, Some(text)),
+        })
+    }
+
     /// The offending line with a caret under the column, when both are known.
     pub fn caret(&self) -> Option<String> {
         let text = self.source_line.as_ref()?;
