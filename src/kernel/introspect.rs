@@ -175,6 +175,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn python_spellings_are_inspected_as_torchlets() {
+        let (s, _) = Session::captured("<test>");
+        let doc = inspect(&s, "torch.cuda.memory_allocated()", 15).unwrap();
+        assert!(doc.starts_with("cuda::memory_allocated("), "{doc}");
+        let doc = inspect(&s, "x = torch.randn(3)", 12).unwrap();
+        assert!(doc.starts_with("randn("), "{doc}");
+    }
+
+    #[test]
     fn words_include_module_paths() {
         assert_eq!(word_before("x = cuda::mem", 13), (4, 13));
         assert_eq!(word_at("print(abc_d)", 8), Some("abc_d"));

@@ -30,6 +30,10 @@ pub struct Known {
 
 /// The hint for an error in `code` (as typed; `translated` is what was compiled), if any.
 pub fn hint(code: &str, translated: &str, site: &ErrorSite, known: &Known) -> Option<String> {
+    // `import numpy as np` parses as Rhai's own import and fails when it runs.
+    if let Some(h) = site.line.and_then(|l| import_line(code, l - 1)) {
+        return Some(h);
+    }
     match site.kind {
         "SyntaxError" => syntax_hint(code, translated, site),
         "NameError" => name_hint(code, site, known),
@@ -423,6 +427,14 @@ fn comprehension(code: &str, toks: &[Token], i: usize) -> Option<String> {
     })
 }
 
+/// An `import`/`from` line that is not torch's (those are accepted before this can run).
+fn import_line(code: &str, line: usize) -> Option<String> {
+    let toks = tokens::code_tokens(code);
+    let i = toks.iter().position(|t| t.line == line)?;
+    let is_import = matches!(toks[i].text(code), "import" | "from") && toks[i].kind == Kind::Ident;
+    is_import.then(|| other_python(code, &toks, i)).flatten()
+}
+
 /// Python words with one fixed answer: `pass`, other modules' `import`, single-quoted strings.
 fn other_python(code: &str, toks: &[Token], i: usize) -> Option<String> {
     let t = &toks[i];
@@ -434,7 +446,8 @@ fn other_python(code: &str, toks: &[Token], i: usize) -> Option<String> {
         (Kind::Ident, "global" | "nonlocal") => Some(
             "torchlet has no global statement; pass values to a function and return results".into(),
         ),
-        (Kind::Quoted, text) if text.chars().count() > 3 => Some(
+        // A `'…'` string the rewrite could not turn into a `"…"` one (it holds `"` or `\'`).
+        (Kind::Quoted, text) if text.chars().count() > 3 && (text.contains('"') || text.contains("\\'")) => Some(
             "write strings in double quotes: \"…\" (single quotes hold one character)".into(),
         ),
         _ => None,
@@ -545,6 +558,7 @@ fn missing_semicolon(code: &str, toks: &[Token], site: &ErrorSite) -> Option<Str
 /// Python's builtins and modules that have another spelling here.
 fn python_name(name: &str) -> Option<&'static str> {
     Some(match name {
+        "append" => "arrays grow with push: xs.push(x)",
         "len" => "x.len() for an array or a string; t.shape[0] or t.size(0) for a tensor",
         "str" => "x.to_string(), or a back-tick string: `${x}`",
         "type" | "isinstance" => "type_of(x) names a value's type",

@@ -102,7 +102,7 @@ impl Session {
     }
 
     /// Methods and properties callable on `receiver` (on anything, when its type is unknown).
-    pub(super) fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
+    fn member_names(&self, receiver: Option<&str>) -> BTreeSet<String> {
         let receiver = receiver.and_then(|name| self.scope.get(name));
         let receiver_type = receiver.map(rhai::Dynamic::type_id);
         let is_tensor = receiver

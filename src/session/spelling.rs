@@ -54,9 +54,12 @@ impl Session {
                 .into_iter()
                 .map(|m| format!("cuda::{m}")),
         );
+        // Tensor members only: Rhai's array and string methods (`some`, `splice` …) are no
+        // likely meaning of a misspelt tensor method.
+        let members = crate::script::help::tensor_member_names();
         Known {
             names,
-            members: self.member_names(None).into_iter().collect(),
+            members: members.into_iter().map(str::to_string).collect(),
         }
     }
 }
