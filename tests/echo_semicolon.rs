@@ -23,7 +23,12 @@ fn a_trailing_semicolon_hides_the_value_in_a_session() {
     common::setup();
     let (mut s, out) = Session::captured("<test>");
     assert_eq!(s.execute("6 * 7").value.expect("an echo").plain, "42");
-    for quiet in ["6 * 7;", "6 * 7;  // a comment\n  ", "let t = ones(2); t;", "6 * 7;\n\n"] {
+    for quiet in [
+        "6 * 7;",
+        "6 * 7;  // a comment\n  ",
+        "let t = ones(2); t;",
+        "6 * 7;\n\n",
+    ] {
         let outcome = s.execute(quiet);
         assert!(outcome.error.is_none(), "{quiet:?}: {:?}", outcome.error);
         assert!(outcome.value.is_none(), "{quiet:?} echoed");

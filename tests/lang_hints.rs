@@ -15,12 +15,13 @@ fn error_of(code: &str) -> ScriptError {
 /// The hint line of `code`'s error, which must have one.
 fn hint_of(code: &str) -> String {
     let e = error_of(code);
-    let (_, hint) = e
-        .message
-        .split_once("\nhint: ")
-        .unwrap_or_else(|| panic!("no hint for {code:?}: {}: {}", e.kind, e.message));
+    let hint = e
+        .hint
+        .clone()
+        .unwrap_or_else(|| panic!("no hint for {code:?}: {e}"));
     assert!(!hint.contains('\n'), "one hint line: {hint:?}");
-    hint.to_string()
+    assert!(e.to_string().ends_with(&format!("\nhint: {hint}")), "{e}");
+    hint
 }
 
 #[test]
@@ -32,7 +33,10 @@ fn with_no_grad_is_a_block() {
     let h = hint_of("with open(\"f\") as f:\n    pass");
     assert!(h.contains("no with statement"), "{h}");
     let h = hint_of("@torch.no_grad()\ndef f(x):\n    return x");
-    assert!(h.contains("no decorators") && h.contains("no_grad { … }"), "{h}");
+    assert!(
+        h.contains("no decorators") && h.contains("no_grad { … }"),
+        "{h}"
+    );
 }
 
 #[test]
@@ -78,7 +82,10 @@ fn f_strings_become_back_tick_strings() {
         "f-strings are back-tick strings with ${…}: `lr=${learning_rate} shape ${x.shape}`"
     );
     let h = hint_of("print(f'{learning_rate:.3f}')");
-    assert!(h.contains("`${learning_rate}`") && h.contains(":.2f"), "{h}");
+    assert!(
+        h.contains("`${learning_rate}`") && h.contains(":.2f"),
+        "{h}"
+    );
 }
 
 #[test]
@@ -115,29 +122,33 @@ fn other_python_habits() {
 fn a_new_name_inside_a_function_needs_let() {
     let e = error_of("fn scale(t) {\n  y = t * 2;\n  y\n}\nscale(x)");
     assert_eq!(e.kind, "NameError");
-    assert!(
-        e.message
-            .ends_with("hint: a new variable is declared with let: let y = … (inside fn, a function's own variables need let)"),
-        "{}",
-        e.message
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("a new variable is declared with let: let y = … (a function sees only its arguments and its own variables)")
     );
 }
 
 #[test]
 fn misspelt_names_get_did_you_mean() {
     assert_eq!(hint_of("randz(3)"), "did you mean randn?");
-    assert_eq!(hint_of("memory_alocated()"), "did you mean memory_allocated?");
+    assert_eq!(
+        hint_of("memory_alocated()"),
+        "did you mean memory_allocated?"
+    );
     assert_eq!(hint_of("learning_rat * 2"), "did you mean learning_rate?");
     assert_eq!(hint_of("x.sume()"), "did you mean .sum?");
     assert_eq!(hint_of("x.shap"), "did you mean .shape?");
-    assert_eq!(hint_of("cuda::memory_reserve()"), "did you mean cuda::memory_reserved?");
+    assert_eq!(
+        hint_of("cuda::memory_reserve()"),
+        "did you mean cuda::memory_reserved?"
+    );
     assert_eq!(
         hint_of("torch.randm(2)"),
         "torchlet has no torch.randm; did you mean randn?"
     );
     // Nothing close: no guess.
     let e = error_of("qqqqqqq + 1");
-    assert!(!e.message.contains("hint:"), "{}", e.message);
+    assert_eq!(e.hint, None);
 }
 
 #[test]
@@ -150,8 +161,16 @@ fn no_message_names_a_rust_type() {
         "x[\"a\"]",
     ] {
         let e = error_of(code);
-        for rust in ["i64", "f64", "core::", "rhai::", "alloc::", "ImmutableString", "Range<"] {
-            assert!(!e.message.contains(rust), "{code}: {}", e.message);
+        for rust in [
+            "i64",
+            "f64",
+            "core::",
+            "rhai::",
+            "alloc::",
+            "ImmutableString",
+            "Range<",
+        ] {
+            assert!(!e.to_string().contains(rust), "{code}: {e}");
         }
     }
 }
@@ -163,5 +182,27 @@ fn a_python_block_header_is_reported_at_once_in_the_repl() {
     assert_eq!(s.is_complete("for i in range(3):"), Completeness::Invalid);
     assert_eq!(s.is_complete("def f(x):"), Completeness::Invalid);
     assert_eq!(s.is_complete("let m = #{a:"), Completeness::Incomplete);
-    assert_eq!(s.is_complete("for i in range(3) {"), Completeness::Incomplete);
+    assert_eq!(
+        s.is_complete("for i in range(3) {"),
+        Completeness::Incomplete
+    );
+}
+
+#[test]
+fn the_script_runner_prints_the_hint_under_the_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args([
+            "run",
+            "-e",
+            "import torch\nfor i in range(3):\n    print(i)",
+        ])
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .output()
+        .expect("torchlet runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "<-e>:2:18: SyntaxError: Expecting '{' to start a statement block\n\
+         hint: blocks are written with braces: for i in range(3) { … }\n"
+    );
 }

@@ -81,6 +81,7 @@ impl ExecuteDone {
                     line: None,
                     column: None,
                     source_line: None,
+                    hint: None,
                 }),
                 elapsed: Duration::ZERO,
             },

@@ -41,6 +41,7 @@ mod tests {
             line: Some(2),
             column: Some(9),
             source_line: Some("let y = )".into()),
+            hint: None,
         }
     }
 

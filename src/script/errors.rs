@@ -68,7 +68,9 @@ pub fn describe(error: &EvalAltResult) -> (String, String) {
             "TypeError",
             format!("expected {}, got {}", plain_type(want), plain_type(got)),
         ),
-        E::ErrorIndexingType(ty, _) => pair("TypeError", format!("cannot index {}", plain_type(ty))),
+        E::ErrorIndexingType(ty, _) => {
+            pair("TypeError", format!("cannot index {}", plain_type(ty)))
+        }
         E::ErrorArrayBounds(len, index, _) => pair(
             "IndexError",
             format!("index {index} is out of bounds for an array of length {len}"),

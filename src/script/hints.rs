@@ -54,9 +54,21 @@ pub fn opens_python_block(code: &str) -> bool {
     let first_index = toks.len() - line.len();
     let header = matches!(
         first.text(code),
-        "for" | "while" | "if" | "elif" | "else" | "def" | "with" | "try" | "except" | "finally" | "class"
+        "for"
+            | "while"
+            | "if"
+            | "elif"
+            | "else"
+            | "def"
+            | "with"
+            | "try"
+            | "except"
+            | "finally"
+            | "class"
     );
-    let braces = line.iter().any(|t| matches!(t.text(code), "{" | "#{" | "}"));
+    let braces = line
+        .iter()
+        .any(|t| matches!(t.text(code), "{" | "#{" | "}"));
     header && first.kind == Kind::Ident && starts_statement(code, &toks, first_index) && !braces
 }
 
@@ -70,9 +82,17 @@ fn syntax_hint(code: &str, translated: &str, site: &ErrorSite) -> Option<String>
         .or_else(|| missing_semicolon(code, &toks, site))
 }
 
+/// A look at token `i` of the typed code for one Python construct; its hint if found.
+type Check = fn(&str, &[Token], usize) -> Option<String>;
+
 /// The first Python construct among the tokens (of `only_line`, when given).
-fn construct(code: &str, translated: &str, toks: &[Token], only_line: Option<usize>) -> Option<String> {
-    let checks: [fn(&str, &[Token], usize) -> Option<String>; 11] = [
+fn construct(
+    code: &str,
+    translated: &str,
+    toks: &[Token],
+    only_line: Option<usize>,
+) -> Option<String> {
+    let checks: [Check; 11] = [
         def,
         with,
         decorator,
@@ -132,7 +152,10 @@ fn def(code: &str, toks: &[Token], i: usize) -> Option<String> {
     if !toks[i].is_ident(code, "def") || !starts_statement(code, toks, i) {
         return None;
     }
-    let name = toks.get(i + 1).filter(|t| t.kind == Kind::Ident)?.text(code);
+    let name = toks
+        .get(i + 1)
+        .filter(|t| t.kind == Kind::Ident)?
+        .text(code);
     let open = i + 2;
     let params = match toks.get(open).filter(|t| t.is(code, "(")) {
         Some(o) => {
@@ -251,8 +274,13 @@ fn colon_block(code: &str, toks: &[Token], i: usize) -> Option<String> {
                 .map_or("e", |t| t.text(code));
             format!("Python's except is catch, with braces: try {{ … }} catch ({name}) {{ … }}")
         }
-        "finally" => "torchlet has no finally; put that code after try { … } catch (e) { … }".into(),
-        "class" => "torchlet has no classes; keep state in an object map #{…} and write fn functions".into(),
+        "finally" => {
+            "torchlet has no finally; put that code after try { … } catch (e) { … }".into()
+        }
+        "class" => {
+            "torchlet has no classes; keep state in an object map #{…} and write fn functions"
+                .into()
+        }
         _ => return None,
     };
     Some(text)
@@ -342,18 +370,17 @@ fn slice(code: &str, toks: &[Token], i: usize) -> Option<String> {
         items.last_mut()?.push(*t);
     }
     let is_ellipsis = inner.iter().any(|t| t.is(code, "..."));
-    if !has_colon && !(is_ellipsis && items.len() > 1) {
+    if !(has_colon || is_ellipsis && items.len() > 1) {
         return None;
     }
     let mut parts = Vec::new();
     for item in &items {
         match slice_item(code, item) {
             Some(part) => parts.push(part),
-            None => {
-                return Some(
-                    "slices with a step (x[::2]) have no counterpart: a range a..b takes every element".into(),
-                )
-            }
+            None => return Some(
+                "slices with a step (x[::2]) have no counterpart: a range a..b takes every element"
+                    .into(),
+            ),
         }
     }
     let receiver = match toks[i - 1].kind {
@@ -419,9 +446,7 @@ fn comprehension(code: &str, toks: &[Token], i: usize) -> Option<String> {
         return None;
     }
     let close = closing(code, toks, i).unwrap_or(toks.len());
-    let has_for = toks[i + 1..close]
-        .iter()
-        .any(|t| t.is_ident(code, "for"));
+    let has_for = toks[i + 1..close].iter().any(|t| t.is_ident(code, "for"));
     has_for.then(|| {
         "torchlet has no list comprehensions: build the array in a loop (let a = []; for x in xs { a.push(f(x)); }) or use xs.map(|x| f(x))".into()
     })
@@ -545,7 +570,11 @@ fn missing_semicolon(code: &str, toks: &[Token], site: &ErrorSite) -> Option<Str
     }
     let line = site.line? - 1;
     let first = toks.iter().position(|t| t.line == line)?;
-    let column = code.lines().nth(line)?[..].chars().take_while(|c| c.is_whitespace()).count() + 1;
+    let column = code.lines().nth(line)?[..]
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .count()
+        + 1;
     if site.column != Some(column) || first == 0 {
         return None;
     }
@@ -611,30 +640,55 @@ fn after_torch_prefix(code: &str, site: &ErrorSite, name: &str, known: &Known) -
     let line = code.lines().nth(site.line? - 1)?;
     let before: String = line.chars().take(site.column? - 1).collect();
     let before = before.trim_end();
-    let prefix = ["torch.cuda.", "torch.nn.functional.", "torch.nn.", "torch.", "F."]
-        .into_iter()
-        .find(|p| before.ends_with(p))?;
+    let prefix = [
+        "torch.cuda.",
+        "torch.nn.functional.",
+        "torch.nn.",
+        "torch.",
+        "F.",
+    ]
+    .into_iter()
+    .find(|p| before.ends_with(p))?;
     let suggestion = closest(name, &known.names)
         .map(|n| format!("; did you mean {n}?"))
         .unwrap_or_else(|| "; help() lists every name".into());
-    Some(format!(
-        "torchlet has no {prefix}{name}{suggestion}"
-    ))
+    Some(format!("torchlet has no {prefix}{name}{suggestion}"))
 }
 
 /// `x = …` for a name never declared: Rhai needs `let`.
 fn assigned_without_let(code: &str, name: &str) -> Option<String> {
     let toks = tokens::code_tokens(code);
-    let declared = toks.windows(2).any(|w| {
-        matches!(w[0].text(code), "let" | "const") && w[1].is_ident(code, name)
-    });
-    let assigned = (0..toks.len().saturating_sub(1)).any(|k| {
+    let declared = toks
+        .windows(2)
+        .any(|w| matches!(w[0].text(code), "let" | "const") && w[1].is_ident(code, name));
+    let assigned = (0..toks.len().saturating_sub(1)).find(|&k| {
         toks[k].is_ident(code, name)
             && toks[k + 1].is(code, "=")
             && (k == 0 || !matches!(toks[k - 1].text(code), "." | "let" | "const"))
-    });
-    (assigned && !declared).then(|| {
-        format!("a new variable is declared with let: let {name} = … (inside fn, a function's own variables need let)")
+    })?;
+    if declared {
+        return None;
+    }
+    let note = if inside_fn(code, &toks, assigned) {
+        " (a function sees only its arguments and its own variables)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "a new variable is declared with let: let {name} = …{note}"
+    ))
+}
+
+/// Whether token `k` lies in the body of a `fn`.
+fn inside_fn(code: &str, toks: &[Token], k: usize) -> bool {
+    toks.iter().enumerate().any(|(f, t)| {
+        let Some(open) = (f..k)
+            .find(|&o| toks[o].is(code, "{"))
+            .filter(|_| t.is_ident(code, "fn"))
+        else {
+            return false;
+        };
+        closing(code, toks, open).is_none_or(|close| close > k)
     })
 }
 
@@ -668,8 +722,8 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -705,7 +759,10 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(closest("randz", &known), Some("randn"));
-        assert_eq!(closest("memroy_allocated", &known), Some("memory_allocated"));
+        assert_eq!(
+            closest("memroy_allocated", &known),
+            Some("memory_allocated")
+        );
         assert_eq!(closest("Zeros", &known), Some("zeros"));
         assert_eq!(closest("qqqqq", &known), None);
         assert_eq!(distance("ab", "ba"), 1);
@@ -720,7 +777,9 @@ mod tests {
         assert!(syntax("def f(x: int, y=2):\n  return x", 1, 5)
             .unwrap()
             .ends_with("fn f(x, y) { … }"));
-        assert!(syntax("x = [1, 2]\ny = 3", 2, 1).unwrap().contains("line 1 with ;"));
+        assert!(syntax("x = [1, 2]\ny = 3", 2, 1)
+            .unwrap()
+            .contains("line 1 with ;"));
     }
 
     #[test]
@@ -742,7 +801,12 @@ mod tests {
 
     #[test]
     fn keyword_arguments_become_a_map() {
-        let h = syntax("let y = zeros(2, 3, dtype=\"float16\", device=\"cuda\")", 1, 26).unwrap();
+        let h = syntax(
+            "let y = zeros(2, 3, dtype=\"float16\", device=\"cuda\")",
+            1,
+            26,
+        )
+        .unwrap();
         assert!(
             h.ends_with("zeros(2, 3, #{dtype: \"float16\", device: \"cuda\"})"),
             "{h}"

@@ -133,7 +133,9 @@ pub fn rewrite_help_query(code: &str) -> Option<String> {
             && !w.starts_with(|c: char| c.is_ascii_digit())
     };
     // PyTorch's module paths name torchlet's names (as the session's spelling rewrite reads them).
-    let cuda_member = name.strip_prefix("torch.cuda.").map(|m| format!("cuda::{m}"));
+    let cuda_member = name
+        .strip_prefix("torch.cuda.")
+        .map(|m| format!("cuda::{m}"));
     let name = match &cuda_member {
         Some(member) => member.as_str(),
         None => ["torch.nn.functional.", "torch.", "F."]

@@ -16,14 +16,17 @@ pub(crate) fn register(engine: &mut Engine) {
     for name in ["exit", "quit"] {
         engine
             .register_fn(name, || -> Res<()> { Err(raise("SystemExit", "")) })
-            .register_fn(name, |context: NativeCallContext, code: Dynamic| -> Res<()> {
-                let text = if code.is_unit() {
-                    String::new()
-                } else {
-                    text_of(&context, code)
-                };
-                Err(raise("SystemExit", text))
-            });
+            .register_fn(
+                name,
+                |context: NativeCallContext, code: Dynamic| -> Res<()> {
+                    let text = if code.is_unit() {
+                        String::new()
+                    } else {
+                        text_of(&context, code)
+                    };
+                    Err(raise("SystemExit", text))
+                },
+            );
     }
     // `a @ b` is Python's matrix product, with `*`'s precedence as in Python.
     engine
@@ -51,7 +54,7 @@ pub(crate) fn register(engine: &mut Engine) {
 /// Rhai's own one-argument `print` stays as it is; Rhai sends what a `print` function returns to
 /// the engine's print callback, so these return the line rather than write it.
 fn register_print(engine: &mut Engine) {
-    engine.register_fn("print", || String::new());
+    engine.register_fn("print", String::new);
     for arity in 2..=MAX_PRINT_ARGS {
         let types = vec![std::any::TypeId::of::<Dynamic>(); arity];
         engine.register_raw_fn("print", types, move |context, args| {

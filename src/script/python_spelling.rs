@@ -70,7 +70,10 @@ pub fn translate(code: &str, aliases: &mut Aliases, is_variable: impl Fn(&str) -
         let name = toks[i].text(code);
         let shadowed = |n: &str| is_variable(n) || declared.iter().any(|d| d == n);
         let is_path_start = !after_member_access(code, &toks, i);
-        if let Some(ns) = aliases.get(name).filter(|_| is_path_start && !shadowed(name)) {
+        if let Some(ns) = aliases
+            .get(name)
+            .filter(|_| is_path_start && !shadowed(name))
+        {
             if let Some(next) = module_path(code, &toks, i, ns, &mut edits) {
                 i = next;
                 continue;
@@ -200,7 +203,7 @@ fn import_statement(
     if word == "import" {
         p.import_list()?;
     } else {
-        p.from_import()?;
+        p.imported_names()?;
     }
     let end = p.at;
     // The statement must end here: at `;`, at the end of its line, or at the end of the input.
@@ -251,7 +254,11 @@ impl ImportParser<'_> {
 
     /// `as NAME`, if present.
     fn alias(&mut self) -> Option<Option<String>> {
-        if self.toks.get(self.at).is_some_and(|t| t.is_ident(self.code, "as")) {
+        if self
+            .toks
+            .get(self.at)
+            .is_some_and(|t| t.is_ident(self.code, "as"))
+        {
             self.at += 1;
             return Some(Some(self.ident()?.to_string()));
         }
@@ -277,7 +284,7 @@ impl ImportParser<'_> {
     }
 
     /// `from PATH import NAME [as NAME] (, …)*`, also in parentheses, or `*`.
-    fn from_import(&mut self) -> Option<()> {
+    fn imported_names(&mut self) -> Option<()> {
         let path = self.torch_path()?;
         if !self.toks.get(self.at)?.is_ident(self.code, "import") {
             return None;
@@ -385,7 +392,10 @@ fn python_word(code: &str, toks: &[Token], i: usize, edits: &mut Vec<Edit>) {
         "or" if after_operand && before_operand => "||",
         "not" if !after_operand && before_operand => "!  ",
         "is" if after_operand && is_none(i + 1) => "==",
-        "is" if after_operand && next.is_some_and(|n| n.is_ident(code, "not")) && is_none(i + 2) => {
+        "is" if after_operand
+            && next.is_some_and(|n| n.is_ident(code, "not"))
+            && is_none(i + 2) =>
+        {
             edits.push(blank(code, toks[i + 1].start, toks[i + 1].end));
             "!="
         }
@@ -489,10 +499,16 @@ mod tests {
             spelled("torch.cuda.memory_allocated()"),
             "     cuda::memory_allocated()"
         );
-        assert_eq!(spelled("torch.nn.functional.relu(x)"), format!("{}relu(x)", " ".repeat(20)));
+        assert_eq!(
+            spelled("torch.nn.functional.relu(x)"),
+            format!("{}relu(x)", " ".repeat(20))
+        );
         assert_eq!(spelled("x.to(torch.float16)"), "x.to(    \"float16\")");
         assert_eq!(spelled("torch.long"), "   \"int64\"");
-        assert_eq!(spelled("import torch\ntorch.ones(1)"), "            \n      ones(1)");
+        assert_eq!(
+            spelled("import torch\ntorch.ones(1)"),
+            "            \n      ones(1)"
+        );
     }
 
     #[test]
@@ -544,7 +560,10 @@ mod tests {
             spelled("no_grad { let z = #{a: 1}; }\n[z]"),
             "no_grad { let z = #{a: 1}; };\n[z]"
         );
-        assert_eq!(spelled("no_grad { z }\nlet y = 1;"), "no_grad { z }\nlet y = 1;");
+        assert_eq!(
+            spelled("no_grad { z }\nlet y = 1;"),
+            "no_grad { z }\nlet y = 1;"
+        );
         assert_eq!(spelled("no_grad { z } [1]"), "no_grad { z } [1]");
     }
 

@@ -127,16 +127,16 @@ impl Lexer<'_> {
             if c.is_whitespace() {
                 self.bump();
             } else if c == '/' && self.peek2() == Some('/') {
-                self.to_line_end();
+                self.skip_line();
                 self.push(Kind::Comment, start, line);
             } else if c == '/' && self.peek2() == Some('*') {
                 self.block_comment();
                 self.push(Kind::Comment, start, line);
             } else if c == '#' && start == 0 && self.peek2() == Some('!') {
-                self.to_line_end();
+                self.skip_line();
                 self.push(Kind::Comment, start, line);
             } else if c == '#' && self.peek2() != Some('{') {
-                self.to_line_end();
+                self.skip_line();
                 self.push(Kind::HashComment, start, line);
             } else if c == '"' {
                 self.bump();
@@ -171,7 +171,7 @@ impl Lexer<'_> {
         }
     }
 
-    fn to_line_end(&mut self) {
+    fn skip_line(&mut self) {
         while self.peek().is_some_and(|c| c != '\n') {
             self.bump();
         }
@@ -252,12 +252,10 @@ impl Lexer<'_> {
     fn number(&mut self, start: usize) {
         while let Some(c) = self.peek() {
             let so_far = &self.code[start..self.at];
-            let exponent_sign = matches!(c, '+' | '-')
-                && so_far.ends_with(['e', 'E'])
-                && !so_far.starts_with("0x");
-            if c.is_ascii_alphanumeric() || c == '_' || exponent_sign {
-                self.bump();
-            } else if c == '.' && self.peek2().is_some_and(|d| d.is_ascii_digit()) {
+            let exponent_sign =
+                matches!(c, '+' | '-') && so_far.ends_with(['e', 'E']) && !so_far.starts_with("0x");
+            let decimal_point = c == '.' && self.peek2().is_some_and(|d| d.is_ascii_digit());
+            if c.is_ascii_alphanumeric() || c == '_' || exponent_sign || decimal_point {
                 self.bump();
             } else {
                 return;
@@ -267,10 +265,10 @@ impl Lexer<'_> {
 
     fn symbol(&mut self) {
         let rest = &self.code[self.at..];
-        let len = SYMBOLS
-            .iter()
-            .find(|s| rest.starts_with(*s))
-            .map_or_else(|| rest.chars().next().map_or(0, char::len_utf8), |s| s.len());
+        let len = SYMBOLS.iter().find(|s| rest.starts_with(*s)).map_or_else(
+            || rest.chars().next().map_or(0, char::len_utf8),
+            |s| s.len(),
+        );
         let end = self.at + len;
         while self.at < end {
             self.bump();

@@ -300,6 +300,7 @@ impl Failure {
             line: None,
             column: None,
             source_line: None,
+            hint: None,
         }
     }
 }

@@ -123,6 +123,8 @@ impl Session {
         outcome
     }
 
+    // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
     fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
         let spelled = self.spell(typed);
         let scope = &self.scope;
@@ -142,6 +144,7 @@ impl Session {
         result.map(|value| value.filter(|_| !quiet))
     }
 
+    #[allow(clippy::result_large_err)] // as `run`
     fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
         let ast = self
             .engine

@@ -60,6 +60,9 @@ pub struct ScriptError {
     pub column: Option<usize>,
     /// The text of the offending line.
     pub source_line: Option<String>,
+    /// What to type instead (the torchlet spelling of a Python habit, or a close name), shown on
+    /// a `hint:` line after the message.
+    pub hint: Option<String>,
 }
 
 impl ScriptError {
@@ -74,6 +77,7 @@ impl ScriptError {
             source_line: line
                 .and_then(|l| code.lines().nth(l - 1))
                 .map(str::to_string),
+            hint: None,
         }
     }
 
@@ -102,11 +106,17 @@ impl ScriptError {
     /// `FILE:LINE:COL: message`, as the script runner prints it.
     pub fn located(&self) -> String {
         let name = self.source.as_deref().unwrap_or("<input>");
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => format!("{name}:{l}:{c}: {}: {}", self.kind, self.message),
-            (Some(l), None) => format!("{name}:{l}: {}: {}", self.kind, self.message),
-            _ => format!("{name}: {}: {}", self.kind, self.message),
-        }
+        let place = match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{name}:{l}:{c}"),
+            (Some(l), None) => format!("{name}:{l}"),
+            _ => name.to_string(),
+        };
+        format!("{place}: {self}")
+    }
+
+    /// The `hint:` line, when there is a hint.
+    pub fn hint_line(&self) -> Option<String> {
+        self.hint.as_ref().map(|h| format!("hint: {h}"))
     }
 
     /// For `exit()`/`quit()` (Python's `SystemExit`): the status the process ends with, and text
@@ -133,7 +143,11 @@ impl ScriptError {
 
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.kind, self.message)?;
+        match self.hint_line() {
+            Some(hint) => write!(f, "\n{hint}"),
+            None => Ok(()),
+        }
     }
 }
 

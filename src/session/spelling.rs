@@ -29,7 +29,12 @@ impl Session {
 
     /// `error` (found in the compiled text `compiled`) as the user sees it: on the line they typed
     /// in `typed`, with a `hint:` line when one applies.
-    pub(super) fn as_typed(&self, mut error: ScriptError, typed: &str, compiled: &str) -> ScriptError {
+    pub(super) fn as_typed(
+        &self,
+        mut error: ScriptError,
+        typed: &str,
+        compiled: &str,
+    ) -> ScriptError {
         error.source_line = error
             .line
             .and_then(|l| typed.lines().nth(l - 1))
@@ -40,9 +45,7 @@ impl Session {
             line: error.line,
             column: error.column,
         };
-        if let Some(hint) = hints::hint(typed, compiled, &site, &self.known_names()) {
-            error.message = format!("{}\nhint: {hint}", error.message);
-        }
+        error.hint = hints::hint(typed, compiled, &site, &self.known_names());
         error
     }
 
