@@ -116,6 +116,7 @@ fn other_python_habits() {
     assert!(hint_of("cuda.empty_cache()").contains("cuda::empty_cache()"));
     assert!(hint_of("len(x)").contains("t.shape[0]"));
     assert!(hint_of("let xs = []; xs.append(1)").contains("push"));
+    assert!(hint_of("memory_allocated(), memory_reserved()").contains("[a, b]"));
 }
 
 #[test]

@@ -80,6 +80,15 @@ fn syntax_hint(code: &str, translated: &str, site: &ErrorSite) -> Option<String>
     line.and_then(|l| construct(code, translated, &toks, Some(l)))
         .or_else(|| construct(code, translated, &toks, None))
         .or_else(|| missing_semicolon(code, &toks, site))
+        .or_else(|| tuple(code, site))
+}
+
+/// `a, b` where a statement should end: Python's tuple.
+fn tuple(code: &str, site: &ErrorSite) -> Option<String> {
+    let line = code.lines().nth(site.line? - 1)?;
+    let at = line.chars().nth(site.column? - 1)?;
+    (at == ',' && site.message.starts_with("Expecting ';'"))
+        .then(|| "torchlet has no tuples: an array holds several values, [a, b]".into())
 }
 
 /// A look at token `i` of the typed code for one Python construct; its hint if found.
