@@ -61,9 +61,17 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
     } else {
         session.execute(text)
     };
-    match outcome.error {
-        None => ExitCode::SUCCESS,
-        Some(error) => {
+    let Some(error) = outcome.error else {
+        return ExitCode::SUCCESS;
+    };
+    match error.system_exit() {
+        Some((status, text)) => {
+            if let Some(text) = text {
+                eprintln!("{text}");
+            }
+            ExitCode::from(status)
+        }
+        None => {
             match error.traceback() {
                 Some(traceback) => eprintln!("{traceback}"),
                 None => eprintln!("{}", error.located()),

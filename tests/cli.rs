@@ -171,3 +171,28 @@ fn simulate_cuda_flag_and_environment_choose_the_devices() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("lots"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_simulated_gpu_size_without_a_unit_is_refused() {
+    let out = torchlet(&["--simulate-cuda=16", "run", "-e", "print(1)"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("invalid size '16'") && err.contains("16GiB"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["run", "-e", "print(1)"])
+        .env("TORCHLET_SIMULATE_CUDA", "8,8GiB")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "the variable is checked too");
+    let out = torchlet(&[
+        "--simulate-cuda=512MiB",
+        "run",
+        "-e",
+        "print(cuda::mem_get_info()[1])",
+    ]);
+    assert_eq!(text(&out.stdout), "536870912\n", "{}", text(&out.stderr));
+}

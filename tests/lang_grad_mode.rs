@@ -51,12 +51,28 @@ fn a_block_in_a_loop_or_function_keeps_offsets_right() {
 }
 
 #[test]
-fn a_continuation_after_a_block_is_a_clear_syntax_error() {
+fn a_block_that_ends_its_line_ends_its_statement() {
+    let (mut s, _) = Session::captured("<test>");
+    value(s.execute("let x = 1;"));
+    // As in Python, the next line starts a new statement (issue 20).
+    assert_eq!(value(s.execute("no_grad { let y = 2; }\n[1, y]")), "[1, 2]");
+    assert_eq!(value(s.execute("inference_mode { }\n-x")), "-1");
+    assert_eq!(value(s.execute("enable_grad { }  // done\n(x + 1)")), "2");
+    // A line cannot start with `.` in Python either.
+    let e = s
+        .execute("no_grad { }\n.len()")
+        .error
+        .expect("a syntax error");
+    assert_eq!((e.kind.as_str(), e.line), ("SyntaxError", Some(2)));
+}
+
+#[test]
+fn a_continuation_on_the_blocks_own_line_is_a_clear_syntax_error() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let x = 1;"));
     for next in ["[1, 2]", "-x", ".len()"] {
         let e = s
-            .execute(&format!("no_grad {{ let y = 2; }}\n{next}"))
+            .execute(&format!("no_grad {{ let y = 2; }} {next}"))
             .error
             .unwrap_or_else(|| panic!("{next} after a block"));
         assert_eq!(e.kind, "SyntaxError");
@@ -65,7 +81,7 @@ fn a_continuation_after_a_block_is_a_clear_syntax_error() {
             "{}",
             e.message
         );
-        assert_eq!(e.line, Some(2));
+        assert_eq!(e.line, Some(1));
     }
     assert_eq!(
         value(s.execute("no_grad { let y = 2; };\n[y, -x]")),

@@ -33,7 +33,7 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let value: f64 = num.parse().map_err(|_| {
         format!(
-            "invalid size '{s}': expected a number of bytes such as 16GiB, 512MiB or 1000000000"
+            "invalid size '{s}': expected a number of bytes such as 16GiB, 512MiB or 1000000000B"
         )
     })?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -67,7 +67,19 @@ fn parse_spec(spec: &str) -> std::result::Result<Vec<u64>, String> {
     } else {
         spec
     };
-    spec.split(',').map(parse_size).collect()
+    spec.split(',').map(sized).collect()
+}
+
+/// One simulated GPU's size, which must name its unit: `--simulate-cuda=16` is far more likely
+/// meant as 16 GiB than as a 16-byte GPU, so it is refused rather than guessed.
+fn sized(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "invalid size '{t}': give a unit, e.g. {t}GiB (or {t}MiB; {t}B for bytes)"
+        ));
+    }
+    parse_size(s)
 }
 
 /// Record the simulation spec (validated); a second call must agree with the first.
@@ -215,6 +227,8 @@ mod tests {
         assert_eq!(parse_size("512MiB"), Ok(512 << 20));
         assert_eq!(parse_size("1000000000"), Ok(1_000_000_000));
         assert!(parse_size("lots").unwrap_err().contains("invalid size"));
+        assert!(parse_spec("16").unwrap_err().contains("16GiB"));
+        assert_eq!(parse_spec("16GiB,512B"), Ok(vec![16 << 30, 512]));
         assert_eq!(parse_spec("16GiB,8GiB").unwrap(), vec![16 << 30, 8 << 30]);
         assert_eq!(parse_spec("").unwrap(), vec![16 << 30]);
     }

@@ -82,6 +82,7 @@ impl ExecuteDone {
                     column: None,
                     source_line: None,
                     frames: Vec::new(),
+                    hint: None,
                 }),
                 elapsed: Duration::ZERO,
             },
@@ -193,7 +194,11 @@ fn serve(
 }
 
 fn execute(session: &mut Session, publisher: &Publisher, job: &ExecuteJob) -> ExecuteDone {
-    let (outcome, page) = magics::run_cell(session, &job.code);
+    let (mut outcome, page) = magics::run_cell(session, &job.code);
+    if let Some(error) = outcome.error.as_mut().filter(|e| e.kind == "SystemExit") {
+        // A notebook's kernel outlives its cells: exit() stops this cell only.
+        error.message = "exit() stopped this cell; the kernel keeps running (the notebook's Kernel menu restarts or shuts it down)".into();
+    }
     let mut user_expressions = HashMap::new();
     if outcome.error.is_none() && !job.user_expressions.is_empty() {
         // Expressions are evaluated for their value only: what they print is not part of the cell.

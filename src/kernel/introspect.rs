@@ -111,6 +111,14 @@ fn word_at(code: &str, cursor: usize) -> Option<&str> {
 /// known (a variable inside `print(x)` is described), else of the innermost call still open
 /// before the cursor, so `randn(` and `randn(3, ` show randn's signature and help as ipykernel does.
 pub fn inspect(session: &Session, code: &str, cursor: usize) -> Option<String> {
+    // `torch.cuda.memory_allocated` is inspected as `cuda::memory_allocated`: the spelled text
+    // keeps every offset (unless a rewrite changed a character's byte length).
+    let spelled = session.spelled(code);
+    let code = if spelled.len() == code.len() {
+        spelled.as_str()
+    } else {
+        code
+    };
     if let Some(text) = word_at(code, cursor).and_then(|word| help(session, word)) {
         return Some(text);
     }
@@ -197,6 +205,15 @@ pub fn help(session: &Session, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn python_spellings_are_inspected_as_torchlets() {
+        let (s, _) = Session::captured("<test>");
+        let doc = inspect(&s, "torch.cuda.memory_allocated()", 15).unwrap();
+        assert!(doc.starts_with("cuda::memory_allocated("), "{doc}");
+        let doc = inspect(&s, "x = torch.randn(3)", 12).unwrap();
+        assert!(doc.starts_with("randn("), "{doc}");
+    }
 
     #[test]
     fn words_include_module_paths() {

@@ -81,6 +81,7 @@ pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
         "\x1b[0;31m{}\x1b[0m: {}",
         error.kind, error.message
     ));
+    lines.extend(error.hint_line());
     lines
 }
 
@@ -135,7 +136,7 @@ pub fn expression_result(outcome: &Outcome) -> ExpressionResult {
         (Some(e), _) => ExpressionResult::Error {
             ename: e.kind.clone(),
             evalue: e.message.clone(),
-            traceback: vec![format!("{}: {}", e.kind, e.message)],
+            traceback: vec![e.to_string()],
         },
         (None, Some(value)) => ExpressionResult::Ok {
             data: media(value),
@@ -249,6 +250,7 @@ mod tests {
             column: Some(9),
             source_line: Some("let y = z + 1;".into()),
             frames: Vec::new(),
+            hint: None,
         };
         let tb = traceback(&error, 3);
         assert_eq!(tb[0], "Cell In[3], line 2, column 9:");
@@ -256,5 +258,11 @@ mod tests {
         let caret = tb[2].find('\x1b').unwrap();
         assert_eq!(caret, tb[1].find('z').unwrap());
         assert!(tb[3].contains("NameError") && tb[3].ends_with("name 'z' is not defined"));
+        assert_eq!(tb.len(), 4);
+        let hinted = ScriptError {
+            hint: Some("did you mean y?".into()),
+            ..error
+        };
+        assert_eq!(traceback(&hinted, 3)[4], "hint: did you mean y?");
     }
 }

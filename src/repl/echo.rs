@@ -45,6 +45,7 @@ mod tests {
             column: Some(9),
             source_line: Some("let y = )".into()),
             frames: Vec::new(),
+            hint: None,
         }
     }
 

@@ -43,6 +43,8 @@ struct Repl {
     editor: Editor<ReplHelper, FileHistory>,
     history: Option<PathBuf>,
     prompt_memory: bool,
+    /// The status `exit(n)` asked for.
+    status: u8,
 }
 
 impl Repl {
@@ -79,6 +81,7 @@ impl Repl {
             editor,
             history,
             prompt_memory: false,
+            status: 0,
         })
     }
 
@@ -97,7 +100,7 @@ impl Repl {
                 break;
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(ExitCode::from(self.status))
     }
 
     /// Read lines until they make a whole input: one that parses, or one that never can.
@@ -164,6 +167,13 @@ impl Repl {
             Some(outcome) => outcome,
             None => session.execute(input),
         };
+        if let Some((status, why)) = outcome.error.as_ref().and_then(|e| e.system_exit()) {
+            if let Some(why) = why {
+                eprintln!("{why}");
+            }
+            self.status = status;
+            return false;
+        }
         echo::show(&outcome, text.contains('\n'));
         true
     }

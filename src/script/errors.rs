@@ -64,13 +64,13 @@ pub fn describe(error: &EvalAltResult) -> (String, String) {
             format!("no property '{name}' here; help(\"Tensor\") lists a tensor's properties"),
         ),
         E::ErrorDotExpr(message, _) => pair("AttributeError", attribute_message(message)),
-        E::ErrorMismatchDataType(want, got, _) => {
-            pair("TypeError", format!("expected {want}, got {got}"))
+        E::ErrorMismatchDataType(want, got, _) | E::ErrorMismatchOutputType(want, got, _) => pair(
+            "TypeError",
+            format!("expected {}, got {}", plain_type(want), plain_type(got)),
+        ),
+        E::ErrorIndexingType(ty, _) => {
+            pair("TypeError", format!("cannot index {}", plain_type(ty)))
         }
-        E::ErrorMismatchOutputType(want, got, _) => {
-            pair("TypeError", format!("expected {want}, got {got}"))
-        }
-        E::ErrorIndexingType(ty, _) => pair("TypeError", format!("cannot index {ty}")),
         E::ErrorArrayBounds(len, index, _) => pair(
             "IndexError",
             format!("index {index} is out of bounds for an array of length {len}"),
@@ -93,6 +93,32 @@ pub fn describe(error: &EvalAltResult) -> (String, String) {
         E::ErrorParsing(kind, _) => pair("SyntaxError", kind.to_string()),
         other => pair("RuntimeError", without_position(&other.to_string())),
     }
+}
+
+/// A type as the language names it: `int`, `float`, `range`, never a Rust path such as
+/// `core::ops::range::Range<i64>`.
+fn plain_type(name: &str) -> String {
+    let words = [
+        ("core::ops::range::RangeInclusive<i64>", "range"),
+        ("core::ops::range::Range<i64>", "range"),
+        ("RangeInclusive<i64>", "range"),
+        ("Range<i64>", "range"),
+        ("rhai::types::immutable_string::ImmutableString", "string"),
+        ("ImmutableString", "string"),
+        ("alloc::string::String", "string"),
+        ("&str", "string"),
+        ("i64", "int"),
+        ("f64", "float"),
+    ];
+    let mut text = name.to_string();
+    for (rust, plain) in words {
+        text = text.replace(rust, plain);
+    }
+    // Whatever path is left (a type of torchlet's own): its last segment.
+    text.split(' ')
+        .map(|w| w.rsplit("::").next().unwrap_or(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Rhai's message without the " (line 1, position 5)" it appends; positions are shown separately.

@@ -43,12 +43,16 @@ pub static FUNCTIONS: &[Entry] = &[
     e("memory_reserved", "memory_reserved([device]) — bytes the caching allocator holds from the GPU"),
     e("max_memory_reserved", "max_memory_reserved([device]) — peak of memory_reserved"),
     e("memory_summary", "memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
-    e("print", "print(x) — write x and a newline to standard output"),
+    e("print", "print(x, …) — write the values, separated by spaces, and a newline to standard output"),
     e("eprint", "eprint(x) — write x and a newline to standard error"),
     e("display", "display(x) — show x as rich output (HTML in a notebook)"),
     e("clear_output", "clear_output([wait]) — clear the cell's output (notebooks)"),
     e("input", "input([prompt]) — read a line of text"),
     e("help", "help(name) or name? — what a function, method, property or cuda:: member does"),
+    e("range", "range(n) or range(start, end[, step]) — the ints start..end, for for loops (Python's range)"),
+    e("exit", "exit([status]) — end the script or the REPL (Python's exit; a notebook cell just stops)"),
+    e("quit", "quit([status]) — the same as exit([status])"),
+    e("device", "device(\"cuda:0\") — a device name, checked (PyTorch's torch.device)"),
 ];
 
 /// Statements that are not function calls.
@@ -57,6 +61,7 @@ pub static KEYWORDS: &[Entry] = &[
     e("no_grad", "no_grad { … } — run the block without recording the autograd graph"),
     e("enable_grad", "enable_grad { … } — record the autograd graph inside the block, even under no_grad"),
     e("inference_mode", "inference_mode { … } — like no_grad; tensors made inside are inference tensors"),
+    e("import", "import torch (or import torch.nn.functional as F) — accepted and ignored: torch.NAME, torch.cuda.NAME and F.NAME are NAME and cuda::NAME"),
 ];
 
 /// Methods of a tensor (`t.name(…)`).
@@ -118,6 +123,7 @@ pub static TENSOR_METHODS: &[Entry] = &[
     e("zero_", "t.zero_() — fill with 0 in place"),
     e("fill_", "t.fill_(value) — fill with value in place"),
     e("narrow", "t.narrow(dim, start, length) — a slice along dim (a view)"),
+    e("select", "t.select(dim, i) — the i-th slice along dim, which goes away (a view; t[[.., i]] for dim 1)"),
     e("requires_grad_", "t.requires_grad_([flag]) — start (or stop) recording gradients for t"),
     e("backward", "t.backward([#{retain_graph: true}]) — compute gradients into the leaves' .grad"),
 ];
@@ -143,6 +149,10 @@ pub static TENSOR_PROPERTIES: &[Entry] = &[
     e(
         "grad_fn",
         "t.grad_fn — name of the graph node that made t, or ()",
+    ),
+    e(
+        "T",
+        "t.T — t with its dimensions reversed: the transpose of a 2-D tensor (a view)",
     ),
     e(
         "is_leaf",

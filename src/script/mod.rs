@@ -7,15 +7,20 @@ pub mod distributed_module;
 pub mod errors;
 pub mod globals;
 pub mod help;
+pub mod hints;
 pub mod holders_api;
+pub mod indexing;
 pub mod leaks;
 pub mod lifetimes;
 pub mod operators;
 pub mod output;
 pub mod provenance;
+pub mod python_builtins;
+pub mod python_spelling;
 pub mod scoping;
 pub mod syntax;
 pub mod tensor_api;
+pub mod tokens;
 
 use std::rc::Rc;
 
@@ -43,7 +48,9 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     provenance::register(&mut engine);
     lifetimes::register(&mut engine);
     output::register(&mut engine, frontend);
+    python_builtins::register(&mut engine);
     tensor_api::register(&mut engine);
+    indexing::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);
     cuda_module::register(&mut engine);

@@ -132,6 +132,17 @@ pub fn rewrite_help_query(code: &str) -> Option<String> {
             && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !w.starts_with(|c: char| c.is_ascii_digit())
     };
+    // PyTorch's module paths name torchlet's names (as the session's spelling rewrite reads them).
+    let cuda_member = name
+        .strip_prefix("torch.cuda.")
+        .map(|m| format!("cuda::{m}"));
+    let name = match &cuda_member {
+        Some(member) => member.as_str(),
+        None => ["torch.nn.functional.", "torch.", "F."]
+            .iter()
+            .find_map(|p| name.strip_prefix(p))
+            .unwrap_or(name),
+    };
     let topic = if let Some(member) = name.strip_prefix("cuda::") {
         is_word(member).then(|| name.to_string())
     } else if let Some((_, member)) = name.split_once('.') {

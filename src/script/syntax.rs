@@ -99,7 +99,7 @@ pub(crate) fn register(engine: &mut Engine) {
 
 /// Tokens that would silently continue a block as an expression: `no_grad { … }\n[a, b]` would
 /// index the block's value, `no_grad { … }\n-x` would subtract. Python users expect a new statement.
-const CONTINUATIONS: &[&str] = &[
+pub(crate) const CONTINUATIONS: &[&str] = &[
     "[", ".", "?.", "?[", "(", "+", "-", "*", "/", "%", "**", "==", "!=", "<", ">", "<=", ">=",
     "&&", "||", "&", "|", "^", "??", "..", "..=", "<<", ">>", "=", "+=", "-=", "*=", "/=",
 ];

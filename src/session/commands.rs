@@ -353,6 +353,7 @@ impl Failure {
             column: None,
             source_line: None,
             frames: Vec::new(),
+            hint: None,
         }
     }
 }

@@ -98,7 +98,7 @@ impl Completion {
 
 /// Candidates by text; the first kind given for a text wins, so callers add the most specific first.
 #[derive(Default)]
-struct Names(BTreeMap<String, Candidate>);
+pub(super) struct Names(pub(super) BTreeMap<String, Candidate>);
 
 impl Names {
     fn add(&mut self, text: impl Into<String>, kind: CompletionKind) {
@@ -142,6 +142,14 @@ pub(crate) fn signature_of(name: &str, kind: CompletionKind) -> Option<String> {
 impl Session {
     /// Completion candidates for the word that ends at byte `cursor` of `code`.
     pub fn complete(&self, code: &str, cursor: usize) -> Completion {
+        // `torch.ra` completes as `ra`, `torch.cuda.mem` as `cuda::mem`: the spelled text keeps
+        // every offset (unless a rewrite changed a character's byte length; then use the typed).
+        let spelled = self.spelled(code);
+        let code = if spelled.len() == code.len() {
+            spelled.as_str()
+        } else {
+            code
+        };
         let mut cursor = cursor.min(code.len());
         while !code.is_char_boundary(cursor) {
             cursor -= 1;
@@ -179,7 +187,7 @@ impl Session {
     ///
     /// Rhai's standard library is left out here: its hundreds of helpers would bury the
     /// language's own names. After `.` it is offered, since there the receiver's type filters it.
-    fn global_names(&self) -> Names {
+    pub(super) fn global_names(&self) -> Names {
         use CompletionKind::*;
         // A variable shadows a function of its name, as lookups do; statements are not functions.
         let mut names = Names::default();
@@ -268,7 +276,7 @@ impl Session {
     }
 
     /// Members of the module registered as `ns` (`cuda`).
-    fn module_members(&self, ns: &str) -> Names {
+    pub(super) fn module_members(&self, ns: &str) -> Names {
         let mut names = Names::default();
         let registered = self.registered_functions(true, |f| {
             f.namespace == ns && is_identifier(&f.metadata.name)

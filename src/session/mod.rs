@@ -12,6 +12,7 @@ pub mod holders;
 pub mod ledger;
 pub mod memory;
 mod outcome;
+mod spelling;
 mod trace;
 mod traceback;
 mod vars;
@@ -72,6 +73,8 @@ pub struct Session {
     options: SessionOptions,
     /// What `:trace` and `:time` print after each input.
     reports: Reports,
+    /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
+    aliases: crate::script::python_spelling::Aliases,
 }
 
 impl Session {
@@ -92,6 +95,7 @@ impl Session {
             frontend,
             options,
             reports: Reports::default(),
+            aliases: Default::default(),
         }
     }
 
@@ -130,21 +134,37 @@ impl Session {
         outcome
     }
 
-    fn run(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+    // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
+    fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let spelled = self.spell(typed);
         let scope = &self.scope;
-        let rewritten = crate::script::output::rewrite_help_query_in(code, |name| {
+        let rewritten = crate::script::output::rewrite_help_query_in(&spelled, |name| {
             scope
                 .get(name)
                 .is_some_and(|v| !crate::script::syntax::is_deleted(v))
         });
-        let code = rewritten.as_deref().unwrap_or(code);
-        let result = self.run_code(code);
+        let code = rewritten.as_deref().unwrap_or(&spelled);
+        // The spelled code keeps every line and column of the typed text, so what users read
+        // (tracebacks, provenance) quotes what they typed.
+        let shown = if rewritten.is_some() { code } else { typed };
+        let shown = if shown.lines().count() == code.lines().count() {
+            shown
+        } else {
+            code
+        };
+        let result = self
+            .run_code(code, &shown.to_string())
+            .map_err(|e| self.as_typed(e, typed, code));
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
         crate::script::syntax::compact_deleted(&mut self.scope);
-        result
+        // As in IPython, a `;` at the end of an input keeps its value from being shown.
+        let quiet = crate::script::python_spelling::ends_with_semicolon(typed);
+        result.map(|value| value.filter(|_| !quiet))
     }
 
-    fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+    #[allow(clippy::result_large_err)] // as `run`
+    fn run_code(&mut self, code: &str, shown: &str) -> Result<Option<DisplayData>, ScriptError> {
         let ast = self.compile_with_python_scoping(code)?;
         let bound = self.variable_names();
         let ast = self.lifetimes.rewrite(
@@ -156,13 +176,13 @@ impl Session {
         );
         self.functions = self.functions.merge(&ast.clone_functions_only());
         let source = self.options.source_name.as_deref();
-        self.function_sources.record(&ast, source, code);
+        self.function_sources.record(&ast, source, shown);
         let program = self.functions.merge(&ast);
-        crate::script::provenance::begin_input(source.unwrap_or("<input>"), code);
+        crate::script::provenance::begin_input(source.unwrap_or("<input>"), shown);
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
         crate::script::provenance::end_input();
-        let value: rhai::Dynamic =
-            result.map_err(|e| ScriptError::from_eval(&e, code, source, &self.function_sources))?;
+        let value: rhai::Dynamic = result
+            .map_err(|e| ScriptError::from_eval(&e, shown, source, &self.function_sources))?;
         Ok(DisplayData::of_value(&value))
     }
 
@@ -197,12 +217,15 @@ impl Session {
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
-    pub fn is_complete(&self, code: &str) -> Completeness {
+    pub fn is_complete(&self, typed: &str) -> Completeness {
+        let code = &self.spelled(typed);
         if crate::script::output::rewrite_help_query(code).is_some() {
             return Completeness::Complete;
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
+            // `for i in range(3):` waits for no body: its hint is due at once.
+            Err(_) if crate::script::hints::opens_python_block(typed) => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }

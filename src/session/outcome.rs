@@ -65,6 +65,9 @@ pub struct ScriptError {
     /// The calls the error passed through, outermost first, when it happened inside a function
     /// (empty otherwise); `line`, `column` and `source_line` are the outermost frame's.
     pub frames: Vec<Frame>,
+    /// What to type instead (the torchlet spelling of a Python habit, or a close name), shown on
+    /// a `hint:` line after the message.
+    pub hint: Option<String>,
 }
 
 impl ScriptError {
@@ -80,6 +83,7 @@ impl ScriptError {
                 .and_then(|l| code.lines().nth(l - 1))
                 .map(str::to_string),
             frames: Vec::new(),
+            hint: None,
         }
     }
 
@@ -140,11 +144,31 @@ impl ScriptError {
     /// `FILE:LINE:COL: message`, as the script runner prints it.
     pub fn located(&self) -> String {
         let name = self.source.as_deref().unwrap_or("<input>");
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => format!("{name}:{l}:{c}: {}: {}", self.kind, self.message),
-            (Some(l), None) => format!("{name}:{l}: {}: {}", self.kind, self.message),
-            _ => format!("{name}: {}: {}", self.kind, self.message),
+        let place = match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{name}:{l}:{c}"),
+            (Some(l), None) => format!("{name}:{l}"),
+            _ => name.to_string(),
+        };
+        format!("{place}: {self}")
+    }
+
+    /// The `hint:` line, when there is a hint.
+    pub fn hint_line(&self) -> Option<String> {
+        self.hint.as_ref().map(|h| format!("hint: {h}"))
+    }
+
+    /// For `exit()`/`quit()` (Python's `SystemExit`): the status the process ends with, and text
+    /// to print first (`exit("why")` prints it and ends with 1, as Python does).
+    pub fn system_exit(&self) -> Option<(u8, Option<&str>)> {
+        if self.kind != "SystemExit" {
+            return None;
         }
+        let text = self.message.trim();
+        Some(match text.parse::<i64>() {
+            _ if text.is_empty() => (0, None),
+            Ok(code) => ((code & 0xff) as u8, None),
+            Err(_) => (1, Some(text)),
+        })
     }
 
     /// The offending line with a caret under the column, when both are known.
@@ -157,7 +181,11 @@ impl ScriptError {
 
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.kind, self.message)?;
+        match self.hint_line() {
+            Some(hint) => write!(f, "\n{hint}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -287,6 +287,35 @@ impl Tensor {
         })
     }
 
+    /// `t.select(dim, i)`: the `i`-th slice along `dim`, which goes away (a view).
+    pub fn select(&self, dim: isize, i: isize) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(TensorError::index(
+                "select() cannot be applied to a 0-dim tensor.",
+            ));
+        }
+        let d = wrap_dim(dim, self.dim())?;
+        let n = self.dims()[d] as isize;
+        if i < -n || i >= n {
+            return Err(TensorError::index(format!(
+                "select(): index {i} out of range for tensor of size {:?} at dimension {d}",
+                self.dims()
+            )));
+        }
+        let i = if i < 0 { i + n } else { i } as usize;
+        let src = self.layout();
+        let mut l = src.clone();
+        l.offset += i * src.strides[d];
+        l.shape.remove(d);
+        l.strides.remove(d);
+        let input_shape = self.shape();
+        self.make_view(l, "SelectBackward0", move |g| {
+            let full = Tensor::zeros(&input_shape, &g.like_options())?;
+            full.select(d as isize, i as isize)?.copy_from(g)?;
+            Ok(full)
+        })
+    }
+
     /// `len` elements of `dim` from `start` (a view).
     pub fn narrow(&self, dim: isize, start: isize, len: usize) -> Result<Tensor> {
         if self.dim() == 0 {
