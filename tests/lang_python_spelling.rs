@@ -283,12 +283,12 @@ fn completion_and_completeness_read_the_python_spelling() {
     let found = s.complete("torch.cuda.memory_alloc", 23);
     assert_eq!(found.start, 11);
     assert!(
-        found.matches.contains(&"memory_allocated".to_string()),
+        found.matches().contains(&"memory_allocated".to_string()),
         "{found:?}"
     );
     let found = s.complete("x = torch.zeros_l", 17);
     assert_eq!(found.start, 10);
-    assert_eq!(found.matches, vec!["zeros_like".to_string()]);
+    assert_eq!(found.matches(), vec!["zeros_like".to_string()]);
     use torchlet::session::Completeness;
     assert_eq!(s.is_complete("import torch"), Completeness::Complete);
     assert_eq!(s.is_complete("torch.randn(2,"), Completeness::Incomplete);

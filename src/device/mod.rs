@@ -19,7 +19,7 @@ pub use backend::{
 };
 pub use registry::{
     backend, blas_workspaces, cuda_allocator, cuda_device_count, cuda_is_available, current_device,
-    get_device_name, is_simulated, parse_size, set_device, synchronize,
+    get_device_name, is_simulated, parse_size, set_device, started_cuda_allocator, synchronize,
 };
 pub use storage::Storage;
 

@@ -180,6 +180,15 @@ pub fn cuda_allocator(index: usize) -> Result<Arc<dyn DeviceAllocator>> {
         .ok_or_else(|| TensorError::runtime(format!("cuda:{index} has no caching allocator")))
 }
 
+/// cuda:`index`'s allocator if CUDA has been started; never starts it (for watchers that run on
+/// every loop iteration, and must not bring up a GPU for a CPU-only script).
+pub fn started_cuda_allocator(index: usize) -> Option<Arc<dyn DeviceAllocator>> {
+    let Some(Ok(devices)) = CUDA.get() else {
+        return None;
+    };
+    devices.get(index)?.allocator()
+}
+
 /// The cuBLAS workspaces each CUDA device holds in its caching allocator, by device index.
 ///
 /// Probes nothing: before CUDA is first used there are no devices and so no workspaces, and a

@@ -37,7 +37,7 @@ pub static FUNCTIONS: &[Entry] = &[
     e("empty_cache", "empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"),
     e("memory_holders", "memory_holders([device]) — every live GPU block, biggest first, with what holds it (variables, .grad, graphs)"),
     e("empty_cache_report", "empty_cache_report([device]) — the segments empty_cache() cannot release, and the variables that pin each"),
-    e("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why"),
+    e("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why; .ways gives the rows"),
     e("memory_allocated", "memory_allocated([device]) — bytes held by live tensors on the GPU"),
     e("max_memory_allocated", "max_memory_allocated([device]) — peak of memory_allocated"),
     e("memory_reserved", "memory_reserved([device]) — bytes the caching allocator holds from the GPU"),
@@ -294,10 +294,12 @@ mod tests {
     fn every_documented_name_is_registered() {
         let signatures = registered();
         let has = |prefix: String| signatures.iter().any(|s| s.starts_with(&prefix));
+        // Custom syntax (they read the caller's variables), not registered functions.
+        let syntax = ["memory_holders", "explain_free", "empty_cache_report"];
         for entry in FUNCTIONS
             .iter()
             .chain(TENSOR_METHODS)
-            .filter(|e| e.name != "print")
+            .filter(|e| e.name != "print" && !syntax.contains(&e.name))
         {
             assert!(
                 has(format!("{}(", entry.name)),
@@ -329,6 +331,8 @@ mod tests {
             "index$get$",
             "get$kind",
             "get$message",
+            // explain_free's report: its help entry says what `.ways` holds.
+            "get$ways",
         ];
         for signature in registered() {
             let name = signature.split('(').next().unwrap();

@@ -61,7 +61,8 @@ fn iteration(
     inputs: &[Expression],
     frontend: &dyn Frontend,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    let Ok(allocator) = crate::device::cuda_allocator(crate::device::current_device()) else {
+    let Some(allocator) = crate::device::started_cuda_allocator(crate::device::current_device())
+    else {
         return Ok(Dynamic::UNIT);
     };
     let int = |i: usize| inputs[i].get_literal_value::<rhai::INT>().unwrap_or(0);
