@@ -1,5 +1,8 @@
 //! `empty_cache`: only wholly free segments go back to the device, and every call counts a sync (§2.6).
 
+mod common;
+
+use common::figures::{SEGMENT, X};
 use torchlet::alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, HistoryOptions, SimulatedMemory, TraceAction,
 };
@@ -14,10 +17,7 @@ fn scenario_b_empty_cache_keeps_split_segment() {
     let a = fresh();
     let x = a.malloc(4_000_000, 0, None).unwrap();
     a.empty_cache();
-    assert_eq!(
-        (a.memory_allocated(), a.memory_reserved()),
-        (4000256, 20971520)
-    );
+    assert_eq!((a.memory_allocated(), a.memory_reserved()), (X, SEGMENT));
     assert_eq!(a.memory_stats()["num_sync_all_streams"], 1);
     a.free(x).unwrap();
     a.empty_cache();
@@ -87,7 +87,7 @@ fn memory_freed_by_empty_cache_is_reallocated_fresh() {
     let y = a.malloc(4_000_000, 0, None).unwrap();
     let s = a.memory_stats();
     assert_eq!(s["num_device_alloc"], 2);
-    assert_eq!(s["reserved_bytes.all.allocated"], 2 * 20971520);
-    assert_eq!(s["reserved_bytes.all.freed"], 20971520);
+    assert_eq!(s["reserved_bytes.all.allocated"], 2 * SEGMENT as i64);
+    assert_eq!(s["reserved_bytes.all.freed"], SEGMENT as i64);
     a.free(y).unwrap();
 }

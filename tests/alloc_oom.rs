@@ -1,5 +1,8 @@
 //! The retry path, its counters, the memory fraction, GC, and the out-of-memory message (§2.2, §2.7, §2.8).
 
+mod common;
+
+use common::figures::{SEGMENT, TWO_X};
 use torchlet::alloc::{
     AllocConfig, AllocError, CachingAllocator, DeviceAllocator, DevicePtr, RawError, RawMemory,
     SimulatedMemory,
@@ -70,7 +73,7 @@ fn oom_message_matches_measured_example_with_live_tensor() {
         (1, 1, 1)
     );
     // The split segment holding x survived the flush.
-    assert_eq!(a.memory_reserved(), 20971520);
+    assert_eq!(a.memory_reserved(), SEGMENT);
     a.free(x).unwrap();
 }
 
@@ -225,7 +228,7 @@ fn state_survives_an_oom() {
     let x = a.malloc(4_000_000, 0, None).unwrap();
     assert!(a.malloc(100 * MIB, 0, None).unwrap_err().is_out_of_memory());
     let y = a.malloc(4_000_000, 0, None).unwrap();
-    assert_eq!(a.memory_allocated(), 8000512);
+    assert_eq!(a.memory_allocated(), TWO_X);
     a.free(x).unwrap();
     a.free(y).unwrap();
 }

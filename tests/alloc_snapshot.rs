@@ -1,5 +1,8 @@
 //! Snapshots and memory history: segments, blocks, states, the trace sequence of §5.2, tags, the ring buffer.
 
+mod common;
+
+use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
 use torchlet::alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, HistoryMode, HistoryOptions, SimulatedMemory,
     TraceAction,
@@ -24,7 +27,7 @@ fn snapshot_after_scenario_c_step_2_matches_reference() {
             seg.active_size,
             seg.requested_size
         ),
-        (20971520, 8000512, 8000512, 8000000)
+        (SEGMENT, TWO_X, TWO_X, 8000000)
     );
     assert_eq!(
         (seg.segment_type, seg.is_expandable, seg.stream, seg.address),
@@ -38,13 +41,13 @@ fn snapshot_after_scenario_c_step_2_matches_reference() {
     assert_eq!(
         blocks,
         vec![
-            (4000256, 4000000, "active_allocated", Some("x")),
-            (4000256, 4000000, "active_allocated", Some("temp")),
-            (12971008, 0, "inactive", None),
+            (X, 4000000, "active_allocated", Some("x")),
+            (X, 4000000, "active_allocated", Some("temp")),
+            (TAIL_AFTER_TWO_X, 0, "inactive", None),
         ]
     );
     assert_eq!(seg.blocks[1].address, temp);
-    assert_eq!(seg.blocks[2].address, temp + 4000256);
+    assert_eq!(seg.blocks[2].address, temp + X);
     a.free(temp).unwrap();
     a.free(x).unwrap();
 }
@@ -72,22 +75,22 @@ fn trace_sequence_matches_reference() {
     assert_eq!(
         got,
         vec![
-            (SegmentAlloc, 20971520),
+            (SegmentAlloc, SEGMENT),
             (Alloc, 4000000),
             (Alloc, 4000000),
             (FreeRequested, 4000000),
             (FreeCompleted, 4000000),
             (FreeRequested, 4000000),
             (FreeCompleted, 4000000),
-            (SegmentFree, 20971520),
+            (SegmentFree, SEGMENT),
             (Oom, 214748364800),
-            (SegmentAlloc, 2097152),
+            (SegmentAlloc, SMALL_SEGMENT),
             (Alloc, 4000),
         ]
     );
     // addr fields: segment and block addresses; oom carries the device's free bytes.
     assert_eq!(trace[0].addr, x);
-    assert_eq!(trace[2].addr, x + 4000256);
+    assert_eq!(trace[2].addr, x + X);
     assert_eq!(trace[8].addr, 16 << 30);
     assert_eq!(trace[10].addr, y);
     assert_eq!(trace[1].tag.as_deref(), Some("x"));

@@ -1,8 +1,9 @@
 //! Best fit, splitting and merging: seed scenarios (a) and (c) of reference §6, and the rules of §2.3–2.4.
 
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+mod common;
 
-const X: usize = 4_000_000; // a 1000x1000 float32 tensor
+use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
+use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 fn fresh() -> CachingAllocator<SimulatedMemory> {
     CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())
@@ -12,18 +13,15 @@ fn fresh() -> CachingAllocator<SimulatedMemory> {
 fn scenario_a_free_keeps_segment_cached() {
     let a = fresh();
     assert_eq!((a.memory_allocated(), a.memory_reserved()), (0, 0));
-    let x = a.malloc(X, 0, Some("x")).unwrap();
-    assert_eq!(
-        (a.memory_allocated(), a.memory_reserved()),
-        (4000256, 20971520)
-    );
+    let x = a.malloc(X_REQUESTED as usize, 0, Some("x")).unwrap();
+    assert_eq!((a.memory_allocated(), a.memory_reserved()), (X, SEGMENT));
     let s = a.memory_stats();
     assert_eq!(s["requested_bytes.all.current"], 4000000);
     assert_eq!(s["inactive_split_bytes.all.current"], 16971264);
     assert_eq!(s["segment.all.current"], 1);
     a.free(x).unwrap();
-    assert_eq!((a.memory_allocated(), a.memory_reserved()), (0, 20971520));
-    assert_eq!(a.max_memory_allocated(), 4000256);
+    assert_eq!((a.memory_allocated(), a.memory_reserved()), (0, SEGMENT));
+    assert_eq!(a.max_memory_allocated(), X);
     a.empty_cache();
     assert_eq!((a.memory_allocated(), a.memory_reserved()), (0, 0));
     assert_eq!(a.memory_stats()["num_device_free"], 1);
@@ -32,33 +30,27 @@ fn scenario_a_free_keeps_segment_cached() {
 #[test]
 fn scenario_c_best_fit_reuses_tail_and_merges_back() {
     let a = fresh();
-    let x = a.malloc(X, 0, None).unwrap();
-    let temp = a.malloc(X, 0, None).unwrap();
-    assert_eq!(temp, x + 4000256, "temp is carved from x's free tail");
+    let x = a.malloc(X_REQUESTED as usize, 0, None).unwrap();
+    let temp = a.malloc(X_REQUESTED as usize, 0, None).unwrap();
+    assert_eq!(temp, x + X, "temp is carved from x's free tail");
     assert_eq!(
         (a.memory_allocated(), a.memory_reserved()),
-        (8000512, 20971520)
+        (TWO_X, SEGMENT)
     );
     assert_eq!(
         a.memory_stats()["inactive_split_bytes.all.current"],
-        12971008
+        TAIL_AFTER_TWO_X as i64
     );
     assert_eq!(a.memory_stats()["num_device_alloc"], 1);
     a.free(temp).unwrap();
-    assert_eq!(
-        (a.memory_allocated(), a.memory_reserved()),
-        (4000256, 20971520)
-    );
+    assert_eq!((a.memory_allocated(), a.memory_reserved()), (X, SEGMENT));
     assert_eq!(
         a.memory_stats()["inactive_split_bytes.all.current"],
         16971264
     );
     a.empty_cache();
-    assert_eq!(
-        (a.memory_allocated(), a.memory_reserved()),
-        (4000256, 20971520)
-    );
-    assert_eq!(a.max_memory_allocated(), 8000512);
+    assert_eq!((a.memory_allocated(), a.memory_reserved()), (X, SEGMENT));
+    assert_eq!(a.max_memory_allocated(), TWO_X);
     a.free(x).unwrap();
 }
 
@@ -91,15 +83,15 @@ fn best_fit_prefers_smallest_then_lowest_address() {
 #[test]
 fn blocks_are_never_reused_across_streams() {
     let a = fresh();
-    let x = a.malloc(X, 1, None).unwrap();
+    let x = a.malloc(X_REQUESTED as usize, 1, None).unwrap();
     a.free(x).unwrap();
-    let y = a.malloc(X, 2, None).unwrap();
+    let y = a.malloc(X_REQUESTED as usize, 2, None).unwrap();
     assert_eq!(
         a.memory_reserved(),
-        2 * 20971520,
+        2 * SEGMENT,
         "stream 2 needs its own segment"
     );
-    let z = a.malloc(X, 1, None).unwrap();
+    let z = a.malloc(X_REQUESTED as usize, 1, None).unwrap();
     assert_eq!(z, x, "stream 1 reuses its cached block");
     a.free(y).unwrap();
     a.free(z).unwrap();
@@ -128,7 +120,7 @@ fn merging_never_crosses_segments() {
 #[test]
 fn freeing_unknown_pointer_is_an_error() {
     let a = fresh();
-    let x = a.malloc(X, 0, None).unwrap();
+    let x = a.malloc(X_REQUESTED as usize, 0, None).unwrap();
     let e = a.free(x + 512).unwrap_err();
     assert!(
         e.to_string().starts_with("invalid device pointer: 0x"),

@@ -1,5 +1,8 @@
 //! `memory_stats`: the 122 keys, increase/decrease/peak semantics, inactive-split netting, resets (§3, §4.3).
 
+mod common;
+
+use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
 use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 fn fresh() -> CachingAllocator<SimulatedMemory> {
@@ -58,17 +61,20 @@ fn inactive_split_changes_are_netted_once() {
     let x = a.malloc(4_000_000, 0, None).unwrap();
     let temp = a.malloc(4_000_000, 0, None).unwrap();
     let s = a.memory_stats();
-    assert_eq!(s["inactive_split_bytes.all.current"], 12971008);
+    assert_eq!(
+        s["inactive_split_bytes.all.current"],
+        TAIL_AFTER_TWO_X as i64
+    );
     assert_eq!(s["inactive_split_bytes.all.peak"], 16971264);
     assert_eq!(s["inactive_split_bytes.all.allocated"], 16971264);
-    assert_eq!(s["inactive_split_bytes.all.freed"], 4000256);
+    assert_eq!(s["inactive_split_bytes.all.freed"], X as i64);
     a.free(temp).unwrap();
     a.empty_cache();
     let s = a.memory_stats();
     // Merging temp with the tail: -12971008 and +16971264 applied as one increase of 4000256.
     assert_eq!(s["inactive_split_bytes.all.current"], 16971264);
-    assert_eq!(s["inactive_split_bytes.all.allocated"], 20971520);
-    assert_eq!(s["inactive_split_bytes.all.freed"], 4000256);
+    assert_eq!(s["inactive_split_bytes.all.allocated"], SEGMENT as i64);
+    assert_eq!(s["inactive_split_bytes.all.freed"], X as i64);
     assert_eq!(s["inactive_split.all.allocated"], 1);
     assert_eq!(s["inactive_split.all.freed"], 0);
     assert_eq!(s["allocation.all.current"], 1);
@@ -80,7 +86,7 @@ fn inactive_split_changes_are_netted_once() {
     // x merges with the whole tail: the segment is whole again, nothing is non-releasable.
     assert_eq!(s["inactive_split.all.current"], 0);
     assert_eq!(s["inactive_split_bytes.all.current"], 0);
-    assert_eq!(s["inactive_split_bytes.all.freed"], 4000256 + 16971264);
+    assert_eq!(s["inactive_split_bytes.all.freed"], X as i64 + 16971264);
 }
 
 #[test]
@@ -95,7 +101,10 @@ fn whole_block_of_split_segment_leaving_the_pool_decreases_inactive_split() {
     assert_eq!(z, x);
     let s = a.memory_stats();
     assert_eq!(s["inactive_split.small_pool.current"], 1);
-    assert_eq!(s["inactive_split_bytes.small_pool.current"], 2097152 - 2048);
+    assert_eq!(
+        s["inactive_split_bytes.small_pool.current"],
+        SMALL_SEGMENT as i64 - 2048
+    );
     a.free(y).unwrap();
     a.free(z).unwrap();
 }
@@ -107,14 +116,14 @@ fn reset_peak_and_accumulated() {
     let y = a.malloc(4_000_000, 0, None).unwrap();
     a.free(y).unwrap();
     a.empty_cache();
-    assert_eq!(a.max_memory_allocated(), 8000512);
+    assert_eq!(a.max_memory_allocated(), TWO_X);
     a.reset_peak_memory_stats();
-    assert_eq!(a.max_memory_allocated(), 4000256);
-    assert_eq!(a.max_memory_reserved(), 20971520);
+    assert_eq!(a.max_memory_allocated(), X);
+    assert_eq!(a.max_memory_reserved(), SEGMENT);
     let s = a.memory_stats();
     assert_eq!(s["allocation.all.peak"], 1);
     assert_eq!(
-        s["allocated_bytes.all.allocated"], 8000512,
+        s["allocated_bytes.all.allocated"], TWO_X as i64,
         "totals survive a peak reset"
     );
     a.reset_accumulated_memory_stats();
@@ -125,13 +134,13 @@ fn reset_peak_and_accumulated() {
         }
     }
     assert_eq!(
-        s["allocated_bytes.all.current"], 4000256,
+        s["allocated_bytes.all.current"], X as i64,
         "current values survive"
     );
-    assert_eq!(s["allocated_bytes.all.peak"], 4000256);
+    assert_eq!(s["allocated_bytes.all.peak"], X as i64);
     a.free(x).unwrap();
     let s = a.memory_stats();
-    assert_eq!(s["allocated_bytes.all.freed"], 4000256);
+    assert_eq!(s["allocated_bytes.all.freed"], X as i64);
 }
 
 #[test]
@@ -142,8 +151,8 @@ fn segment_and_device_counters() {
     let s = a.memory_stats();
     assert_eq!(s["segment.small_pool.current"], 1);
     assert_eq!(s["segment.large_pool.current"], 1);
-    assert_eq!(s["reserved_bytes.small_pool.current"], 2097152);
-    assert_eq!(s["reserved_bytes.large_pool.current"], 20971520);
+    assert_eq!(s["reserved_bytes.small_pool.current"], SMALL_SEGMENT as i64);
+    assert_eq!(s["reserved_bytes.large_pool.current"], SEGMENT as i64);
     assert_eq!(s["num_device_alloc"], 2);
     a.free(small).unwrap();
     a.free(large).unwrap();
@@ -151,7 +160,10 @@ fn segment_and_device_counters() {
     let s = a.memory_stats();
     assert_eq!(s["segment.all.freed"], 2);
     assert_eq!(s["num_device_free"], 2);
-    assert_eq!(s["reserved_bytes.all.peak"], 2097152 + 20971520);
+    assert_eq!(
+        s["reserved_bytes.all.peak"],
+        SMALL_SEGMENT as i64 + SEGMENT as i64
+    );
 }
 
 #[test]

@@ -1,11 +1,14 @@
-//! The kernel process over its ZeroMQ sockets, from Rust clients: bad input on the wire, interrupts by message and by SIGINT, heartbeat.
+//! The kernel process over its ZeroMQ sockets, from Rust clients: bad input on the wire, interrupts
+//! by message (on control, as kernel.json's interrupt_mode asks, and on shell) and by SIGINT,
+//! heartbeat, comms and debug_request.
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use jupyter_protocol::{
-    ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage, JupyterMessageContent,
-    KernelInfoRequest, ReplyStatus, Transport,
+    CommClose, CommId, CommInfoRequest, CommMsg, CommOpen, ConnectionInfo, DebugRequest,
+    ExecuteRequest, InterruptRequest, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
+    ReplyStatus, Transport,
 };
 use jupyter_zmq_client::{
     create_client_control_connection, create_client_heartbeat_connection,
@@ -251,8 +254,21 @@ async fn bad_messages_are_dropped_or_answered_and_the_kernel_keeps_serving() {
     );
 }
 
+/// What `jupyter kernelspec` installs: `interrupt_mode` tells Jupyter how to interrupt.
+fn interrupt_mode() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/kernelspec/kernel.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect(path)).expect("kernel.json");
+    spec["interrupt_mode"]
+        .as_str()
+        .unwrap_or("signal")
+        .to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
+    // "message": Jupyter sends interrupt_request on control, as this test does.
+    assert_eq!(interrupt_mode(), "message");
     let kernel = start_kernel();
     let mut shell = shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
@@ -338,4 +354,211 @@ async fn heartbeat_answers_while_a_cell_runs() {
             .expect("a heartbeat in time")
             .unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_request_on_shell_stops_the_running_cell_and_is_answered_after_it() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(
+        reply_status(&execute(&mut shell, "let kept = 41;").await).0,
+        ReplyStatus::Ok
+    );
+    let mut iopub = iopub(&kernel.info).await;
+    let running_id = start_cell(
+        &mut shell,
+        &mut iopub,
+        "print(\"started\"); loop { kept += 0; }",
+    )
+    .await;
+    let interrupt: JupyterMessage = InterruptRequest {}.into();
+    let interrupt_id = interrupt.header.msg_id.clone();
+    let started = Instant::now();
+    shell.send(interrupt).await.expect("send on shell");
+    let stopped = tokio::time::timeout(WAIT, shell.read())
+        .await
+        .expect("the cell stops in time")
+        .unwrap();
+    assert_eq!(stopped.parent_header.as_ref().unwrap().msg_id, running_id);
+    assert_eq!(
+        reply_status(&stopped),
+        (ReplyStatus::Error, Some("KeyboardInterrupt".into()))
+    );
+    let answered = tokio::time::timeout(WAIT, shell.read())
+        .await
+        .expect("the interrupt_reply in time")
+        .unwrap();
+    assert_eq!(answered.header.msg_type, "interrupt_reply");
+    assert_eq!(
+        answered.parent_header.as_ref().unwrap().msg_id,
+        interrupt_id
+    );
+    assert_eq!(
+        serde_json::to_value(&answered.content).unwrap()["status"],
+        "ok"
+    );
+    assert!(started.elapsed() < WAIT);
+    let after = execute(&mut shell, "if kept != 41 { throw \"lost\" }").await;
+    assert_eq!(reply_status(&after).0, ReplyStatus::Ok);
+}
+
+/// Send `message` on shell and collect what iopub publishes for it, through its `idle`.
+async fn published_for(
+    shell: &mut ClientShellConnection,
+    iopub: &mut ClientIoPubConnection,
+    message: JupyterMessage,
+) -> Vec<JupyterMessage> {
+    let id = message.header.msg_id.clone();
+    shell.send(message).await.expect("send on shell");
+    let mut seen = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("iopub in time")
+            .expect("a readable iopub message");
+        if msg.parent_header.as_ref().map(|h| h.msg_id.as_str()) != Some(id.as_str()) {
+            continue;
+        }
+        let idle = matches!(&msg.content, JupyterMessageContent::Status(s)
+            if s.execution_state == jupyter_protocol::ExecutionState::Idle);
+        seen.push(msg);
+        if idle {
+            return seen;
+        }
+    }
+}
+
+fn types(messages: &[JupyterMessage]) -> Vec<&str> {
+    messages
+        .iter()
+        .map(|m| m.header.msg_type.as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comms_are_closed_or_dropped_and_comm_info_is_empty() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    let mut iopub = iopub(&kernel.info).await;
+
+    for target_name in [None, Some("jupyter.widget".to_string())] {
+        let reply = request(&mut shell, CommInfoRequest { target_name }.into()).await;
+        assert_eq!(reply.header.msg_type, "comm_info_reply");
+        assert_eq!(
+            serde_json::to_value(&reply.content).unwrap(),
+            serde_json::json!({"status": "ok", "comms": {}})
+        );
+    }
+
+    // A comm for a target torchlet does not have: closed at once, as ipykernel closes it.
+    let open = CommOpen {
+        comm_id: CommId("widget-1".into()),
+        target_name: "jupyter.widget".into(),
+        data: serde_json::from_value(serde_json::json!({"state": {}})).unwrap(),
+        target_module: None,
+    };
+    let seen = published_for(&mut shell, &mut iopub, open.into()).await;
+    assert_eq!(types(&seen), ["status", "comm_close", "status"]);
+    let JupyterMessageContent::CommClose(close) = &seen[1].content else {
+        unreachable!()
+    };
+    assert_eq!(close.comm_id.0, "widget-1");
+    assert!(close.data.is_empty());
+
+    // Messages to comms that do not exist (any more) are dropped: busy and idle, nothing else.
+    let to_closed = CommMsg {
+        comm_id: CommId("widget-1".into()),
+        data: serde_json::from_value(serde_json::json!({"method": "update"})).unwrap(),
+    };
+    let close_unknown = CommClose {
+        comm_id: CommId("never-opened".into()),
+        data: Default::default(),
+    };
+    for message in [to_closed.into(), close_unknown.into()] {
+        let seen = published_for(&mut shell, &mut iopub, message).await;
+        assert_eq!(types(&seen), ["status", "status"]);
+    }
+
+    // None of them was answered on shell: the next reply there is this kernel_info's.
+    let info: JupyterMessage = KernelInfoRequest {}.into();
+    let info_id = info.header.msg_id.clone();
+    shell.send(info).await.expect("send on shell");
+    let next = tokio::time::timeout(WAIT, shell.read())
+        .await
+        .expect("a reply in time")
+        .unwrap();
+    assert_eq!(next.header.msg_type, "kernel_info_reply");
+    assert_eq!(next.parent_header.as_ref().unwrap().msg_id, info_id);
+
+    let ran = execute(&mut shell, "1 + 1").await;
+    assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
+    let JupyterMessageContent::ExecuteReply(ran) = &ran.content else {
+        unreachable!()
+    };
+    assert_eq!(ran.execution_count.0, 1, "comm messages are not cells");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_request_gets_a_failed_debug_adapter_response() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    let info = request(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(
+        serde_json::to_value(&info.content).unwrap()["debugger"],
+        false,
+        "kernel_info tells front ends there is no debugger"
+    );
+
+    // What JupyterLab sends first when a kernel offers a debugger, on control.
+    let mut control = create_client_control_connection(&kernel.info, "control-session")
+        .await
+        .unwrap();
+    let initialize: JupyterMessage = DebugRequest {
+        content: serde_json::json!({"type": "request", "seq": 7, "command": "initialize",
+            "arguments": {"clientID": "test", "adapterID": "torchlet"}}),
+    }
+    .into();
+    let id = initialize.header.msg_id.clone();
+    control.send(initialize).await.unwrap();
+    let reply = tokio::time::timeout(WAIT, control.read())
+        .await
+        .expect("a debug_reply in time")
+        .unwrap();
+    assert_eq!(reply.header.msg_type, "debug_reply");
+    assert_eq!(reply.parent_header.as_ref().unwrap().msg_id, id);
+    let content = serde_json::to_value(&reply.content).unwrap();
+    assert_eq!(
+        (
+            &content["type"],
+            &content["request_seq"],
+            &content["success"],
+            &content["command"]
+        ),
+        (
+            &serde_json::json!("response"),
+            &serde_json::json!(7),
+            &serde_json::json!(false),
+            &serde_json::json!("initialize")
+        ),
+        "{content}"
+    );
+    assert!(
+        content["seq"].is_i64() && content["message"].is_string(),
+        "{content}"
+    );
+
+    // The variable explorer's request, sent on shell by mistake, is answered the same way.
+    let inspect = DebugRequest {
+        content: serde_json::json!({"type": "request", "seq": 8, "command": "inspectVariables"}),
+    };
+    let reply = request(&mut shell, inspect.into()).await;
+    assert_eq!(reply.header.msg_type, "debug_reply");
+    let content = serde_json::to_value(&reply.content).unwrap();
+    assert_eq!(content["success"], false);
+    assert_eq!(content["command"], "inspectVariables");
+
+    let ran = execute(&mut shell, "1 + 1").await;
+    assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
 }

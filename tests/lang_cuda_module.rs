@@ -1,24 +1,11 @@
 //! The `cuda` module and the top-level memory functions, on the simulated GPU (or the real one with
 //! TORCHLET_TEST_DEVICE=cuda).
-use std::sync::{Mutex, MutexGuard, Once};
-
+use common::exclusive;
+use common::figures::{SEGMENT, TWO_X, X};
 use rhai::Dynamic;
 use torchlet::session::Session;
 
-/// The allocator is per process: tests that read its figures run one at a time.
-fn exclusive() -> MutexGuard<'static, ()> {
-    static INIT: Once = Once::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    INIT.call_once(|| {
-        torchlet::device::init(if simulated() { Some("16GiB") } else { None })
-            .expect("device init");
-    });
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn simulated() -> bool {
-    std::env::var("TORCHLET_TEST_DEVICE").as_deref() != Ok("cuda")
-}
+mod common;
 
 fn eval(s: &mut Session, code: &str) -> Dynamic {
     let outcome = s.execute(&format!("let __r = {{ {code} }};"));
@@ -45,7 +32,7 @@ fn availability_and_names() {
     assert!(int(&mut s, "cuda::device_count()") >= 1);
     assert_eq!(int(&mut s, "cuda::current_device()"), 0);
     let name = eval(&mut s, "cuda::get_device_name()").to_string();
-    if simulated() {
+    if !common::real_gpu() {
         assert!(name.contains("simulated"), "{name}");
         assert_eq!(int(&mut s, "cuda::mem_get_info()[1]"), 16 << 30);
     }
@@ -62,7 +49,7 @@ fn every_spelling_of_the_device_reads_the_same_figure() {
     let (mut s, _) = Session::captured("<test>");
     run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
     let figure = int(&mut s, "memory_allocated()");
-    assert!(figure >= 4000256);
+    assert!(figure >= X as i64);
     for spelling in [
         "cuda::memory_allocated()",
         "cuda::memory_allocated(0)",
@@ -97,19 +84,19 @@ fn the_article_numbers_in_one_session() {
         &mut s,
         "let x = randn(1000, 1000).cuda(); let temp = x * 2;",
     );
-    assert_eq!(int(&mut s, "memory_allocated()"), 8000512);
-    assert_eq!(int(&mut s, "memory_reserved()"), 20971520);
+    assert_eq!(int(&mut s, "memory_allocated()"), TWO_X as i64);
+    assert_eq!(int(&mut s, "memory_reserved()"), SEGMENT as i64);
     run(&mut s, "del temp; empty_cache();");
-    assert_eq!(int(&mut s, "memory_allocated()"), 4000256);
+    assert_eq!(int(&mut s, "memory_allocated()"), X as i64);
     assert_eq!(
         int(&mut s, "memory_reserved()"),
-        20971520,
+        SEGMENT as i64,
         "x keeps its segment split"
     );
-    assert_eq!(int(&mut s, "max_memory_allocated()"), 8000512);
-    assert_eq!(int(&mut s, "cuda::max_memory_reserved()"), 20971520);
+    assert_eq!(int(&mut s, "max_memory_allocated()"), TWO_X as i64);
+    assert_eq!(int(&mut s, "cuda::max_memory_reserved()"), SEGMENT as i64);
     run(&mut s, "cuda::reset_peak_memory_stats();");
-    assert_eq!(int(&mut s, "cuda::max_memory_allocated()"), 4000256);
+    assert_eq!(int(&mut s, "cuda::max_memory_allocated()"), X as i64);
     run(&mut s, "del x; cuda::empty_cache();");
     assert_eq!(int(&mut s, "memory_reserved()"), 0);
 }

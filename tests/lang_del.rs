@@ -119,6 +119,7 @@ mod tensors {
     //! `del` frees GPU memory at once, unless something else still holds the tensor.
     use std::sync::MutexGuard;
 
+    use crate::common::figures::X;
     use torchlet::session::Session;
 
     /// The simulated (or real) cuda:0 to this test alone.
@@ -143,7 +144,7 @@ mod tensors {
         let (mut s, _) = Session::captured("<test>");
         let base = allocated(&mut s);
         run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
-        assert_eq!(allocated(&mut s), base + 4000256);
+        assert_eq!(allocated(&mut s), base + X as i64);
         // Within one input: the figure read right after `del` already dropped.
         let outcome = s.execute("del x; memory_allocated()");
         assert_eq!(outcome.value.unwrap().plain, base.to_string());
@@ -161,11 +162,15 @@ mod tensors {
         run(&mut s, "del x;");
         assert_eq!(
             allocated(&mut s),
-            base + 4000256,
+            base + X as i64,
             "y and the view still hold the storage"
         );
         run(&mut s, "del y;");
-        assert_eq!(allocated(&mut s), base + 4000256, "the view still holds it");
+        assert_eq!(
+            allocated(&mut s),
+            base + X as i64,
+            "the view still holds it"
+        );
         run(&mut s, "del view;");
         assert_eq!(allocated(&mut s), base);
     }
@@ -184,9 +189,9 @@ mod tensors {
         );
         assert_eq!(
             outcome.value.unwrap().plain,
-            format!("[{}, [1000, 1000]]", base + 4000256)
+            format!("[{}, [1000, 1000]]", base + X as i64)
         );
-        assert_eq!(allocated(&mut s), base + 4000256);
+        assert_eq!(allocated(&mut s), base + X as i64);
     }
 }
 

@@ -2,20 +2,12 @@
 //! every live tensor and its memory figures.
 use std::rc::Rc;
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
+use common::exclusive;
 use torchlet::session::{Frontend, ScriptError, Session, SessionOptions};
 
-fn exclusive() -> MutexGuard<'static, ()> {
-    static INIT: Once = Once::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    INIT.call_once(|| {
-        let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
-        torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
-    });
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+mod common;
 
 /// A session holding `x` (4 MB) on the GPU and `c` on the CPU.
 fn session_with_tensors() -> Session {

@@ -1,6 +1,8 @@
 //! `no_grad { … }`, `enable_grad { … }`, `inference_mode { … }`: Python's `with` for grad mode.
 use torchlet::session::{Outcome, Session};
 
+mod common;
+
 fn value(outcome: Outcome) -> String {
     match (outcome.value, outcome.error) {
         (Some(v), None) => v.plain,
@@ -112,19 +114,10 @@ fn an_error_inside_a_block_reports_its_position_and_keeps_earlier_variables() {
 
 mod autograd {
     //! The blocks set grad mode, nest, restore it on error, and change what memory the graph keeps.
-    use std::sync::{Mutex, MutexGuard, Once};
 
     use torchlet::session::Session;
 
-    fn exclusive() -> MutexGuard<'static, ()> {
-        static INIT: Once = Once::new();
-        static LOCK: Mutex<()> = Mutex::new(());
-        INIT.call_once(|| {
-            let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
-            torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
-        });
-        LOCK.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    use crate::common::exclusive;
 
     fn value(s: &mut Session, code: &str) -> String {
         let outcome = s.execute(code);

@@ -4,6 +4,7 @@
 //! once, and its history for the order in which blocks came back.
 mod common;
 
+use common::figures::X;
 use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
 use torchlet::session::Session;
 
@@ -177,9 +178,9 @@ fn let_of_a_bound_name_at_top_level_frees_the_old_value() {
     let base = a.memory_allocated();
     run(&mut s, "let x = randn(1000, 1000).cuda();");
     run(&mut s, "let x = randn(1000, 1000).cuda();"); // a notebook cell run twice
-    assert_eq!(a.memory_allocated() - base, 4000256);
+    assert_eq!(a.memory_allocated() - base, X);
     run(&mut s, "let y = x * 2; let y = x * 3;");
-    assert_eq!(a.memory_allocated() - base, 2 * 4000256);
+    assert_eq!(a.memory_allocated() - base, 2 * X);
     run(&mut s, "del x; del y;");
     assert_eq!(a.memory_allocated(), base);
 }

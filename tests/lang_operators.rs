@@ -1,18 +1,10 @@
 //! `+ - * / **` and unary `-` between tensors and numbers on either side, checked against f64 math,
 //! one body run on every device.
-use std::sync::Once;
-
+use common::device_names as devices;
 use rhai::{Array, Dynamic};
 use torchlet::session::Session;
 
-fn devices() -> Vec<&'static str> {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| {
-        let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
-        torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
-    });
-    vec!["cpu", "cuda"]
-}
+mod common;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");

@@ -3,6 +3,8 @@ use std::rc::Rc;
 
 use torchlet::session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
+mod common;
+
 fn session_with_inputs(inputs: &[&str]) -> (Session, Rc<CapturedOutput>) {
     let output = Rc::new(CapturedOutput::with_inputs(
         inputs.iter().map(|s| s.to_string()).collect(),
@@ -128,18 +130,10 @@ fn caught_errors_print_with_their_kind() {
 
 mod tensors {
     //! Tensors print and echo in PyTorch's format, on every device.
-    use std::sync::Once;
 
     use torchlet::session::{OutputEvent, Session};
 
-    fn devices() -> Vec<&'static str> {
-        static INIT: Once = Once::new();
-        INIT.call_once(|| {
-            let real = std::env::var("TORCHLET_TEST_DEVICE").as_deref() == Ok("cuda");
-            torchlet::device::init(if real { None } else { Some("16GiB") }).expect("device init");
-        });
-        vec!["cpu", "cuda"]
-    }
+    use crate::common::device_names as devices;
 
     #[test]
     fn print_and_echo_use_pytorch_format() {

@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::figures::{SEGMENT, TWO_X, X};
 use torchlet::autograd;
 use torchlet::device::Device;
 use torchlet::tensor::{Scalar, Tensor, TensorOptions};
@@ -15,17 +16,17 @@ fn moving_to_gpu_allocates_exactly_the_tensor() {
     let (_g, a) = common::gpu();
     let (base, base_reserved) = (a.memory_allocated(), a.memory_reserved());
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
-    assert_eq!(a.memory_allocated() - base, 4000256);
-    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
+    assert_eq!(a.memory_allocated() - base, X);
+    assert_eq!(a.memory_reserved() - base_reserved, SEGMENT);
     let x_cpu = x.to_device(Device::Cpu).unwrap();
     drop(x); // `x = x.cpu()` in Python drops the GPU tensor's last reference
     assert_eq!(a.memory_allocated(), base);
-    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
+    assert_eq!(a.memory_reserved() - base_reserved, SEGMENT);
     drop(x_cpu);
-    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
+    assert_eq!(a.memory_reserved() - base_reserved, SEGMENT);
     a.empty_cache();
     assert_eq!(a.memory_reserved(), base_reserved);
-    assert_eq!(a.max_memory_allocated() - base, 4000256);
+    assert_eq!(a.max_memory_allocated() - base, X);
 }
 
 #[test]
@@ -34,17 +35,17 @@ fn temporaries_are_freed_with_their_last_handle() {
     let (base, base_reserved) = (a.memory_allocated(), a.memory_reserved());
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
     let temp = x.mul_scalar(Scalar::Int(2)).unwrap();
-    assert_eq!(a.memory_allocated() - base, 8000512);
-    assert_eq!(a.memory_reserved() - base_reserved, 20971520);
+    assert_eq!(a.memory_allocated() - base, TWO_X);
+    assert_eq!(a.memory_reserved() - base_reserved, SEGMENT);
     drop(temp);
-    assert_eq!(a.memory_allocated() - base, 4000256);
+    assert_eq!(a.memory_allocated() - base, X);
     a.empty_cache();
     assert_eq!(
         a.memory_reserved() - base_reserved,
-        20971520,
+        SEGMENT,
         "the segment is still split by x"
     );
-    assert_eq!(a.max_memory_allocated() - base, 8000512);
+    assert_eq!(a.max_memory_allocated() - base, TWO_X);
     drop(x);
 }
 
@@ -57,7 +58,7 @@ fn no_grad_result_is_the_only_new_allocation() {
         let _ng = autograd::no_grad();
         x.add_scalar(Scalar::Int(1)).unwrap()
     };
-    assert_eq!(a.memory_allocated() - base, 8000512);
+    assert_eq!(a.memory_allocated() - base, TWO_X);
     assert!(!y.requires_grad());
 }
 
@@ -67,7 +68,7 @@ fn the_first_matmul_takes_a_cublas_workspace_that_stays() {
     let x = cpu_randn(&[1000, 1000]).to_device(Device::Cuda(0)).unwrap();
     let before = a.memory_allocated();
     let c = x.matmul(&x).unwrap();
-    let workspace = a.memory_allocated() - before - 4000256;
+    let workspace = a.memory_allocated() - before - X;
     // 32 MiB on the first product on this device (no other test in this file multiplies matrices).
     assert_eq!(workspace, 33554432);
     drop(c);
@@ -76,7 +77,7 @@ fn the_first_matmul_takes_a_cublas_workspace_that_stays() {
     let c2 = x.matmul(&x).unwrap();
     assert_eq!(
         a.memory_allocated() - after_first,
-        4000256,
+        X,
         "the workspace is reused"
     );
     drop((c2, x));

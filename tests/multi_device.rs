@@ -1,26 +1,19 @@
 //! Several CUDA devices: one allocator per device, moves between devices, the mixing error and the
 //! collectives. Runs on two simulated GPUs (16 GiB and 8 GiB), or on the real GPUs with
 //! TORCHLET_TEST_DEVICE=cuda when there are two or more (and says it skipped otherwise).
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::MutexGuard;
 
+use common::real_gpu;
 use torchlet::device::collective::AllReduceOp;
 use torchlet::device::{self, Device};
 use torchlet::session::Session;
 use torchlet::tensor::{collective, DType, Scalar, Tensor, TensorOptions};
 
-fn real_gpu() -> bool {
-    std::env::var("TORCHLET_TEST_DEVICE").is_ok_and(|v| v == "cuda")
-}
+mod common;
 
 /// Exclusive use of the devices' numbers, or `None` (after saying so) without two devices.
 fn two_devices(test: &str) -> Option<MutexGuard<'static, ()>> {
-    static INIT: Once = Once::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    INIT.call_once(|| {
-        let spec = if real_gpu() { None } else { Some("16GiB,8GiB") };
-        device::init(spec).expect("device setup");
-    });
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = common::exclusive_simulating("16GiB,8GiB");
     if device::cuda_device_count() < 2 {
         assert!(real_gpu(), "the simulated spec gives two devices");
         println!("{test}: skipped, needs two CUDA devices");

@@ -1,5 +1,8 @@
 //! The `:commands` a session answers (the REPL's and, as `%magics`, the kernel's).
+use common::figures::{SEGMENT, X};
 use torchlet::session::{Outcome, Session};
+
+mod common;
 
 fn session() -> Session {
     Session::captured("<test>").0
@@ -148,7 +151,7 @@ fn unknown_and_terminal_only_commands_say_why() {
 /// The only test here that touches a device, so its figures are not disturbed by the others.
 #[test]
 fn memory_commands_report_the_simulated_gpu() {
-    torchlet::device::init(Some("16GiB")).expect("simulated GPU");
+    common::setup_simulated_gpu();
     let (mut s, out) = Session::captured("<test>");
     assert_eq!(text(s.run_command(":trace on")), "memory trace on");
     assert!(s
@@ -157,7 +160,9 @@ fn memory_commands_report_the_simulated_gpu() {
         .is_none());
     let traced = out.stdout_text();
     assert!(
-        traced.contains("[trace cuda:0] allocated +4000256 (3.81 MiB), reserved +20971520"),
+        traced.contains(&format!(
+            "[trace cuda:0] allocated +{X} (3.81 MiB), reserved +{SEGMENT}"
+        )),
         "{traced}"
     );
     out.clear();

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::figures::{SEGMENT, TWO_X, X};
 use serde_json::Value;
+
+mod common;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -77,6 +80,30 @@ fn number_after(output: &str, prefix: &str) -> i64 {
         .unwrap()
         .parse::<f64>()
         .unwrap_or_else(|_| panic!("no number after {prefix:?}: {line}")) as i64
+}
+
+/// The figures tests/common/mod.rs spells out for every test are the ones PyTorch reported.
+#[test]
+fn the_shared_figures_are_pytorchs() {
+    let reference = reference();
+    let step = |section: &str, step: &str| -> (u64, u64) {
+        let want = &reference[section][step];
+        (
+            want["allocated"].as_u64().expect("allocated"),
+            want["reserved"].as_u64().expect("reserved"),
+        )
+    };
+    assert_eq!(
+        step("article_method_1_del", "x = randn(1000,1000).cuda()"),
+        (X, SEGMENT)
+    );
+    assert_eq!(
+        step(
+            "article_method_4_del_and_empty_cache",
+            "x = randn(1000,1000).cuda(); temp = x * 2"
+        ),
+        (TWO_X, SEGMENT)
+    );
 }
 
 fn check_article_method(section: &str, script: &str) -> String {
@@ -160,7 +187,10 @@ fn method_4_del_and_empty_cache_matches_pytorch() {
         "article_method_4_del_and_empty_cache",
         "04_del_and_empty_cache.rhai",
     );
-    assert_eq!(number_after(&output, "max_memory_allocated ="), 8000512);
+    assert_eq!(
+        number_after(&output, "max_memory_allocated ="),
+        TWO_X as i64
+    );
 }
 
 #[test]
@@ -225,10 +255,10 @@ fn fragmentation_demo_follows_the_allocator_rules() {
     let printed = steps(&output);
     // 6000000 B rounds to 6000128; three per 20 MiB segment; 10000000 B rounds to 10000384.
     let expected = [
-        ("12 x 6 MB", (12 * 6000128, 4 * 20971520)),
-        ("keep every third", (4 * 6000128, 4 * 20971520)),
-        ("10 MB tensor", (4 * 6000128 + 10000384, 5 * 20971520)),
-        ("empty_cache()", (4 * 6000128 + 10000384, 5 * 20971520)),
+        ("12 x 6 MB", (12 * 6000128, 4 * SEGMENT)),
+        ("keep every third", (4 * 6000128, 4 * SEGMENT)),
+        ("10 MB tensor", (4 * 6000128 + 10000384, 5 * SEGMENT)),
+        ("empty_cache()", (4 * 6000128 + 10000384, 5 * SEGMENT)),
         ("free all, empty_cache()", (0, 0)),
     ];
     for (step, figures) in expected {
@@ -315,12 +345,12 @@ fn two_gpus_on_two_simulated_devices() {
         String::from_utf8_lossy(&out.stderr)
     );
     for line in [
-        "after del a:\n  cuda:0 allocated=0 reserved=20971520\n  cuda:1 allocated=4000256 reserved=20971520",
-        "after empty_cache():\n  cuda:0 allocated=0 reserved=0\n  cuda:1 allocated=4000256 reserved=20971520",
-        "found at least two devices, cuda:0 and cuda:1!",
-        "all_reduce(sum): cuda:0 has [3.0, 3.0, 3.0, 3.0], cuda:1 has [3.0, 3.0, 3.0, 3.0]",
-        ".cuda() puts c on cuda:1",
+        format!("after del a:\n  cuda:0 allocated=0 reserved={SEGMENT}\n  cuda:1 allocated={X} reserved={SEGMENT}"),
+        format!("after empty_cache():\n  cuda:0 allocated=0 reserved=0\n  cuda:1 allocated={X} reserved={SEGMENT}"),
+        "found at least two devices, cuda:0 and cuda:1!".into(),
+        "all_reduce(sum): cuda:0 has [3.0, 3.0, 3.0, 3.0], cuda:1 has [3.0, 3.0, 3.0, 3.0]".into(),
+        ".cuda() puts c on cuda:1".into(),
     ] {
-        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+        assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
     }
 }

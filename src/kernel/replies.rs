@@ -1,7 +1,7 @@
 //! Wire forms of session results: kernel_info, MIME bundles, errors with tracebacks, cursors.
 use jupyter_protocol::{
-    CodeMirrorMode, ErrorOutput, ExpressionResult, HelpLink, KernelInfoReply, LanguageInfo, Media,
-    MediaType, ReplyError, ReplyStatus,
+    CodeMirrorMode, DebugReply, DebugRequest, ErrorOutput, ExpressionResult, HelpLink,
+    KernelInfoReply, LanguageInfo, Media, MediaType, ReplyError, ReplyStatus,
 };
 
 use crate::session::{Candidate, DisplayData, Outcome, ScriptError};
@@ -44,6 +44,27 @@ pub fn kernel_info() -> KernelInfoReply {
         ],
         debugger: false,
         error: None,
+    }
+}
+
+/// The debug_reply to a debug_request: torchlet has no debugger (kernel_info says `debugger:
+/// false`), so every Debug Adapter Protocol request is answered as failed, naming its command.
+pub fn debug_reply(request: &DebugRequest) -> DebugReply {
+    static SEQ: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+    let content = &request.content;
+    let command = content
+        .get("command")
+        .and_then(|c| c.as_str())
+        .unwrap_or("");
+    DebugReply {
+        content: serde_json::json!({
+            "seq": SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            "type": "response",
+            "request_seq": content.get("seq").and_then(|s| s.as_i64()).unwrap_or(0),
+            "success": false,
+            "command": command,
+            "message": "torchlet has no debugger",
+        }),
     }
 }
 

@@ -226,6 +226,9 @@ async fn run_control(
                 stop = true;
                 Some(shutdown_reply(request.restart, message, &publisher))
             }
+            JupyterMessageContent::DebugRequest(request) => {
+                Some(replies::debug_reply(request).as_child_of(message))
+            }
             _ => unsupported(&incoming, "control"),
         };
         if let Some(reply) = reply {

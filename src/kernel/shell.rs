@@ -4,10 +4,10 @@ use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jupyter_protocol::{
-    CommInfoReply, CompleteReply, CompleteRequest, ExecuteInput, ExecuteReply, ExecuteRequest,
-    ExecuteResult, ExecutionCount, ExecutionState, HistoryReply, InspectReply, InspectRequest,
-    InterruptReply, IsCompleteReply, JupyterMessage, JupyterMessageContent, Media, MediaType,
-    Payload, ReplyStatus, Transient,
+    CommClose, CommInfoReply, CompleteReply, CompleteRequest, ExecuteInput, ExecuteReply,
+    ExecuteRequest, ExecuteResult, ExecutionCount, ExecutionState, HistoryReply, InspectReply,
+    InspectRequest, InterruptReply, IsCompleteReply, JupyterMessage, JupyterMessageContent, Media,
+    MediaType, Payload, ReplyStatus, Transient,
 };
 use jupyter_zmq_client::{KernelShellConnection, RouterRecvConnection, RouterSendConnection};
 use tokio::sync::{mpsc as tmpsc, oneshot};
@@ -62,10 +62,26 @@ impl Abort {
 }
 
 /// Read shell requests as they come and stamp them, so the shell knows what was queued when.
-async fn read_requests(mut recv: RouterRecvConnection, arrivals: tmpsc::UnboundedSender<Arrival>) {
+///
+/// An interrupt_request (old clients send it on shell) stops the running cell as it arrives: the
+/// shell answers one request at a time, so waiting for its turn would interrupt nothing. Its reply
+/// still comes in order, after the interrupted cell's.
+async fn read_requests(
+    mut recv: RouterRecvConnection,
+    arrivals: tmpsc::UnboundedSender<Arrival>,
+    interrupt: Arc<OnceLock<InterruptHandle>>,
+) {
     loop {
         match wire::read(&mut recv).await {
             Ok(incoming) => {
+                if matches!(
+                    incoming.message.content,
+                    JupyterMessageContent::InterruptRequest(_)
+                ) {
+                    if let Some(handle) = interrupt.get() {
+                        handle.interrupt();
+                    }
+                }
                 let arrival = Arrival {
                     at: SystemTime::now(),
                     incoming,
@@ -86,7 +102,6 @@ pub struct Shell {
     arrivals: tmpsc::UnboundedReceiver<Arrival>,
     publisher: Publisher,
     jobs: mpsc::Sender<Job>,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
     shutdown: tmpsc::UnboundedSender<()>,
     /// The execution counter (In[n]).
     count: usize,
@@ -107,13 +122,12 @@ impl Shell {
     ) -> Shell {
         let (send, recv) = socket.split();
         let (tx, arrivals) = tmpsc::unbounded_channel();
-        tokio::spawn(read_requests(recv, tx));
+        tokio::spawn(read_requests(recv, tx, interrupt));
         Shell {
             send,
             arrivals,
             publisher,
             jobs,
-            interrupt,
             shutdown,
             count: 0,
             history: History::default(),
@@ -167,21 +181,30 @@ impl Shell {
             JupyterMessageContent::CommInfoRequest(_) => {
                 Some(CommInfoReply::default().as_child_of(message))
             }
-            // Old clients send these on shell; serve them as control does.
+            // Old clients send these on shell: the cell was interrupted when it arrived.
             JupyterMessageContent::InterruptRequest(_) => {
-                if let Some(handle) = self.interrupt.get() {
-                    handle.interrupt();
-                }
                 Some(InterruptReply::new().as_child_of(message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {
                 stop = true;
                 Some(shutdown_reply(request.restart, message, &self.publisher))
             }
-            // torchlet opens no comms: comm messages have nowhere to go.
-            JupyterMessageContent::CommOpen(_)
-            | JupyterMessageContent::CommMsg(_)
-            | JupyterMessageContent::CommClose(_) => None,
+            // torchlet registers no comm targets. As ipykernel does for a target it does not know,
+            // a comm the front end opens is closed at once (comm_close on iopub), and messages to
+            // comms that do not exist are dropped; none of them has a reply.
+            JupyterMessageContent::CommOpen(open) => {
+                let close = CommClose {
+                    comm_id: open.comm_id.clone(),
+                    data: Default::default(),
+                };
+                self.publisher.send(close, message);
+                None
+            }
+            JupyterMessageContent::CommMsg(_) | JupyterMessageContent::CommClose(_) => None,
+            // Served on control; answered the same way here rather than left without a reply.
+            JupyterMessageContent::DebugRequest(request) => {
+                Some(replies::debug_reply(request).as_child_of(message))
+            }
             _ => unsupported(&incoming, "shell"),
         };
         if let Some(reply) = reply {

@@ -1,13 +1,17 @@
-//! Shared by the integration tests: the devices every test body runs on, and a lock for the GPU's numbers.
+//! Shared by the integration tests: the devices every test body runs on, a lock for the GPU's
+//! numbers, and the article's figures.
 #![allow(dead_code)]
 
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use torchlet::alloc::DeviceAllocator;
 use torchlet::device::{self, Device};
 
-static INIT: Once = Once::new();
+static SPEC: OnceLock<&'static str> = OnceLock::new();
 static GPU: Mutex<()> = Mutex::new(());
+
+/// The simulated GPU most tests run on when no real one is asked for.
+pub const SIMULATED_GPU: &str = "16GiB";
 
 /// Whether the tests target a real GPU (`TORCHLET_TEST_DEVICE=cuda`) rather than a simulated one.
 pub fn real_gpu() -> bool {
@@ -24,12 +28,25 @@ pub fn require_real_gpu() {
     );
 }
 
+/// Set up the devices once: the real GPUs when asked for, else simulated ones sized by `spec`
+/// ("16GiB", or "16GiB,8GiB" for two). Every call in one test binary must name the same spec.
+pub fn setup_simulating(spec: &'static str) {
+    let first = SPEC.get_or_init(|| {
+        device::init(if real_gpu() { None } else { Some(spec) }).expect("device setup");
+        spec
+    });
+    assert_eq!(*first, spec, "one test binary simulates one set of devices");
+}
+
 /// Set up the devices once: the real GPU when asked for, else a simulated 16 GiB cuda:0.
 pub fn setup() {
-    INIT.call_once(|| {
-        let spec = if real_gpu() { None } else { Some("16GiB") };
-        device::init(spec).expect("device setup");
-    });
+    setup_simulating(SIMULATED_GPU);
+}
+
+/// Set up a simulated 16 GiB cuda:0 even where TORCHLET_TEST_DEVICE=cuda asks for the real GPU,
+/// for tests whose figures are the simulated device's own (its name, its capacity).
+pub fn setup_simulated_gpu() {
+    device::init(Some(SIMULATED_GPU)).expect("simulated GPU");
 }
 
 /// Every device a test body runs on: the CPU and cuda:0 (simulated, or real when asked for).
@@ -38,12 +55,50 @@ pub fn devices() -> Vec<Device> {
     vec![Device::Cpu, Device::Cuda(0)]
 }
 
+/// [`devices`] as scripts name them.
+pub fn device_names() -> Vec<&'static str> {
+    setup();
+    vec!["cpu", "cuda"]
+}
+
+/// Exclusive use of the GPU's numbers (the allocators are per process), changing nothing.
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    setup();
+    lock()
+}
+
+/// [`exclusive`], for a binary whose simulated devices are `spec`.
+pub fn exclusive_simulating(spec: &'static str) -> MutexGuard<'static, ()> {
+    setup_simulating(spec);
+    lock()
+}
+
+fn lock() -> MutexGuard<'static, ()> {
+    GPU.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Exclusive use of cuda:0's allocator numbers, starting from an empty cache and fresh peaks.
 pub fn gpu() -> (MutexGuard<'static, ()>, std::sync::Arc<dyn DeviceAllocator>) {
-    setup();
-    let guard = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = exclusive();
     let a = device::cuda_allocator(0).expect("cuda:0");
     a.empty_cache();
     a.reset_peak_memory_stats();
     (guard, a)
+}
+
+/// The article's figures, as PyTorch reported them on the H200 (tests/data/torch-h200.json, checked
+/// against it by tests/scripts.rs) and as the caching allocator's rules make them.
+pub mod figures {
+    /// `x = randn(1000, 1000)` on the GPU: 4,000,000 bytes requested …
+    pub const X_REQUESTED: u64 = 4_000_000;
+    /// … rounded up to a multiple of 512: `memory_allocated()` while x lives.
+    pub const X: u64 = 4_000_256;
+    /// Two such tensors (x and `temp = x * 2`, or x and `y = x + 1`).
+    pub const TWO_X: u64 = 2 * X;
+    /// The large-pool segment x is carved from: `memory_reserved()` after x (20 MiB).
+    pub const SEGMENT: u64 = 20 << 20;
+    /// What is left of x's segment once x and temp are carved from it.
+    pub const TAIL_AFTER_TWO_X: u64 = SEGMENT - TWO_X;
+    /// The small-pool segment any request of 1 MiB or less is carved from (2 MiB).
+    pub const SMALL_SEGMENT: u64 = 2 << 20;
 }
