@@ -630,6 +630,29 @@ const ROWS: &[(&str, &str, &str)] = &[
         "let kind = \"\"; cuda::set_per_process_memory_fraction(0.0001); try { let big = empty([1000, 1000, 10], gpu); } catch (e) { kind = e.kind; } cuda::set_per_process_memory_fraction(1.0); let after = empty([1000, 1000, 10], gpu); [kind, after.shape]",
         r#"["OutOfMemoryError", [1000, 1000, 10]]"#,
     ),
+    // ---- Python's spellings and the memory explainers
+    ("range", "let s = 0; for i in range(4) { s += i; } s", "6"),
+    ("exit", "let k = \"\"; try { exit(3) } catch (e) { k = e.kind; } k", "SystemExit"),
+    ("quit", "let k = \"\"; try { quit() } catch (e) { k = e.kind; } k", "SystemExit"),
+    ("device", "device(\"cuda:0\")", "cuda:0"),
+    ("import", "import torch\ntorch.zeros(2, dev).shape", "[2]"),
+    ("t.T", "ones(2, 3, dev).T.shape", "[3, 2]"),
+    ("t.select", "tensor([[1, 2], [3, 4]], dev).select(1, 0).tolist()", "[1, 3]"),
+    (
+        "memory_holders",
+        "let mine = ones(256, 1024).cuda(); memory_holders().filter(|b| b.holders.contains(\"mine\")).map(|b| b.size)",
+        "[1048576]",
+    ),
+    (
+        "explain_free",
+        "let mine = ones(256, 1024).cuda(); explain_free(mine).ways.map(|w| w.allocated)",
+        "[-1048576, -1048576, 0, -1048576]",
+    ),
+    (
+        "empty_cache_report",
+        "empty_cache_report().starts_with(\"cuda:0: empty_cache\")",
+        "true",
+    ),
 ];
 
 /// The key a help entry's row is filed under.
