@@ -22,6 +22,9 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 KERNEL = os.environ.get("TORCHLET_KERNEL_NAME", "torchlet")
 ROUNDS = int(os.environ.get("TORCHLET_PROTOCOL_ROUNDS", "20"))
 TIMEOUT = 15
+# How long iopub may trail shell on the client's side (see Recorder.wait).
+SETTLE_S = 0.05
+
 OUTPUTS = {"stream", "display_data", "execute_result", "error", "clear_output", "update_display_data"}
 
 
@@ -66,6 +69,13 @@ class Recorder:
             poller.poll(int(left * 1000))
             self._take_iopub()
             while self.kc.shell_channel.msg_ready():
+                # Two sockets have no common order on the way in: the client's I/O thread may
+                # hand over a reply a few milliseconds before outputs the kernel sent first
+                # (seen on a loaded 2-core machine). Give iopub that long to catch up.
+                settle = time.time() + SETTLE_S
+                while time.time() < settle:
+                    if self.kc.iopub_channel.socket.poll(1):
+                        self._take_iopub()
                 self._take_iopub()
                 reply = self.kc.shell_channel.get_msg(timeout=0)
                 self.seq += 1
