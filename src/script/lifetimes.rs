@@ -16,6 +16,10 @@
 //!   to last; CPython's `list_dealloc` drops them last to first. Plain assignments `x = e` become
 //!   `x.__assign(e)`, which drops the old value in CPython's order (see [`drop_like_python`]).
 //!
+//! Conditions of `if`, `while` and `do`, and the operands of `&&` and `||`, are wrapped in
+//! `__truth(…)`, Python's `bool()`: a one-element tensor is true when nonzero (as in PyTorch), a
+//! larger one is PyTorch's "ambiguous" error, and numbers, strings and arrays are Python's truth.
+//!
 //! Calls keep their positions, so errors still point at the user's text. Method calls on
 //! variables stay method calls (they may change the variable in place, as `ts.push(t)` does), and
 //! so do calls of script-defined functions (which bind `this`).
@@ -35,6 +39,8 @@ const DISCARD: &str = "__discard";
 const ASSIGN: &str = "__assign";
 /// Name of the function that reports the line about to run.
 const LINE: &str = "__line";
+/// Name of the function that gives a condition's truth value (see [`crate::script::truth`]).
+const TRUTH: &str = crate::script::truth::TRUTH;
 
 /// Rewrites compiled scripts for one engine; cheap to keep and to reuse.
 #[derive(Clone)]
@@ -42,6 +48,7 @@ pub struct Lifetimes {
     discard: FnCallHashes,
     assign: FnCallHashes,
     line: FnCallHashes,
+    truth: FnCallHashes,
 }
 
 /// Register the functions the rewritten scripts call.
@@ -91,6 +98,7 @@ impl Lifetimes {
             discard: first_call(&format!("{DISCARD}(0)")),
             assign: first_call(&format!("x.{ASSIGN}(0)")),
             line: first_call(&format!("{LINE}(0)")),
+            truth: first_call(&format!("{TRUTH}(0)")),
         }
     }
 
@@ -220,17 +228,19 @@ impl Pass<'_> {
                 )
             }
             Stmt::Assignment(x) => self.assignment(stmt, &x.0, &x.1),
-            Stmt::If(x, pos) => Stmt::If(Box::new(self.flow(x, value_used)), *pos),
-            Stmt::While(x, pos) => Stmt::While(Box::new(self.flow(x, false)), *pos),
-            Stmt::Do(x, flags, pos) => Stmt::Do(Box::new(self.flow(x, false)), *flags, *pos),
+            Stmt::If(x, pos) => Stmt::If(Box::new(self.flow(x, value_used, true)), *pos),
+            Stmt::While(x, pos) => Stmt::While(Box::new(self.flow(x, false, true)), *pos),
+            Stmt::Do(x, flags, pos) => Stmt::Do(Box::new(self.flow(x, false, true)), *flags, *pos),
             Stmt::For(x, pos) => {
                 let (var, counter, flow) = &**x;
                 Stmt::For(
-                    Box::new((var.clone(), counter.clone(), self.flow(flow, false))),
+                    Box::new((var.clone(), counter.clone(), self.flow(flow, false, false))),
                     *pos,
                 )
             }
-            Stmt::TryCatch(x, pos) => Stmt::TryCatch(Box::new(self.flow(x, value_used)), *pos),
+            Stmt::TryCatch(x, pos) => {
+                Stmt::TryCatch(Box::new(self.flow(x, value_used, false)), *pos)
+            }
             Stmt::Block(block) => Stmt::Block(Box::new(self.block(block, value_used))),
             Stmt::Return(Some(e), flags, pos) => {
                 Stmt::Return(Some(Box::new(self.expr(e))), *flags, *pos)
@@ -251,12 +261,36 @@ impl Pass<'_> {
         }
     }
 
-    /// `if`/`while`/`for`/`try`: the condition, the body and the other branch.
-    fn flow(&self, flow: &rhai::FlowControl, value_used: bool) -> rhai::FlowControl {
+    /// `if`/`while`/`for`/`try`: the expression (a condition for `if`, `while` and `do`), the
+    /// body and the other branch.
+    fn flow(
+        &self,
+        flow: &rhai::FlowControl,
+        value_used: bool,
+        condition: bool,
+    ) -> rhai::FlowControl {
         rhai::FlowControl {
-            expr: self.expr(&flow.expr),
+            expr: if condition {
+                self.truth(&flow.expr)
+            } else {
+                self.expr(&flow.expr)
+            },
             body: self.block(&flow.body, value_used),
             branch: self.block(&flow.branch, value_used),
+        }
+    }
+
+    /// A condition as `__truth(condition)`, except where it is a bool already: a constant,
+    /// `loop`'s missing condition (`()`), or `&&`/`||`, whose operands are wrapped instead.
+    fn truth(&self, condition: &Expr) -> Expr {
+        let rewritten = self.expr(condition);
+        match condition {
+            Expr::BoolConstant(..) | Expr::Unit(..) | Expr::And(..) | Expr::Or(..) => rewritten,
+            _ => {
+                let pos = condition.position();
+                let call = self.helper_call(TRUTH, self.hashes.truth, vec![rewritten]);
+                Expr::FnCall(Box::new(call), pos)
+            }
         }
     }
 
@@ -302,9 +336,9 @@ impl Pass<'_> {
                 Expr::InterpolatedString(parts.iter().map(|e| self.expr(e)).collect(), *pos)
             }
             Expr::And(x, pos) => {
-                Expr::And(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
+                Expr::And(Box::new(x.iter().map(|e| self.truth(e)).collect()), *pos)
             }
-            Expr::Or(x, pos) => Expr::Or(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos),
+            Expr::Or(x, pos) => Expr::Or(Box::new(x.iter().map(|e| self.truth(e)).collect()), *pos),
             Expr::Coalesce(x, pos) => {
                 Expr::Coalesce(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
             }

@@ -134,10 +134,24 @@ impl Session {
     }
 
     fn run_code(&mut self, code: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let suspects = self.floordiv_suspects(code);
         let ast = self
             .engine
             .compile_with_scope(&self.scope, code)
-            .map_err(|e| ScriptError::from_parse(&e, code, self.options.source_name.as_deref()))?;
+            .map_err(|e| {
+                let mut error =
+                    ScriptError::from_parse(&e, code, self.options.source_name.as_deref());
+                if let Some(suspect) = suspects.first() {
+                    error.message = format!("{}\n{}", error.message, suspect.hint());
+                }
+                error
+            })?;
+        // It parsed, so the comment only shortened a line: say so before it runs.
+        let name = self.options.source_name.as_deref().unwrap_or("<input>");
+        for suspect in &suspects {
+            let warning = format!("{name}:{}: warning: {}\n", suspect.line, suspect.message());
+            self.frontend.stderr(&warning);
+        }
         let bound = self.variable_names();
         let ast = self.lifetimes.rewrite(
             &self.engine,
@@ -162,9 +176,17 @@ impl Session {
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
+            // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
+            Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }
+    }
+
+    /// Where `code` has `a // b` meant as floor division (a comment in this language).
+    fn floordiv_suspects(&self, code: &str) -> Vec<crate::script::floordiv_hint::Suspect> {
+        let scope = &self.scope;
+        crate::script::floordiv_hint::find(code, &|name| scope.contains(name))
     }
 
     /// The handle that interrupts this session's running code.
