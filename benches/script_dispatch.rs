@@ -1,5 +1,6 @@
 //! What a script statement costs on top of the op it runs: tensor op dispatch through the Rhai
-//! engine on a 10×10 CPU tensor, and `let t = empty(...); del t` on the simulated GPU (a cache hit).
+//! engine on a 10×10 CPU tensor, plain int arithmetic with an `if`, and `let t = empty(...); del t`
+//! on the simulated GPU (a cache hit).
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,17 @@ fn dispatch(c: &mut Criterion) {
     let mut group = c.benchmark_group("script");
     group.bench_function("x * 2 on a 10x10 cpu tensor", |b| {
         b.iter_custom(|iters| per_iteration("let x = ones(10, 10);", "let y = x * 2;", iters))
+    });
+    // Plain numbers through Rhai's operators and an `if`: what Python's number semantics
+    // (registered operators instead of Rhai's fast built-ins) and `bool()` conditions cost.
+    group.bench_function("j += 1; if j > 0 { k += j % 3; } (ints)", |b| {
+        b.iter_custom(|iters| {
+            per_iteration(
+                "let j = 0; let k = 0;",
+                "j += 1; if j > 0 { k += j % 3; }",
+                iters,
+            )
+        })
     });
     group.bench_function("let t = empty(1000000) on cuda; del t", |b| {
         b.iter_custom(|iters| {

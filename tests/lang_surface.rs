@@ -653,6 +653,23 @@ const ROWS: &[(&str, &str, &str)] = &[
         "empty_cache_report().starts_with(\"cuda:0: empty_cache\")",
         "true",
     ),
+    // ---- Python's numbers, truth and comparisons
+    ("abs", "[abs(-3), abs(-2.5)]", "[3, 2.5]"),
+    ("bool", "[bool(ones(1, dev)), bool(zeros(1, dev)), bool(())]", "[true, false, false]"),
+    ("float", "float(\"2.5\") + float(1)", "3.5"),
+    ("floordiv", "[floordiv(7, 2), floordiv(-7, 2)]", "[3, -4]"),
+    ("fmt_bytes", "fmt_bytes(4000256)", "3.81 MiB"),
+    ("int", "[int(2.9), int(\"42\"), int(-2.9)]", "[2, 42, -2]"),
+    ("max", "[max(1, 5), max([3, 9, 2])]", "[5, 9]"),
+    ("min", "[min(1, 5), min([3, 9, 2])]", "[1, 2]"),
+    ("round", "[round(2.5), round(3.14159, 2)]", "[2, 3.14]"),
+    ("t.div_", "let t = tensor([2.0, 4.0], dev); t.div_(2); vals(t)", "[1.0, 2.0]"),
+    ("t.eq", "tensor([1, 2], dev).eq(tensor([1, 3], dev)).tolist()", "[true, false]"),
+    ("t.ge", "tensor([1.0, 2.0], dev).ge(2.0).tolist()", "[false, true]"),
+    ("t.gt", "tensor([1.0, 2.0], dev).gt(1.0).tolist()", "[false, true]"),
+    ("t.le", "tensor([1.0, 2.0], dev).le(1.0).tolist()", "[true, false]"),
+    ("t.lt", "tensor([1.0, 2.0], dev).lt(2.0).tolist()", "[true, false]"),
+    ("t.ne", "tensor([1.0, 2.0], dev).ne(1.0).tolist()", "[false, true]"),
 ];
 
 /// The key a help entry's row is filed under.

@@ -51,7 +51,7 @@ fn traces_dir() -> PathBuf {
 
 macro_rules! parity {
     ($($name:ident),* $(,)?) => {
-        /// Every program with a committed PyTorch trace, so that none is left unchecked.
+        /// Every program of the corpus (recorded or waiting to be), so that none is left unchecked.
         const PROGRAMS: &[&str] = &[$(stringify!($name)),*];
         $(#[test] fn $name() { check(stringify!($name)); })*
     };
@@ -66,6 +66,8 @@ parity!(
     autograd_ops,
     bare_statements,
     chains,
+    comparisons,
+    compound_assign,
     creation,
     cross_entropy_accum,
     elementwise,
@@ -110,9 +112,39 @@ fn every_recorded_trace_has_a_test() {
     );
 }
 
+#[test]
+fn every_pair_has_a_test() {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(repo().join("tests/parity")).expect("tests/parity exists") {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let twin = path.with_extension("py");
+        if path.extension().is_some_and(|e| e == "rhai")
+            && twin.exists()
+            && !PROGRAMS.contains(&name.as_str())
+        {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "add these pairs to parity!(…) in tests/parity.rs: {missing:?}"
+    );
+}
+
 /// Run `name.rhai` in a fresh process and compare its events and checkpoints with PyTorch's.
 fn check(name: &str) {
-    let torch: Value = read_json(&traces_dir().join(format!("{name}.json")));
+    let trace = traces_dir().join(format!("{name}.json"));
+    if !trace.exists() {
+        // Run it anyway, so a pair is known to run before its trace is recorded.
+        run_in_fresh_process(name);
+        panic!(
+            "{name}: no PyTorch trace recorded yet, so nothing was compared: tests/data/torch_traces/{name}.json \
+             is missing. Record it on the H200 with `python3 tests/parity/record.py {name}` \
+             (tests/parity/README.md says how) and commit it."
+        );
+    }
+    let torch: Value = read_json(&trace);
     let ours = run_in_fresh_process(name);
     let program = repo().join("tests/parity").join(format!("{name}.rhai"));
     let rhai_lines: Vec<String> = std::fs::read_to_string(&program)

@@ -76,8 +76,18 @@ pub enum BinaryOp {
     Div,
     /// `a ^ b`.
     Pow,
-    /// `a == b`, into a bool destination.
+    /// `a == b`, into a bool destination (as are the five comparisons below).
     Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
     /// ReLU's backward: `lhs` (grad) where `rhs` (the ReLU output) > 0, else 0.
     ReluBackward,
     /// Sigmoid's backward: `lhs * rhs * (1 - rhs)` with `rhs` the sigmoid output.
@@ -91,6 +101,28 @@ pub enum BinaryOp {
         /// Upper bound.
         max: Option<f64>,
     },
+}
+
+impl BinaryOp {
+    /// Whether the op compares (`==`, `<` …) into a bool destination, computing in its operands'
+    /// type rather than the destination's.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+
+    /// The same comparison with its operands swapped: `s < x` is `x > s`.
+    pub fn swapped(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::Le => BinaryOp::Ge,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::Ge => BinaryOp::Le,
+            other => other,
+        }
+    }
 }
 
 /// Reductions over one dimension or over all elements.

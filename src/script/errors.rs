@@ -64,6 +64,15 @@ pub fn describe(error: &EvalAltResult) -> (String, String) {
             format!("no property '{name}' here; help(\"Tensor\") lists a tensor's properties"),
         ),
         E::ErrorDotExpr(message, _) => pair("AttributeError", attribute_message(message)),
+        // Conditions at top level go through `bool()` (see `lifetimes`); fn bodies are not
+        // rewritten, so there a condition must be a bool already.
+        E::ErrorMismatchDataType(want, got, _) if want == "bool" => pair(
+            "TypeError",
+            format!(
+                "expected bool, got {}: inside a fn, write the condition as bool(x)",
+                plain_type(got)
+            ),
+        ),
         E::ErrorMismatchDataType(want, got, _) | E::ErrorMismatchOutputType(want, got, _) => pair(
             "TypeError",
             format!("expected {}, got {}", plain_type(want), plain_type(got)),

@@ -20,6 +20,10 @@
 //!   function reads top-level variables as Python functions read globals (see
 //!   [`super::globals`]).
 //!
+//! Conditions of `if`, `while` and `do`, and the operands of `&&` and `||`, are wrapped in
+//! `__truth(…)`, Python's `bool()`: a one-element tensor is true when nonzero (as in PyTorch), a
+//! larger one is PyTorch's "ambiguous" error, and numbers, strings and arrays are Python's truth.
+//!
 //! Calls keep their positions, so errors still point at the user's text. Method calls on
 //! variables stay method calls (they may change the variable in place, as `ts.push(t)` does), and
 //! so do calls of script-defined functions (which bind `this`).
@@ -39,6 +43,8 @@ const DISCARD: &str = "__discard";
 const LINE: &str = "__line";
 /// Name of the function that names the statement about to run, for provenance.
 const SITE: &str = "__site";
+/// Name of the function that gives a condition's truth value (see [`crate::script::truth`]).
+const TRUTH: &str = crate::script::truth::TRUTH;
 
 /// Rewrites compiled scripts for one engine; cheap to keep and to reuse.
 #[derive(Clone)]
@@ -52,6 +58,7 @@ pub struct Lifetimes {
     with_globals: Expr,
     /// `__iteration LINE COL`, likewise.
     iteration: Expr,
+    truth: FnCallHashes,
 }
 
 /// Register the functions the rewritten scripts call.
@@ -112,6 +119,7 @@ impl Lifetimes {
             bind: custom(&format!("{} x 0;", super::syntax::BIND)),
             with_globals: custom(&format!("{} 0;", super::globals::WITH_GLOBALS)),
             iteration: custom(&format!("{} 0 0;", super::leaks::ITERATION)),
+            truth: first_call(&format!("{TRUTH}(0)")),
         }
     }
 
@@ -257,17 +265,25 @@ impl Pass<'_> {
                 )
             }
             Stmt::Assignment(x) => self.assignment(stmt, &x.0, &x.1),
-            Stmt::If(x, pos) => Stmt::If(Box::new(self.flow(x, value_used)), *pos),
-            Stmt::While(x, pos) => Stmt::While(Box::new(self.loop_flow(x, *pos)), *pos),
-            Stmt::Do(x, flags, pos) => Stmt::Do(Box::new(self.loop_flow(x, *pos)), *flags, *pos),
+            Stmt::If(x, pos) => Stmt::If(Box::new(self.flow(x, value_used, true)), *pos),
+            Stmt::While(x, pos) => Stmt::While(Box::new(self.loop_flow(x, *pos, true)), *pos),
+            Stmt::Do(x, flags, pos) => {
+                Stmt::Do(Box::new(self.loop_flow(x, *pos, true)), *flags, *pos)
+            }
             Stmt::For(x, pos) => {
                 let (var, counter, flow) = &**x;
                 Stmt::For(
-                    Box::new((var.clone(), counter.clone(), self.loop_flow(flow, *pos))),
+                    Box::new((
+                        var.clone(),
+                        counter.clone(),
+                        self.loop_flow(flow, *pos, false),
+                    )),
                     *pos,
                 )
             }
-            Stmt::TryCatch(x, pos) => Stmt::TryCatch(Box::new(self.flow(x, value_used)), *pos),
+            Stmt::TryCatch(x, pos) => {
+                Stmt::TryCatch(Box::new(self.flow(x, value_used, false)), *pos)
+            }
             Stmt::Block(block) => Stmt::Block(Box::new(self.block(block, value_used))),
             Stmt::Return(Some(e), flags, pos) => {
                 Stmt::Return(Some(Box::new(self.expr(e))), *flags, *pos)
@@ -288,9 +304,15 @@ impl Pass<'_> {
         }
     }
 
-    /// A loop's flow, its body starting with `__iteration LINE COL` (see [`super::leaks`]).
-    fn loop_flow(&self, flow: &rhai::FlowControl, pos: Position) -> rhai::FlowControl {
-        let mut flow = self.flow(flow, false);
+    /// A loop's flow, its body starting with `__iteration LINE COL` (see [`super::leaks`]);
+    /// `condition` as for [`Pass::flow`].
+    fn loop_flow(
+        &self,
+        flow: &rhai::FlowControl,
+        pos: Position,
+        condition: bool,
+    ) -> rhai::FlowControl {
+        let mut flow = self.flow(flow, false, condition);
         let (line, col) = (pos.line().unwrap_or(0), pos.position().unwrap_or(0));
         let at = |n: usize| Expr::IntegerConstant(n as rhai::INT, pos);
         let marker = self.custom(&self.hashes.iteration, vec![at(line), at(col)], pos);
@@ -300,12 +322,36 @@ impl Pass<'_> {
         flow
     }
 
-    /// `if`/`while`/`for`/`try`: the condition, the body and the other branch.
-    fn flow(&self, flow: &rhai::FlowControl, value_used: bool) -> rhai::FlowControl {
+    /// `if`/`while`/`for`/`try`: the expression (a condition for `if`, `while` and `do`), the
+    /// body and the other branch.
+    fn flow(
+        &self,
+        flow: &rhai::FlowControl,
+        value_used: bool,
+        condition: bool,
+    ) -> rhai::FlowControl {
         rhai::FlowControl {
-            expr: self.expr(&flow.expr),
+            expr: if condition {
+                self.truth(&flow.expr)
+            } else {
+                self.expr(&flow.expr)
+            },
             body: self.block(&flow.body, value_used),
             branch: self.block(&flow.branch, value_used),
+        }
+    }
+
+    /// A condition as `__truth(condition)`, except where it is a bool already: a constant,
+    /// `loop`'s missing condition (`()`), or `&&`/`||`, whose operands are wrapped instead.
+    fn truth(&self, condition: &Expr) -> Expr {
+        let rewritten = self.expr(condition);
+        match condition {
+            Expr::BoolConstant(..) | Expr::Unit(..) | Expr::And(..) | Expr::Or(..) => rewritten,
+            _ => {
+                let pos = condition.position();
+                let call = self.helper_call(TRUTH, self.hashes.truth, vec![rewritten]);
+                Expr::FnCall(Box::new(call), pos)
+            }
         }
     }
 
@@ -402,9 +448,9 @@ impl Pass<'_> {
                 Expr::InterpolatedString(parts.iter().map(|e| self.expr(e)).collect(), *pos)
             }
             Expr::And(x, pos) => {
-                Expr::And(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
+                Expr::And(Box::new(x.iter().map(|e| self.truth(e)).collect()), *pos)
             }
-            Expr::Or(x, pos) => Expr::Or(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos),
+            Expr::Or(x, pos) => Expr::Or(Box::new(x.iter().map(|e| self.truth(e)).collect()), *pos),
             Expr::Coalesce(x, pos) => {
                 Expr::Coalesce(Box::new(x.iter().map(|e| self.expr(e)).collect()), *pos)
             }

@@ -1,10 +1,13 @@
 //! The Rhai engine of the torchlet language: tensors, the `cuda` module, `del` and grad-mode blocks.
+pub mod comparisons;
+pub mod compound_assign;
 pub mod convert;
 pub mod creation;
 pub mod cuda_module;
 pub mod del;
 pub mod distributed_module;
 pub mod errors;
+pub mod floordiv_hint;
 pub mod globals;
 pub mod help;
 pub mod hints;
@@ -12,6 +15,7 @@ pub mod holders_api;
 pub mod indexing;
 pub mod leaks;
 pub mod lifetimes;
+pub mod numbers;
 pub mod operators;
 pub mod output;
 pub mod provenance;
@@ -21,6 +25,7 @@ pub mod scoping;
 pub mod syntax;
 pub mod tensor_api;
 pub mod tokens;
+pub mod truth;
 
 use std::rc::Rc;
 
@@ -34,6 +39,9 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     let mut engine = rhai::Engine::new();
     // Random constructors must run every time they are reached: no constant folding at all.
     engine.set_optimization_level(rhai::OptimizationLevel::None);
+    // Rhai's fast operators run its built-in `7 / 2` (3) and `%` before any registered function;
+    // off, the registered ones win and numbers divide as in Python (see `numbers`).
+    engine.set_fast_operators(false);
     let out = frontend.clone();
     engine.on_print(move |s| out.stdout(&format!("{s}\n")));
     let err = frontend.clone();
@@ -53,6 +61,10 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     indexing::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);
+    comparisons::register(&mut engine);
+    compound_assign::register(&mut engine);
+    numbers::register(&mut engine);
+    truth::register(&mut engine);
     cuda_module::register(&mut engine);
     engine
 }

@@ -1,6 +1,6 @@
 //! Arithmetic operators on tensors: `+ - * / **` with tensors and numbers on either side, and unary `-`.
 //!
-//! `a += b` is Rhai's `a = a + b`: a new tensor, not PyTorch's in-place `+=`; `add_` is in place.
+//! `a += b` is in place, as in PyTorch: see [`crate::script::compound_assign`].
 use rhai::{Engine, FLOAT, INT};
 
 use super::convert::OrRaise;

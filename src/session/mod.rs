@@ -165,7 +165,27 @@ impl Session {
 
     #[allow(clippy::result_large_err)] // as `run`
     fn run_code(&mut self, code: &str, shown: &str) -> Result<Option<DisplayData>, ScriptError> {
-        let ast = self.compile_with_python_scoping(code)?;
+        let suspects = self.floordiv_suspects(code);
+        let ast = self
+            .compile_with_python_scoping(code)
+            .map_err(|mut error| {
+                if let Some(suspect) = suspects.first() {
+                    match error.hint {
+                        None => {
+                            error.hint =
+                                Some(suspect.hint().trim_start_matches("hint: ").to_string())
+                        }
+                        Some(_) => error.message = format!("{}\n{}", error.message, suspect.hint()),
+                    }
+                }
+                error
+            })?;
+        // It parsed, so the comment only shortened a line: say so before it runs.
+        let name = self.options.source_name.as_deref().unwrap_or("<input>");
+        for suspect in &suspects {
+            let warning = format!("{name}:{}: warning: {}\n", suspect.line, suspect.message());
+            self.frontend.stderr(&warning);
+        }
         let bound = self.variable_names();
         let ast = self.lifetimes.rewrite(
             &self.engine,
@@ -226,9 +246,17 @@ impl Session {
             Ok(_) => Completeness::Complete,
             // `for i in range(3):` waits for no body: its hint is due at once.
             Err(_) if crate::script::hints::opens_python_block(typed) => Completeness::Invalid,
+            // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
+            Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
             Err(_) => Completeness::Invalid,
         }
+    }
+
+    /// Where `code` has `a // b` meant as floor division (a comment in this language).
+    fn floordiv_suspects(&self, code: &str) -> Vec<crate::script::floordiv_hint::Suspect> {
+        let scope = &self.scope;
+        crate::script::floordiv_hint::find(code, &|name| scope.contains(name))
     }
 
     /// The handle that interrupts this session's running code.

@@ -45,7 +45,10 @@ impl Session {
             line: error.line,
             column: error.column,
         };
-        error.hint = hints::hint(typed, compiled, &site, &self.known_names());
+        // A hint found while compiling (floor division written `//`) is the more precise one.
+        if error.hint.is_none() {
+            error.hint = hints::hint(typed, compiled, &site, &self.known_names());
+        }
         error
     }
 

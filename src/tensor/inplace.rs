@@ -75,15 +75,24 @@ impl Tensor {
 
     fn inplace_tensor(&self, other: &Tensor, op: BinaryOp, name: &'static str) -> Result<Tensor> {
         self.check_inplace()?;
-        self.check_cast(result_type(self, other))?;
+        let promoted = result_type(self, other);
+        // True division makes floats of integers, which an integer tensor cannot hold.
+        let result = if op == BinaryOp::Div && !promoted.is_float() {
+            DType::F32
+        } else {
+            promoted
+        };
+        self.check_cast(result)?;
         let record_it = needs_grad(&[self, other]);
-        // mul_ needs the old value of self for other's gradient.
-        let old_self = if record_it && op == BinaryOp::Mul && other.requires_grad() {
+        let scales = matches!(op, BinaryOp::Mul | BinaryOp::Div);
+        // mul_ and div_ need the old value of self for other's gradient.
+        let old_self = if record_it && scales && other.requires_grad() {
             Some(SavedTensor::new(&self.contiguous_copy()?)?)
         } else {
             None
         };
-        let keep_other = if record_it && op == BinaryOp::Mul && self.requires_grad() {
+        // ... and other for self's gradient (div_ also for other's own).
+        let keep_other = if record_it && scales && (self.requires_grad() || op == BinaryOp::Div) {
             Some(SavedTensor::new(other)?)
         } else {
             None
@@ -95,24 +104,26 @@ impl Tensor {
                 self,
                 name,
                 &[self, other],
-                op == BinaryOp::Mul,
+                scales,
                 Box::new(move |g, m| {
-                    let ga = if !m[0] {
-                        None
-                    } else if let Some(b) = &keep_other {
-                        Some(g.mul(b.get()?)?.sum_to_size(&sa)?)
-                    } else {
-                        Some(g.sum_to_size(&sa)?)
+                    let ga = match (m[0], &keep_other, op) {
+                        (false, ..) => None,
+                        (true, Some(b), BinaryOp::Div) => Some(g.div(b.get()?)?.sum_to_size(&sa)?),
+                        (true, Some(b), _) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
+                        (true, None, _) => Some(g.sum_to_size(&sa)?),
                     };
                     let gb = if !m[1] {
                         None
                     } else {
-                        match op {
-                            BinaryOp::Sub => Some(g.neg()?.sum_to_size(&sb)?),
-                            BinaryOp::Mul => match &old_self {
-                                Some(a) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
-                                None => None,
-                            },
+                        match (op, &old_self, &keep_other) {
+                            (BinaryOp::Sub, ..) => Some(g.neg()?.sum_to_size(&sb)?),
+                            (BinaryOp::Mul, Some(a), _) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
+                            // d(a / b)/db = -a / b²
+                            (BinaryOp::Div, Some(a), Some(b)) => {
+                                let b = b.get()?;
+                                Some(g.neg()?.mul(&a.get()?.div(b)?.div(b)?)?.sum_to_size(&sb)?)
+                            }
+                            (BinaryOp::Mul | BinaryOp::Div, ..) => None,
                             _ => Some(g.sum_to_size(&sb)?),
                         }
                     };
@@ -135,6 +146,10 @@ impl Tensor {
     pub fn mul_(&self, other: &Tensor) -> Result<Tensor> {
         self.inplace_tensor(other, BinaryOp::Mul, "MulBackward0")
     }
+    /// `self /= other` (true division; an integer `self` is PyTorch's cast error).
+    pub fn div_(&self, other: &Tensor) -> Result<Tensor> {
+        self.inplace_tensor(other, BinaryOp::Div, "DivBackward0")
+    }
 
     fn inplace_scalar(&self, op: BinaryOp, s: Scalar, name: &'static str) -> Result<Tensor> {
         self.check_inplace()?;
@@ -151,10 +166,10 @@ impl Tensor {
                 &[self],
                 false,
                 Box::new(move |g, _| {
-                    Ok(vec![Some(if op == BinaryOp::Mul {
-                        g.mul_scalar(s)?
-                    } else {
-                        g.clone()
+                    Ok(vec![Some(match op {
+                        BinaryOp::Mul => g.mul_scalar(s)?,
+                        BinaryOp::Div => g.div_scalar(s)?,
+                        _ => g.clone(),
                     })])
                 }),
             );

@@ -69,7 +69,7 @@ fn check_bool_op(op: BinaryOp, dtype: DType) -> Result<()> {
 fn output_dtype(op: BinaryOp, promoted: DType) -> DType {
     match op {
         BinaryOp::Div if !promoted.is_float() => DType::F32,
-        BinaryOp::Eq => DType::Bool,
+        cmp if cmp.is_comparison() => DType::Bool,
         _ => promoted,
     }
 }

@@ -1,6 +1,7 @@
 //! Tensors: the `Tensor` handle, shapes and views, dtypes, op dispatch, PyTorch-style printing.
 
 pub mod collective;
+mod compare;
 mod convert;
 mod creation;
 pub mod dtype;

@@ -218,7 +218,9 @@ fn binary_f64(op: BinaryOp) -> impl Fn(f64, f64) -> f64 + Sync + Send {
         BinaryOp::Mul => a * b,
         BinaryOp::Div => a / b,
         BinaryOp::Pow => a.powf(b),
-        BinaryOp::Eq => (a == b) as u8 as f64,
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            super::compare::holds(op, a, b) as u8 as f64
+        }
         BinaryOp::ReluBackward => {
             if b > 0.0 {
                 a
@@ -253,7 +255,7 @@ fn binary_i64(op: BinaryOp, bool_dst: bool) -> impl Fn(i64, i64) -> i64 + Sync +
                 0
             }
         }
-        BinaryOp::Eq => (a == b) as i64,
+        cmp if cmp.is_comparison() => super::compare::holds(cmp, a, b) as i64,
         other => binary_f64(other)(a as f64, b as f64) as i64,
     }
 }
@@ -365,6 +367,10 @@ fn binary_f32_rows(op: BinaryOp, lhs: &Operand, rhs: &Operand, dst: &Operand) ->
 
 /// `dst = lhs op rhs`, operands broadcast to `dst`'s shape.
 pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
+    if op.is_comparison() {
+        super::compare::compare(op, lhs, rhs, dst);
+        return Ok(());
+    }
     if contiguous_same(&lhs, &dst) && contiguous_same(&rhs, &dst) {
         match dst.dtype {
             DType::F32 if binary_f32_fast(op, &lhs, &rhs, &dst) => return Ok(()),
@@ -383,11 +389,7 @@ pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<
         SendPtr(rhs.ptr as usize),
         SendPtr(dst.ptr as usize),
     );
-    let float = if op == BinaryOp::Eq {
-        lhs.dtype.is_float() || rhs.dtype.is_float()
-    } else {
-        dst.dtype.is_float()
-    };
+    let float = dst.dtype.is_float();
     let ff = binary_f64(op);
     let fi = binary_i64(op, dst.dtype == DType::Bool);
     for_chunks(dst.layout.numel(), |start, len| unsafe {
@@ -421,6 +423,10 @@ pub fn binary_scalar(
     scalar_first: bool,
     dst: Operand,
 ) -> Result<()> {
+    if op.is_comparison() {
+        super::compare::compare_scalar(op, src, scalar, scalar_first, dst);
+        return Ok(());
+    }
     let ff = binary_f64(op);
     if contiguous_same(&src, &dst) && dst.dtype == DType::F32 {
         // Compute in f32 like PyTorch's CPU kernels; the scalar is rounded to f32 first.

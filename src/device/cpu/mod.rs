@@ -1,5 +1,6 @@
 //! The CPU backend: host memory and the host kernels (also used by the simulated GPU).
 
+mod compare;
 mod elementwise;
 mod matmul;
 mod parallel;

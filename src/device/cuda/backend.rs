@@ -117,6 +117,11 @@ fn binary_kernel(op: BinaryOp) -> (&'static str, f64, f64) {
         BinaryOp::Div => ("div", 0.0, 0.0),
         BinaryOp::Pow => ("pow", 0.0, 0.0),
         BinaryOp::Eq => ("eq", 0.0, 0.0),
+        BinaryOp::Ne => ("ne", 0.0, 0.0),
+        BinaryOp::Lt => ("lt", 0.0, 0.0),
+        BinaryOp::Le => ("le", 0.0, 0.0),
+        BinaryOp::Gt => ("gt", 0.0, 0.0),
+        BinaryOp::Ge => ("ge", 0.0, 0.0),
         BinaryOp::ReluBackward => ("relu_bw", 0.0, 0.0),
         BinaryOp::SigmoidBackward => ("sigmoid_bw", 0.0, 0.0),
         BinaryOp::TanhBackward => ("tanh_bw", 0.0, 0.0),
@@ -193,7 +198,7 @@ impl Backend for CudaBackend {
     }
     fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         let (name, p0, p1) = binary_kernel(op);
-        let compute = if op == BinaryOp::Eq {
+        let compute = if op.is_comparison() {
             compare_type(lhs.dtype, rhs.dtype)
         } else {
             dst.dtype.into()
@@ -212,15 +217,14 @@ impl Backend for CudaBackend {
         dst: Operand,
     ) -> Result<()> {
         let (name, _, _) = binary_kernel(op);
-        let compute = if op == BinaryOp::Eq {
-            compare_type(
-                src.dtype,
-                if matches!(scalar, Scalar::Float(_)) {
-                    DType::F64
-                } else {
-                    src.dtype
-                },
-            )
+        let compute = if op.is_comparison() {
+            // The tensor layer has rounded the number to the tensor's dtype where PyTorch
+            // compares in it; only an integer tensor against a float needs a float type.
+            let number_type = match scalar {
+                Scalar::Float(_) if !src.dtype.is_float() => DType::F64,
+                _ => src.dtype,
+            };
+            compare_type(src.dtype, number_type)
         } else {
             dst.dtype.into()
         };
