@@ -255,6 +255,7 @@ fn del_of_an_item_frees_that_tensor_at_once() {
 
 #[test]
 fn del_of_grad_clears_the_gradient_and_keeps_the_tensor() {
+    let (_guard, _) = common::gpu();
     for device in common::devices() {
         let (mut s, _) = Session::captured("<test>");
         let dev = match device {

@@ -12,6 +12,7 @@ fn value(outcome: Outcome) -> String {
 
 #[test]
 fn a_function_reads_top_level_variables() {
+    let (_guard, _) = common::gpu();
     for device in common::devices() {
         let (mut s, _) = Session::captured("<test>");
         let dev = match device {

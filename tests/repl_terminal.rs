@@ -169,13 +169,11 @@ fn ctrl_c_stops_running_code_and_keeps_the_session(mut r: Repl) {
     r.send("\x03");
     r.expect("KeyboardInterrupt");
     // The tensor made before survives, and nothing the loop made is left allocated but its
-    // last `t`, which stays bound as in Python (40448 B) until deleted.
-    let out = r.run("print(`kept=${kept.shape} allocated=${memory_allocated()}`)");
-    assert!(
-        out.contains(&format!("kept=[1000, 1000] allocated={}", X + 40448)),
-        "{out}"
-    );
-    let out = r.run("del t; print(`allocated=${memory_allocated()}`)");
+    // last `t`, which stays bound as in Python until deleted (unless the interrupt came before
+    // the first one was bound).
+    let out = r.run("print(`kept=${kept.shape}`)");
+    assert!(out.contains("kept=[1000, 1000]"), "{out}");
+    let out = r.run("try { del t; } catch (e) {} print(`allocated=${memory_allocated()}`)");
     assert!(out.contains(&format!("allocated={X}")), "{out}");
     // A second interrupt works as well as the first.
     r.send("print(\"again\"); loop {}\r");
