@@ -69,6 +69,7 @@ fn devices() -> Vec<&'static str> {
 
 #[test]
 fn operators_and_methods_compare_elementwise_into_bool_tensors() {
+    let (_guard, _) = common::gpu();
     type F = fn(f64, f64, f64) -> bool;
     let cases: [(&str, F); 16] = [
         ("a > b", |a, b, _| a > b),
@@ -103,6 +104,7 @@ fn operators_and_methods_compare_elementwise_into_bool_tensors() {
 
 #[test]
 fn integer_and_bool_tensors_compare_with_any_number() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         for (expr, want) in [
@@ -125,6 +127,7 @@ fn integer_and_bool_tensors_compare_with_any_number() {
 
 #[test]
 fn a_number_is_compared_in_the_tensor_s_dtype_as_pytorch_does() {
+    let (_guard, _) = common::gpu();
     // 0.1 rounded to float32 is the tensor's 0.1: equal, not greater (PyTorch prints the same).
     for device in devices() {
         let mut s = session(device);
@@ -155,6 +158,7 @@ fn a_number_is_compared_in_the_tensor_s_dtype_as_pytorch_does() {
 
 #[test]
 fn a_scalar_comparison_echoes_as_a_bool_tensor() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         let suffix = if device == "cuda" {
@@ -175,6 +179,7 @@ fn a_scalar_comparison_echoes_as_a_bool_tensor() {
 
 #[test]
 fn masks_multiply_sum_and_stop_gradients() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         let code = "let m = a > 0; [(a * m).flatten().tolist(), (m * a).dtype, m.sum().item(), m.sum().dtype]";
@@ -197,6 +202,7 @@ fn masks_multiply_sum_and_stop_gradients() {
 
 #[test]
 fn shape_and_device_errors_are_pytorch_s_and_the_session_goes_on() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         let e = error(&mut s, "ones(2, dev) > ones(3, dev)");
@@ -256,6 +262,7 @@ fn a_bool_tensor_takes_one_byte_an_element() {
 
 #[test]
 fn conditions_take_one_element_tensors_as_pytorch_s_bool() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         let cases = [
@@ -315,6 +322,7 @@ fn conditions_take_one_element_tensors_as_pytorch_s_bool() {
 
 #[test]
 fn conditions_take_python_s_truth_of_other_values() {
+    let (_guard, _) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
     // (Rhai's parser refuses a literal number as a condition, so the values come in variables.)
     for (code, want) in [
@@ -341,6 +349,7 @@ fn conditions_take_python_s_truth_of_other_values() {
 
 #[test]
 fn inside_a_fn_a_tensor_condition_asks_for_bool() {
+    let (_guard, _) = common::gpu();
     // Function bodies keep Rhai's own evaluation (the rewrite cannot rebuild them), so a tensor
     // condition there is an error that says what to write.
     let (mut s, _) = Session::captured("<test>");

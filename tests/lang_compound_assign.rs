@@ -36,6 +36,7 @@ fn error(s: &mut Session, code: &str) -> ScriptError {
 
 #[test]
 fn each_operator_updates_the_same_storage() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         eval(
@@ -65,6 +66,7 @@ fn each_operator_updates_the_same_storage() {
 
 #[test]
 fn an_sgd_step_under_no_grad_keeps_the_leaf() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         let code = "let w = tensor([1.0, -2.0, 3.0], #{device: dev.device, requires_grad: true});
@@ -85,6 +87,7 @@ fn an_sgd_step_under_no_grad_keeps_the_leaf() {
 
 #[test]
 fn a_leaf_that_requires_grad_is_refused_outside_no_grad() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         eval(
@@ -117,6 +120,7 @@ fn a_leaf_that_requires_grad_is_refused_outside_no_grad() {
 
 #[test]
 fn in_place_ops_on_graph_tensors_record_their_gradients() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         eval(
@@ -156,6 +160,7 @@ fn in_place_ops_on_graph_tensors_record_their_gradients() {
 
 #[test]
 fn the_result_dtype_must_fit_the_tensor() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         eval(&mut s, "let i = tensor([1, 2, 3], dev);");
@@ -209,6 +214,7 @@ fn the_result_dtype_must_fit_the_tensor() {
 
 #[test]
 fn other_targets_follow_python() {
+    let (_guard, _) = common::gpu();
     for device in devices() {
         let mut s = session(device);
         // An int has no in-place add: `k += t` rebinds k to a new tensor.
