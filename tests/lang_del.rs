@@ -256,12 +256,8 @@ fn del_of_an_item_frees_that_tensor_at_once() {
 #[test]
 fn del_of_grad_clears_the_gradient_and_keeps_the_tensor() {
     let (_guard, _) = common::gpu();
-    for device in common::devices() {
+    for dev in common::device_names() {
         let (mut s, _) = Session::captured("<test>");
-        let dev = match device {
-            torchlet::device::Device::Cpu => "cpu".to_string(),
-            torchlet::device::Device::Cuda(i) => format!("cuda:{i}"),
-        };
         let code = format!(
             r#"let w = ones(3, #{{device: "{dev}", requires_grad: true}});
             (w * 2).sum().backward(); del w.grad; [w.grad == (), w.requires_grad]"#

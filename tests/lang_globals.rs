@@ -13,12 +13,8 @@ fn value(outcome: Outcome) -> String {
 #[test]
 fn a_function_reads_top_level_variables() {
     let (_guard, _) = common::gpu();
-    for device in common::devices() {
+    for dev in common::device_names() {
         let (mut s, _) = Session::captured("<test>");
-        let dev = match device {
-            torchlet::device::Device::Cpu => "cpu".to_string(),
-            torchlet::device::Device::Cuda(i) => format!("cuda:{i}"),
-        };
         let code = format!(
             r#"let w = ones(3, #{{device: "{dev}"}}) * 2;
             let lr = 0.5;

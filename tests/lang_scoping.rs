@@ -2,7 +2,6 @@
 //! block, `x = …` binds a new name, and a loop's previous value lives until it is rebound.
 mod common;
 
-use torchlet::device::Device;
 use torchlet::session::{Outcome, Session};
 
 fn value(outcome: Outcome) -> String {
@@ -16,19 +15,11 @@ fn error_kind(outcome: Outcome) -> String {
     outcome.error.expect("an error").kind
 }
 
-fn device_name(device: Device) -> String {
-    match device {
-        Device::Cpu => "cpu".into(),
-        Device::Cuda(i) => format!("cuda:{i}"),
-    }
-}
-
 #[test]
 fn names_bound_in_blocks_outlive_the_block() {
     let (_guard, _) = common::gpu();
-    for device in common::devices() {
+    for dev in common::device_names() {
         let (mut s, _) = Session::captured("<test>");
-        let dev = device_name(device);
         let code = format!(
             r#"let dev = #{{device: "{dev}"}};
             for i in 0..3 {{ let last = ones(2, dev) * i; }}
@@ -77,9 +68,8 @@ fn a_plain_block_keeps_its_names_local() {
 #[test]
 fn rebinding_in_a_block_keeps_one_binding_of_the_name() {
     let (_guard, _) = common::gpu();
-    for device in common::devices() {
+    for dev in common::device_names() {
         let (mut s, _) = Session::captured("<test>");
-        let dev = device_name(device);
         let code = format!(
             r#"let t = ones(3, #{{device: "{dev}"}});
             if true {{ let t = t * 2; }}
