@@ -1,6 +1,7 @@
 //! What a script statement costs on top of the op it runs: tensor op dispatch through the Rhai
 //! engine on a 10×10 CPU tensor, plain int arithmetic with an `if`, and `let t = empty(...); del t`
-//! on the simulated GPU (a cache hit).
+//! on the simulated GPU (a cache hit); the tensor cases also with provenance naming each
+//! statement, as a session runs them, against the same without names.
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,12 @@ use torchlet::session::{CapturedOutput, InterruptHandle};
 /// Time `iters` runs of `body` inside one compiled script loop (the loop's own few tens of
 /// nanoseconds per turn are included: a statement never runs without one).
 fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
+    timed_loop(setup, body, iters, false)
+}
+
+/// [`per_iteration`], with provenance on when `named`: each allocating statement is named
+/// `FILE:LINE:COL: text` and the name travels with its allocations, as in a session.
+fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
     let engine = torchlet::script::new_engine(
         Rc::new(CapturedOutput::default()),
         InterruptHandle::default(),
@@ -19,7 +26,7 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
         .run_with_scope(&mut scope, setup)
         .expect("setup runs");
     let timed = |code: String| {
-        let ast = engine.compile_with_scope(&scope, code).expect("compiles");
+        let ast = engine.compile_with_scope(&scope, &code).expect("compiles");
         // As a session runs it: with CPython's lifetimes for temporaries.
         let ast = torchlet::script::Lifetimes::new(&engine).rewrite(
             &engine,
@@ -29,9 +36,14 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
             false,
         );
         let mut scope = scope.clone();
+        if named {
+            torchlet::script::provenance::begin_input("<bench>", &code);
+        }
         let start = Instant::now();
         engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
-        start.elapsed()
+        let elapsed = start.elapsed();
+        torchlet::script::provenance::end_input();
+        elapsed
     };
     timed(format!("for i in 0..{iters} {{ {body} }}"))
 }
@@ -62,6 +74,22 @@ fn dispatch(c: &mut Criterion) {
             )
         })
     });
+    group.bench_function("x * 2 on a 10x10 cpu tensor, with provenance", |b| {
+        b.iter_custom(|iters| timed_loop("let x = ones(10, 10);", "let y = x * 2;", iters, true))
+    });
+    group.bench_function(
+        "let t = empty(1000000) on cuda; del t, with provenance",
+        |b| {
+            b.iter_custom(|iters| {
+                timed_loop(
+                    "let d = #{device: \"cuda\"}; let warm = empty(1000000, d); warm = ();",
+                    "let t = empty(1000000, d); del t;",
+                    iters,
+                    true,
+                )
+            })
+        },
+    );
     group.finish();
 }
 

@@ -40,6 +40,8 @@ pub(super) struct Inner<M> {
     /// The peak of allocated bytes since the last `take_window_peak` (the ledger's, apart from
     /// the user's `max_memory_allocated`).
     pub window_peak: i64,
+    /// What the last out-of-memory failure found, until someone takes it.
+    pub last_oom: Option<super::oom_diagnosis::OomDiagnosis>,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -62,6 +64,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 expandable: Vec::new(),
                 fail_after: None,
                 window_peak: 0,
+                last_oom: None,
             }),
         }
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::caching::CachingAllocator;
 use super::error::AllocError;
 use super::history::HistoryOptions;
+use super::oom_diagnosis::OomDiagnosis;
 use super::raw::RawMemory;
 use super::snapshot::Snapshot;
 use super::{DevicePtr, StreamId};
@@ -66,6 +67,8 @@ pub trait DeviceAllocator: Send + Sync {
     /// The most bytes allocated at once since the last call (at least what is allocated now);
     /// a window of its own, so `max_memory_allocated` is untouched.
     fn take_window_peak(&self) -> u64;
+    /// What the last out-of-memory failure on this device found, taken once.
+    fn take_oom_diagnosis(&self) -> Option<OomDiagnosis>;
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -129,7 +132,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
         self.lock().snapshot()
     }
     fn record_memory_history(&self, options: HistoryOptions) {
-        self.lock().history.configure(options);
+        let mut inner = self.lock();
+        let nothing_reserved = inner.total_allocated_memory == 0;
+        inner.history.configure(options, nothing_reserved);
     }
     fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError> {
         if !(0.0..=1.0).contains(&fraction) {
@@ -161,6 +166,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn fail_after(&self, requests: Option<u64>) {
         self.lock().fail_after = requests;
+    }
+    fn take_oom_diagnosis(&self) -> Option<OomDiagnosis> {
+        self.lock().last_oom.take()
     }
     fn take_window_peak(&self) -> u64 {
         let mut inner = self.lock();

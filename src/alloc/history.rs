@@ -145,6 +145,9 @@ pub(crate) struct History {
     pub enabled: bool,
     max_entries: usize,
     entries: VecDeque<TraceEntry>,
+    /// Whether the entries hold everything since the device held no memory: recording began
+    /// with nothing reserved and no entry has been dropped since. Only then can it be replayed.
+    complete: bool,
 }
 
 /// Microseconds since the Unix epoch.
@@ -155,9 +158,14 @@ fn now_us() -> i64 {
 }
 
 impl History {
-    /// Applies `record_memory_history` options.
-    pub fn configure(&mut self, options: HistoryOptions) {
+    /// Applies `record_memory_history` options; `nothing_reserved` says whether the device holds
+    /// no memory now, so that a history starting here is complete.
+    pub fn configure(&mut self, options: HistoryOptions, nothing_reserved: bool) {
+        let starts = !self.enabled || options.clear_history;
         self.enabled = options.enabled.is_some();
+        if starts {
+            self.complete = nothing_reserved;
+        }
         self.max_entries = match options.enabled {
             Some(HistoryMode::State) => 1,
             _ => options.max_entries.max(1),
@@ -167,6 +175,7 @@ impl History {
         }
         while self.entries.len() > self.max_entries {
             self.entries.pop_front();
+            self.complete = false;
         }
     }
 
@@ -181,6 +190,7 @@ impl History {
     ) {
         if self.entries.len() >= self.max_entries {
             self.entries.pop_front();
+            self.complete = false;
         }
         self.entries.push_back(TraceEntry {
             action,
@@ -195,5 +205,10 @@ impl History {
     /// The entries, oldest first.
     pub fn entries(&self) -> Vec<TraceEntry> {
         self.entries.iter().cloned().collect()
+    }
+
+    /// The entries, oldest first, when they tell everything since the device held no memory.
+    pub fn complete_entries(&self) -> Option<&VecDeque<TraceEntry>> {
+        (self.enabled && self.complete).then_some(&self.entries)
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Map: `size` (rounding and segment sizes), `config` (settings), `block` (arena and pools),
 //! `caching` (malloc/free, split/merge), `release` (empty_cache, OOM flushes, GC), `expandable`
-//! (page-mapped segments), `oom` (the error message), `stats`, `summary`, `history`, `snapshot`,
+//! (page-mapped segments), `oom` (the error message), `oom_diagnosis` and `replay` (what torchlet adds to it), `stats`, `summary`, `history`, `snapshot`,
 //! `device_allocator` (the object-safe face), `sim_memory` (the simulated GPU's memory).
 
 mod block;
@@ -14,8 +14,10 @@ mod expandable;
 mod history;
 mod introspect;
 mod oom;
+mod oom_diagnosis;
 mod raw;
 mod release;
+mod replay;
 mod sim_memory;
 mod size;
 mod snapshot;
@@ -30,7 +32,9 @@ pub use device_allocator::DeviceAllocator;
 pub use error::AllocError;
 pub use history::{HistoryMode, HistoryOptions, TraceAction, TraceEntry};
 pub use oom::{OomReport, MEMORY_MANAGEMENT_URL};
+pub use oom_diagnosis::OomDiagnosis;
 pub use raw::{DevicePtr, RawError, RawMemory};
+pub use replay::ReplayVerdict;
 pub use sim_memory::SimulatedMemory;
 pub use size::{
     format_size, get_allocation_size, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC, ONE_EXA_BYTES,

@@ -72,6 +72,8 @@ impl<M: RawMemory> Inner<M> {
             Ok(info) => info,
             Err(e) => return AllocError::from_raw(e, "device memory query"),
         };
+        // Diagnosed before the `oom` entry, so that a replay ends where the device failed.
+        self.last_oom = Some(self.diagnose_oom(size));
         self.trace(TraceAction::Oom, free as u64, size, stream, None);
         self.stats.num_ooms += 1;
         let report = OomReport {

@@ -19,7 +19,8 @@ pub use backend::{
 };
 pub use registry::{
     backend, blas_workspaces, cuda_allocator, cuda_device_count, cuda_is_available, current_device,
-    get_device_name, is_simulated, parse_size, set_device, started_cuda_allocator, synchronize,
+    get_device_name, is_simulated, parse_size, set_device, started_cuda_allocator,
+    started_cuda_allocators, synchronize,
 };
 pub use storage::Storage;
 

@@ -180,6 +180,19 @@ pub fn cuda_allocator(index: usize) -> Result<Arc<dyn DeviceAllocator>> {
         .ok_or_else(|| TensorError::runtime(format!("cuda:{index} has no caching allocator")))
 }
 
+/// The allocators of every CUDA device, with their indices, if CUDA has been started; never
+/// starts it.
+pub fn started_cuda_allocators() -> Vec<(usize, Arc<dyn DeviceAllocator>)> {
+    let Some(Ok(devices)) = CUDA.get() else {
+        return Vec::new();
+    };
+    devices
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((i, d.allocator()?)))
+        .collect()
+}
+
 /// cuda:`index`'s allocator if CUDA has been started; never starts it (for watchers that run on
 /// every loop iteration, and must not bring up a GPU for a CPU-only script).
 pub fn started_cuda_allocator(index: usize) -> Option<Arc<dyn DeviceAllocator>> {

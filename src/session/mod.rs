@@ -11,6 +11,7 @@ mod frontend;
 pub mod holders;
 pub mod ledger;
 pub mod memory;
+mod oom_notes;
 mod outcome;
 mod spelling;
 mod trace;
@@ -114,9 +115,17 @@ impl Session {
         self.interrupt.clear();
         crate::autograd::forget_unclaimed_saves();
         crate::script::leaks::reset();
+        self.forget_oom_diagnoses();
         let mark = self.before_input();
         let started = Instant::now();
-        let result = self.run(code);
+        let result = self.run(code).map_err(|mut error| {
+            if error.kind == "OutOfMemoryError" {
+                for note in self.oom_notes() {
+                    error.message = format!("{}\n{note}", error.message);
+                }
+            }
+            error
+        });
         let elapsed = started.elapsed();
         let outcome = match result {
             Ok(value) => Outcome {
