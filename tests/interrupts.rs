@@ -78,3 +78,58 @@ fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
         assert_eq!(value(&mut s, "(x * 0).sum().item()"), "0.0");
     }
 }
+
+/// Out of memory again and again under a cap: each request flushes the cache, retries, and
+/// fails; the next one makes a new segment for the flush to release.
+const RETRIES: &str = r#"started();
+loop {
+    try { let b = empty(15000000, #{device: "cuda"}); } catch (e) { failed += 1; }
+    let c = empty(1250000, #{device: "cuda"});
+    c = ();
+}"#;
+
+#[test]
+fn an_interrupt_during_allocation_retries_keeps_the_session_whole() {
+    let (_guard, a) = common::gpu();
+    let retries = || a.memory_stats()["num_alloc_retries"];
+    let retries_before = retries();
+    for delay_us in [0, 30, 100, 300, 1000, 3000] {
+        let started = Arc::new(AtomicBool::new(false));
+        let mut s = session(started.clone());
+        // 80 MiB beyond what the session holds (its tensors and the cuBLAS workspaces).
+        let cap_bytes = a.memory_reserved() + (80 << 20);
+        let cap = cap_bytes as f64 / a.mem_get_info().unwrap().1 as f64;
+        value(
+            &mut s,
+            &format!("cuda::set_per_process_memory_fraction({cap}); failed = 0;"),
+        );
+        value(&mut s, "keep30 = empty(7500000, #{device: \"cuda\"});");
+        let before = a.memory_allocated();
+        let handle = s.interrupt_handle();
+        let stopper = std::thread::spawn(move || {
+            while !started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_micros(delay_us));
+            handle.interrupt();
+        });
+        let error = s.execute(RETRIES).error.expect("interrupted");
+        stopper.join().unwrap();
+        assert_eq!(error.kind, "KeyboardInterrupt", "after {delay_us} µs");
+        let _ = s.execute("del b;");
+        let _ = s.execute("c = ();");
+        assert_eq!(a.memory_allocated(), before, "after {delay_us} µs");
+        assert!(a.memory_reserved() <= cap_bytes, "the cap held");
+        // The session goes on: what was bound is there, and the cap can be lifted.
+        assert_eq!(value(&mut s, "keep30.numel()"), "7500000");
+        value(
+            &mut s,
+            "cuda::set_per_process_memory_fraction(1.0); keep30 = ();",
+        );
+        a.empty_cache();
+    }
+    assert!(
+        retries() > retries_before,
+        "the interrupts fell among retries"
+    );
+}
