@@ -50,6 +50,8 @@ pub trait DeviceAllocator: Send + Sync {
     fn snapshot(&self) -> Snapshot;
     /// Starts, changes or stops history recording.
     fn record_memory_history(&self, options: HistoryOptions);
+    /// Whether history is being recorded.
+    fn history_enabled(&self) -> bool;
     /// Limits this process to `fraction` of the device's total memory (0 to 1).
     fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError>;
     /// `(free, total)` bytes of the whole device.
@@ -130,6 +132,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn record_memory_history(&self, options: HistoryOptions) {
         self.lock().history.configure(options);
+    }
+    fn history_enabled(&self) -> bool {
+        self.lock().history.enabled
     }
     fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError> {
         if !(0.0..=1.0).contains(&fraction) {

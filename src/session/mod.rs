@@ -11,7 +11,9 @@ mod frontend;
 pub mod holders;
 pub mod ledger;
 pub mod memory;
+mod memplot;
 mod outcome;
+mod picture;
 mod spelling;
 mod trace;
 mod traceback;
@@ -24,6 +26,7 @@ pub use traceback::Frame;
 pub use complete::{Candidate, Completion, CompletionKind};
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use outcome::{Completeness, DisplayData, Outcome, ScriptError};
+pub use picture::Picture;
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
