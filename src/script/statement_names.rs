@@ -85,7 +85,7 @@ mod tests {
     fn the_kth_column_of_a_line_is_its_kth_statement() {
         let a = "s.rhai:3:5: let a = f(); let b = g();";
         let b = "s.rhai:3:16: let a = f(); let b = g();";
-        let unindented = "<in>:1:12: let a = f(); let b = g();";
+        let unindented = "<in>:1:14: let a = f(); let b = g();";
         assert_eq!(
             Namer::new([unindented])
                 .name(Some(unindented))
