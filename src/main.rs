@@ -41,6 +41,10 @@ struct RunArgs {
     /// After the run, print per source line: runs, Δallocated, Δreserved, peak, segments.
     #[arg(long)]
     ledger: bool,
+    /// Record GPU memory history from the start and write it here at the end, also on error
+    /// (.json, or .pickle), for PyTorch's memory viewer.
+    #[arg(long, value_name = "OUT.json")]
+    snapshot: Option<PathBuf>,
     /// Arguments the script sees as `ARGS`.
     #[arg(trailing_var_arg = true)]
     args: Vec<String>,
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => {
             let options = torchlet::runner::RunOptions {
                 ledger: args.ledger,
+                snapshot: args.snapshot,
             };
             torchlet::runner::run(
                 args.file.as_deref(),

@@ -7,10 +7,12 @@ use std::rc::Rc;
 use crate::session::{Session, SessionOptions, StdioFrontend};
 
 /// How `torchlet run` runs a script.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Keep the per-line ledger and print it after the run.
     pub ledger: bool,
+    /// Record memory history from the start and dump it here at the end (`--snapshot`).
+    pub snapshot: Option<std::path::PathBuf>,
 }
 
 /// Run a file (or `code`, if given) to the end; exit code 1 on error.
@@ -52,6 +54,12 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
         .map(|a| rhai::Dynamic::from(a.clone()))
         .collect();
     session.set_variable("ARGS", args.into());
+    if let Some(path) = &run.snapshot {
+        if let Err(e) = crate::script::snapshot_dump::record_everywhere() {
+            eprintln!("torchlet: --snapshot {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
     let outcome = if run.ledger {
         let (outcome, lines) = session.execute_with_ledger(text);
         let device = crate::device::current_device();
@@ -61,8 +69,14 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
     } else {
         session.execute(text)
     };
+    // Written also when the script failed: the snapshot then shows the memory up to the failure.
+    let dumped = run.snapshot.as_deref().map_or(true, write_snapshot);
     let Some(error) = outcome.error else {
-        return ExitCode::SUCCESS;
+        return if dumped {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     };
     match error.system_exit() {
         Some((status, text)) => {
@@ -77,6 +91,23 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
                 None => eprintln!("{}", error.located()),
             }
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--snapshot PATH`: dump every device's history; whether it was written (a message says if not).
+fn write_snapshot(path: &Path) -> bool {
+    match crate::script::snapshot_dump::dump(&path.to_string_lossy()) {
+        Ok(events) => {
+            eprintln!(
+                "torchlet: wrote {} ({events} events) for PyTorch's memory viewer",
+                path.display()
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("torchlet: --snapshot: {e}");
+            false
         }
     }
 }

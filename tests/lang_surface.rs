@@ -182,6 +182,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         r#"() | display: "tensor([1, 2])""#,
     ),
     (
+        "plot_memory",
+        "cuda::record_memory_history(); let x = empty([1000, 1000], gpu); plot_memory(); cuda::record_memory_history(()); let k = \"\"; try { plot_memory() } catch (e) { k = e.kind; } k",
+        r#"RuntimeError | picture: svg=true"#,
+    ),
+    (
         "clear_output",
         "print(\"a\"); clear_output(); clear_output(true)",
         r#"() | stdout: "a\n" | clear_output | clear_output"#,
@@ -611,6 +616,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         r#"[["segment_alloc", "alloc", "free_requested", "free_completed"], [{SEGMENT}, {X_REQUESTED}, {X_REQUESTED}, {X_REQUESTED}], 0]"#,
     ),
     (
+        "cuda::dump_snapshot",
+        "cuda::record_memory_history(()); let k = []; try { cuda::dump_snapshot(\"s.json\") } catch (e) { k.push(e.kind); } cuda::record_memory_history(); let x = empty([1000, 1000], gpu); try { cuda::dump_snapshot(\"/no/such/dir/s.pickle\") } catch (e) { k.push(e.kind); } cuda::record_memory_history(()); k",
+        r#"["RuntimeError", "OSError"]"#,
+    ),
+    (
         "cuda::all_reduce",
         "let n = cuda::device_count(); let ts = []; let total = 0.0; for d in 0..n { ts.push(full([2], 2.0 + d, #{device: `cuda:${d}`})); total += 2.0 + d; } cuda::all_reduce(ts); let summed = ts.all(|t| vals(t) == [total, total]); for d in 0..n { ts[d].fill_(2.0 + d); } cuda::all_reduce(ts, \"min\"); [summed, ts.all(|t| vals(t) == [2.0, 2.0]), ts[n - 1].device == `cuda:${n - 1}`]",
         "[true, true, true]",
@@ -777,6 +787,7 @@ fn observe(s: &mut Session, out: &CapturedOutput, snippet: &str) -> Result<Strin
             OutputEvent::Stderr(s) => format!(" | stderr: {s:?}"),
             OutputEvent::Display(d) => format!(" | display: {:?}", d.plain),
             OutputEvent::ClearOutput => " | clear_output".to_string(),
+            OutputEvent::Picture(p) => format!(" | picture: svg={}", p.svg.starts_with("<svg")),
         };
     }
     Ok(text)

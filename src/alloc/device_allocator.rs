@@ -51,6 +51,8 @@ pub trait DeviceAllocator: Send + Sync {
     fn snapshot(&self) -> Snapshot;
     /// Starts, changes or stops history recording.
     fn record_memory_history(&self, options: HistoryOptions);
+    /// Whether history is being recorded.
+    fn history_enabled(&self) -> bool;
     /// Limits this process to `fraction` of the device's total memory (0 to 1).
     fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError>;
     /// `(free, total)` bytes of the whole device.
@@ -135,6 +137,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
         let mut inner = self.lock();
         let nothing_reserved = inner.total_allocated_memory == 0;
         inner.history.configure(options, nothing_reserved);
+    }
+    fn history_enabled(&self) -> bool {
+        self.lock().history.enabled
     }
     fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError> {
         if !(0.0..=1.0).contains(&fraction) {

@@ -242,6 +242,23 @@ impl Frontend for KernelFrontend {
         });
     }
 
+    fn picture(&self, picture: &crate::session::Picture) {
+        let (data, display_id) = replies::picture_media(picture);
+        if picture.update && display_id.is_some() {
+            self.publisher.output(jupyter_protocol::UpdateDisplayData {
+                data,
+                metadata: Default::default(),
+                transient: jupyter_protocol::Transient { display_id },
+            });
+        } else {
+            self.publisher.output(WireDisplay {
+                data,
+                metadata: Default::default(),
+                transient: Some(jupyter_protocol::Transient { display_id }),
+            });
+        }
+    }
+
     fn clear_output(&self, wait: bool) {
         self.publisher.output(ClearOutput { wait });
     }

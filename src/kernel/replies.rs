@@ -77,6 +77,15 @@ pub fn media(data: &DisplayData) -> Media {
     Media::new(content)
 }
 
+/// The MIME bundle of a picture (text/plain and image/svg+xml) and its display id.
+pub fn picture_media(picture: &crate::session::Picture) -> (Media, Option<String>) {
+    let content = vec![
+        MediaType::Plain(picture.plain.clone()),
+        MediaType::Svg(picture.svg.clone()),
+    ];
+    (Media::new(content), picture.display_id.clone())
+}
+
 /// A traceback that points at the failing line of cell `In[count]`, ending with `Kind: message`.
 pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
     if !error.frames.is_empty() {

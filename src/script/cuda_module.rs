@@ -226,6 +226,15 @@ pub(crate) fn register(engine: &mut Engine) {
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT, d: Dynamic| {
         set_fraction(f, Some(&d))
     });
+    m.set_native_fn("dump_snapshot", |path: &str| {
+        super::snapshot_dump::dump(path).map(|_| ()).map_err(|e| {
+            let kind = match e {
+                super::snapshot_dump::DumpError::Write(_) => "OSError",
+                _ => "RuntimeError",
+            };
+            super::errors::raise(kind, e.to_string())
+        })
+    });
     super::distributed_module::register(&mut m);
     engine.register_static_module("cuda", m.into());
 }

@@ -60,6 +60,11 @@ pub const COMMANDS: &[CommandInfo] = &[
     ),
     cmd("time", "on|off", "after each input, print the time it took"),
     cmd(
+        "memplot",
+        "on|off",
+        "after each input, redraw one chart of GPU memory by variable (a notebook's SVG)",
+    ),
+    cmd(
         "reset",
         "",
         "forget every variable and function (frees their tensors)",
@@ -107,7 +112,14 @@ impl Session {
         let arg = arg.trim();
         let result = match name {
             "help" => self.help(arg),
-            "mem" => no_arg(name, arg).and_then(|_| mem()),
+            "mem" => no_arg(name, arg).and_then(|_| mem()).map(|shown| {
+                shown.map(|mut data| {
+                    if let Some(line) = super::memplot::sparkline() {
+                        data.plain = format!("{}\n{line}", data.plain);
+                    }
+                    data
+                })
+            }),
             "summary" => no_arg(name, arg).and_then(|_| summary()),
             "vars" => no_arg(name, arg).map(|_| Some(self.vars())),
             "holders" => device_arg(name, arg)
@@ -124,6 +136,11 @@ impl Session {
             "time" => switch(name, arg).map(|on| {
                 self.reports.time = on;
                 Some(DisplayData::text(format!("timing {}", on_off(on))))
+            }),
+            "memplot" => switch(name, arg).and_then(|on| {
+                super::memplot::switch(on)
+                    .map(|text| Some(DisplayData::text(text)))
+                    .map_err(usage)
             }),
             "reset" => no_arg(name, arg).map(|_| {
                 self.reset();

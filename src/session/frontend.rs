@@ -2,7 +2,7 @@
 use std::cell::RefCell;
 use std::io::{BufRead, Write};
 
-use super::DisplayData;
+use super::{DisplayData, Picture};
 
 /// A sink for what running code prints and shows, and a source for `input()`.
 pub trait Frontend {
@@ -13,6 +13,10 @@ pub trait Frontend {
     /// Rich output (`display(x)`); terminals print its plain text.
     fn display(&self, data: &DisplayData) {
         self.stdout(&format!("{}\n", data.plain));
+    }
+    /// A chart (`plot_memory()`): SVG in a notebook; terminals print its text.
+    fn picture(&self, picture: &Picture) {
+        self.stdout(&format!("{}\n", picture.plain));
     }
     /// Clear the output shown so far (notebooks); terminals ignore it.
     fn clear_output(&self, _wait: bool) {}
@@ -55,6 +59,8 @@ pub enum OutputEvent {
     Display(DisplayData),
     /// A request to clear output.
     ClearOutput,
+    /// A chart.
+    Picture(Picture),
 }
 
 /// Keeps everything in memory: for tests and for callers that want output as a value.
@@ -119,6 +125,11 @@ impl Frontend for CapturedOutput {
         self.events
             .borrow_mut()
             .push(OutputEvent::Display(data.clone()));
+    }
+    fn picture(&self, picture: &Picture) {
+        self.events
+            .borrow_mut()
+            .push(OutputEvent::Picture(picture.clone()));
     }
     fn clear_output(&self, _wait: bool) {
         self.events.borrow_mut().push(OutputEvent::ClearOutput);

@@ -11,8 +11,10 @@ mod frontend;
 pub mod holders;
 pub mod ledger;
 pub mod memory;
+mod memplot;
 mod oom_notes;
 mod outcome;
+mod picture;
 mod spelling;
 mod trace;
 mod traceback;
@@ -25,6 +27,7 @@ pub use traceback::Frame;
 pub use complete::{Candidate, Completion, CompletionKind};
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use outcome::{Completeness, DisplayData, Outcome, ScriptError};
+pub use picture::Picture;
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -25,6 +25,7 @@ impl Session {
     /// Print the memory change since `mark` and the time taken, as `:trace`/`:time` asked.
     pub(crate) fn after_input(&self, mark: Mark, outcome: &Outcome) {
         let emptied = crate::script::cuda_module::take_empty_cache_called();
+        super::memplot::after_input(&*self.frontend);
         if let Some(before) = mark.0 {
             if let Ok(after) = memory::sample() {
                 self.frontend

@@ -27,7 +27,7 @@ class TorchletKernelTests(jkt.KernelTests):
     code_stderr = 'eprint("oops")'
     completion_samples = [
         {"text": "clear_out", "matches": {"clear_output"}},
-        {"text": "%me", "matches": {"%mem"}},
+        {"text": "%me", "matches": {"%mem", "%memplot"}},
     ]
     complete_code_samples = ["1 + 2", "let x = 1;", "fn f(a) { a * 2 }", "zeros?"]
     incomplete_code_samples = ["fn f(a) {", "let v = [1, 2,", "if true {\n  let y = 1;"]
