@@ -1,6 +1,7 @@
 //! torchlet: a Rhai tensor language over a PyTorch-exact CUDA caching allocator.
 //!
-//! Data flows one way: front end → `session` → `script` → `tensor`/`autograd` → `device` → `alloc`.
+//! Data flows one way: front end → `session` → `script` → `tensor`/`autograd` → `device` → `alloc`
+//! and `types`, the shared vocabulary (dtype, scalar, layout, error) at the bottom.
 
 pub mod alloc;
 pub mod autograd;
@@ -11,3 +12,4 @@ pub mod runner;
 pub mod script;
 pub mod session;
 pub mod tensor;
+pub mod types;

@@ -110,6 +110,9 @@ fn elementwise_gradients() {
     check_grad("sin cos", &[&[6]], |t| t[0].sin()?.mul(&t[0].cos()?));
     check_grad("clamp", &[&[10]], |t| t[0].clamp(Some(-1.0), Some(2.0)));
     check_grad("pow_scalar", &[&[5]], |t| t[0].pow_scalar(3.0));
+    check_grad("gelu", &[&[10]], |t| t[0].gelu("none"));
+    check_grad("gelu tanh", &[&[10]], |t| t[0].gelu("tanh"));
+    check_grad("silu", &[&[10]], |t| t[0].silu());
 }
 
 #[test]

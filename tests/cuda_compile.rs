@@ -2,7 +2,8 @@
 //! Needs libnvrtc (CUDA), which machines without a GPU lack: ignored unless built with
 //! TORCHLET_TEST_DEVICE=cuda.
 
-use torchlet::device::cuda::{compile, Elem};
+use torchlet::device::cuda::compile;
+use torchlet::types::DType;
 
 /// Fail clearly when run without NVRTC (through `--include-ignored`).
 fn require_nvrtc() {
@@ -21,7 +22,7 @@ fn require_nvrtc() {
 )]
 fn every_module_compiles_for_sm90() {
     require_nvrtc();
-    for elem in Elem::ALL {
+    for elem in DType::ALL {
         let t = std::time::Instant::now();
         let source = compile::module_source(elem);
         let image = compile::compile(&source, "test.cu", "sm_90")

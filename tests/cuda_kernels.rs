@@ -6,15 +6,16 @@ mod common;
 use half::{bf16, f16};
 use torchlet::alloc::{RawError, RawMemory};
 use torchlet::device::cuda::layout::View;
-use torchlet::device::cuda::reduce::Reduction;
-use torchlet::device::cuda::{self, CudaDevice, CudaMemory, Elem};
+use torchlet::device::cuda::{self, CudaDevice, CudaMemory};
+use torchlet::device::ReduceOp;
+use torchlet::types::DType;
 
 use common::{real_gpu as on_gpu, require_real_gpu};
 
 /// A device buffer with a row-major shape, held in one raw segment.
 struct Buf {
     ptr: u64,
-    elem: Elem,
+    elem: DType,
     shape: Vec<usize>,
     strides: Vec<usize>,
     offset: usize,
@@ -33,37 +34,37 @@ impl Buf {
 }
 
 fn strides_of(shape: &[usize]) -> Vec<usize> {
-    torchlet::device::cuda::ops::contiguous_strides(shape)
+    torchlet::types::contiguous_strides(shape)
 }
 
-fn encode(vals: &[f64], elem: Elem) -> Vec<u8> {
+fn encode(vals: &[f64], elem: DType) -> Vec<u8> {
     let mut out = Vec::new();
     for &v in vals {
         match elem {
-            Elem::F32 => out.extend((v as f32).to_le_bytes()),
-            Elem::F64 => out.extend(v.to_le_bytes()),
-            Elem::F16 => out.extend(f16::from_f64(v).to_le_bytes()),
-            Elem::BF16 => out.extend(bf16::from_f64(v).to_le_bytes()),
-            Elem::I64 => out.extend((v as i64).to_le_bytes()),
-            Elem::I32 => out.extend((v as i32).to_le_bytes()),
-            Elem::U8 => out.push(v as u8),
-            Elem::Bool => out.push((v != 0.0) as u8),
+            DType::F32 => out.extend((v as f32).to_le_bytes()),
+            DType::F64 => out.extend(v.to_le_bytes()),
+            DType::F16 => out.extend(f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out.extend(bf16::from_f64(v).to_le_bytes()),
+            DType::I64 => out.extend((v as i64).to_le_bytes()),
+            DType::I32 => out.extend((v as i32).to_le_bytes()),
+            DType::U8 => out.push(v as u8),
+            DType::Bool => out.push((v != 0.0) as u8),
         }
     }
     out
 }
 
-fn decode(bytes: &[u8], elem: Elem) -> Vec<f64> {
+fn decode(bytes: &[u8], elem: DType) -> Vec<f64> {
     bytes
         .chunks(elem.size())
         .map(|c| match elem {
-            Elem::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
-            Elem::F64 => f64::from_le_bytes(c.try_into().unwrap()),
-            Elem::F16 => f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
-            Elem::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
-            Elem::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
-            Elem::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
-            Elem::U8 | Elem::Bool => c[0] as f64,
+            DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap()),
+            DType::F16 => f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+            DType::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
+            DType::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::U8 | DType::Bool => c[0] as f64,
         })
         .collect()
 }
@@ -82,7 +83,7 @@ impl Gpu {
             live: Vec::new(),
         }
     }
-    fn alloc(&mut self, elem: Elem, shape: &[usize]) -> Buf {
+    fn alloc(&mut self, elem: DType, shape: &[usize]) -> Buf {
         let n: usize = shape.iter().product();
         let ptr = self
             .mem
@@ -97,7 +98,7 @@ impl Gpu {
             offset: 0,
         }
     }
-    fn up(&mut self, vals: &[f64], elem: Elem, shape: &[usize]) -> Buf {
+    fn up(&mut self, vals: &[f64], elem: DType, shape: &[usize]) -> Buf {
         let b = self.alloc(elem, shape);
         self.dev
             .write_bytes(b.ptr, &encode(vals, elem))
@@ -158,11 +159,11 @@ fn values(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-fn tol(elem: Elem) -> f64 {
+fn tol(elem: DType) -> f64 {
     match elem {
-        Elem::F64 => 1e-12,
-        Elem::F32 => 1e-5,
-        Elem::BF16 => 1e-2,
+        DType::F64 => 1e-12,
+        DType::F32 => 1e-5,
+        DType::BF16 => 1e-2,
         _ => 2e-3,
     }
 }
@@ -176,7 +177,7 @@ fn assert_close(got: &[f64], want: &[f64], rtol: f64, what: &str) {
 }
 
 /// `v` rounded to what `elem` can hold.
-fn round(v: f64, elem: Elem) -> f64 {
+fn round(v: f64, elem: DType) -> f64 {
     decode(&encode(&[v], elem), elem)[0]
 }
 
@@ -295,7 +296,7 @@ const UNARY: [(&str, HostFn); 11] = [
 fn unary_ops_match_the_host_for_float_dtypes() {
     require_real_gpu();
     let mut g = Gpu::new();
-    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         // 1027 elements: vector body plus a scalar tail.
         for (name, f) in UNARY {
             let raw = values(1027, 7);
@@ -365,12 +366,12 @@ fn binary_ops_broadcast_and_promote() {
     require_real_gpu();
     let mut g = Gpu::new();
     for elem in [
-        Elem::F32,
-        Elem::F64,
-        Elem::F16,
-        Elem::BF16,
-        Elem::I64,
-        Elem::I32,
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
     ] {
         let xs: Vec<f64> = values(6 * 5, 1)
             .iter()
@@ -399,7 +400,7 @@ fn binary_ops_broadcast_and_promote() {
             assert_close(&g.down(&out), &want, tol(elem), &format!("{op} {elem:?}"));
         }
         // eq into bool
-        let eq = g.alloc(Elem::Bool, &[6, 5]);
+        let eq = g.alloc(DType::Bool, &[6, 5]);
         g.dev
             .gpu()
             .binary("eq", 0.0, 0.0, elem, &a.view(), &a.view(), &eq.view())
@@ -410,16 +411,16 @@ fn binary_ops_broadcast_and_promote() {
     let n = 4099;
     let xs = values(n, 5);
     let ys: Vec<f64> = values(n, 6).iter().map(|x| (x * 10.0).round()).collect();
-    let a = g.up(&xs, Elem::F32, &[n]);
-    let b = g.up(&ys, Elem::I64, &[n]);
-    let out = g.alloc(Elem::F32, &[n]);
+    let a = g.up(&xs, DType::F32, &[n]);
+    let b = g.up(&ys, DType::I64, &[n]);
+    let out = g.alloc(DType::F32, &[n]);
     g.dev
         .gpu()
         .binary(
             "div",
             0.0,
             0.0,
-            Elem::F32,
+            DType::F32,
             &a.view(),
             &b.view(),
             &out.view(),
@@ -428,25 +429,25 @@ fn binary_ops_broadcast_and_promote() {
     let want: Vec<f64> = xs
         .iter()
         .zip(&ys)
-        .map(|(x, y)| round(*x, Elem::F32) / y)
+        .map(|(x, y)| round(*x, DType::F32) / y)
         .collect();
     assert_close(&g.down(&out), &want, 1e-5, "div f32/i64");
     // Scalars, both ways: 2 - x and x ** 3.
     g.dev
         .gpu()
-        .binary_scalar("sub", Elem::F32, &a.view(), 2.0, 2, true, &out.view())
+        .binary_scalar("sub", DType::F32, &a.view(), 2.0, 2, true, &out.view())
         .unwrap();
-    let want: Vec<f64> = xs.iter().map(|x| 2.0 - round(*x, Elem::F32)).collect();
+    let want: Vec<f64> = xs.iter().map(|x| 2.0 - round(*x, DType::F32)).collect();
     assert_close(&g.down(&out), &want, 1e-6, "rsub");
     // Backward ops.
-    let grad = g.up(&values(n, 9), Elem::F32, &[n]);
+    let grad = g.up(&values(n, 9), DType::F32, &[n]);
     g.dev
         .gpu()
         .binary(
             "relu_bw",
             0.0,
             0.0,
-            Elem::F32,
+            DType::F32,
             &grad.view(),
             &a.view(),
             &out.view(),
@@ -470,8 +471,8 @@ fn casts_between_every_dtype_pair() {
     require_real_gpu();
     let mut g = Gpu::new();
     let vals = [0.0, 1.0, 2.0, 3.0, 100.0, 7.0, 1.0, 0.0, 5.0];
-    for from in Elem::ALL {
-        for to in Elem::ALL {
+    for from in DType::ALL {
+        for to in DType::ALL {
             let src: Vec<f64> = vals.iter().map(|&v| round(v, from)).collect();
             let a = g.up(&src, from, &[3, 3]);
             let out = g.alloc(to, &[3, 3]);
@@ -506,14 +507,14 @@ fn casts_between_every_dtype_pair() {
 fn fill_and_arange() {
     require_real_gpu();
     let mut g = Gpu::new();
-    for elem in Elem::ALL {
+    for elem in DType::ALL {
         let b = g.alloc(elem, &[37]);
         g.dev.gpu().fill(&b.view(), 1.0, 1).unwrap();
         assert!(g.down(&b).iter().all(|&v| v == 1.0), "{elem:?}");
         g.dev.gpu().fill(&b.view(), 0.0, 0).unwrap();
         assert!(g.down(&b).iter().all(|&v| v == 0.0), "{elem:?}");
     }
-    let b = g.alloc(Elem::F32, &[10]);
+    let b = g.alloc(DType::F32, &[10]);
     g.dev.gpu().arange(&b.view(), 1.0, 0.5).unwrap();
     assert_close(
         &g.down(&b),
@@ -523,19 +524,19 @@ fn fill_and_arange() {
     );
 }
 
-fn host_reduce(op: Reduction, x: &[f64]) -> f64 {
+fn host_reduce(op: ReduceOp, x: &[f64]) -> f64 {
     match op {
-        Reduction::Sum => x.iter().sum(),
-        Reduction::Mean => x.iter().sum::<f64>() / x.len() as f64,
-        Reduction::Max => x.iter().cloned().fold(f64::MIN, f64::max),
-        Reduction::Min => x.iter().cloned().fold(f64::MAX, f64::min),
-        Reduction::ArgMax => {
+        ReduceOp::Sum => x.iter().sum(),
+        ReduceOp::Mean => x.iter().sum::<f64>() / x.len() as f64,
+        ReduceOp::Max => x.iter().cloned().fold(f64::MIN, f64::max),
+        ReduceOp::Min => x.iter().cloned().fold(f64::MAX, f64::min),
+        ReduceOp::ArgMax => {
             x.iter()
                 .enumerate()
                 .fold((0, f64::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b })
                 .0 as f64
         }
-        Reduction::ArgMin => {
+        ReduceOp::ArgMin => {
             x.iter()
                 .enumerate()
                 .fold((0, f64::MAX), |b, (i, &v)| if v < b.1 { (i, v) } else { b })
@@ -553,14 +554,14 @@ fn reductions_over_dims_and_all() {
     require_real_gpu();
     let mut g = Gpu::new();
     let ops = [
-        Reduction::Sum,
-        Reduction::Mean,
-        Reduction::Max,
-        Reduction::Min,
-        Reduction::ArgMax,
-        Reduction::ArgMin,
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
     ];
-    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::I64] {
+    for elem in [DType::F32, DType::F64, DType::F16, DType::I64] {
         // [rows, cols] read transposed, so the reduced dim is strided; then every dim, then all.
         for &(rows, cols) in &[(7usize, 5usize), (3, 300_000), (2000, 3)] {
             let xs: Vec<f64> = values(rows * cols, 11)
@@ -569,12 +570,12 @@ fn reductions_over_dims_and_all() {
                 .collect();
             let a = g.up(&xs, elem, &[rows, cols]);
             for op in ops {
-                if op == Reduction::Mean && !elem.is_float() {
+                if op == ReduceOp::Mean && !elem.is_float() {
                     continue;
                 }
                 let out_elem = match op {
-                    Reduction::ArgMax | Reduction::ArgMin => Elem::I64,
-                    Reduction::Sum if !elem.is_float() => Elem::I64,
+                    ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+                    ReduceOp::Sum if !elem.is_float() => DType::I64,
                     _ => elem,
                 };
                 for dim in [Some(0), Some(1), None] {
@@ -606,7 +607,7 @@ fn reductions_over_dims_and_all() {
                             .collect(),
                         None => vec![host_reduce(op, &xs)],
                     };
-                    let t = if matches!(op, Reduction::Sum | Reduction::Mean) {
+                    let t = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
                         tol(elem) * 10.0
                     } else {
                         0.0
@@ -635,7 +636,7 @@ fn reductions_over_dims_and_all() {
 fn softmax_rows_and_columns_with_backward() {
     require_real_gpu();
     let mut g = Gpu::new();
-    for elem in [Elem::F32, Elem::F64, Elem::BF16] {
+    for elem in [DType::F32, DType::F64, DType::BF16] {
         let (r, c) = (4, 1000);
         let xs: Vec<f64> = values(r * c, 21).iter().map(|&x| round(x, elem)).collect();
         let a = g.up(&xs, elem, &[r, c]);
@@ -704,20 +705,20 @@ fn nll_loss_and_scatter() {
     let (n, c) = (5, 4);
     let lp: Vec<f64> = values(n * c, 4);
     let tg = [3.0, 0.0, 1.0, 3.0, 2.0];
-    let logp = g.up(&lp, Elem::F32, &[n, c]);
-    let target = g.up(&tg, Elem::I64, &[n]);
-    let out = g.alloc(Elem::F32, &[]);
+    let logp = g.up(&lp, DType::F32, &[n, c]);
+    let target = g.up(&tg, DType::I64, &[n]);
+    let out = g.alloc(DType::F32, &[]);
     g.dev
         .gpu()
         .nll_loss(&logp.view(), &target.view(), &out.view())
         .unwrap();
     let want = -(0..n)
-        .map(|i| round(lp[i * c + tg[i] as usize], Elem::F32))
+        .map(|i| round(lp[i * c + tg[i] as usize], DType::F32))
         .sum::<f64>()
         / n as f64;
     assert_close(&g.down(&out), &[want], 1e-6, "nll");
-    let grad = g.up(&[2.0], Elem::F32, &[]);
-    let dx = g.alloc(Elem::F32, &[n, c]);
+    let grad = g.up(&[2.0], DType::F32, &[]);
+    let dx = g.alloc(DType::F32, &[n, c]);
     g.dev
         .gpu()
         .nll_loss_backward(&grad.view(), &target.view(), &dx.view())
@@ -733,9 +734,9 @@ fn nll_loss_and_scatter() {
         .collect();
     assert_close(&g.down(&dx), &want, 1e-6, "nll backward");
     // scatter along dim 1: dst[i, idx[i, 0]] = src[i, 0]
-    let dst = g.up(&vec![0.0; n * c], Elem::F32, &[n, c]);
-    let src = g.up(&[1.0, 2.0, 3.0, 4.0, 5.0], Elem::F32, &[n, 1]);
-    let idx = g.up(&tg, Elem::I64, &[n, 1]);
+    let dst = g.up(&vec![0.0; n * c], DType::F32, &[n, c]);
+    let src = g.up(&[1.0, 2.0, 3.0, 4.0, 5.0], DType::F32, &[n, 1]);
+    let idx = g.up(&tg, DType::I64, &[n, 1]);
     g.dev
         .gpu()
         .scatter(&src.view(), &idx.view(), 1, &dst.view())
@@ -762,7 +763,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
     let mut g = Gpu::new();
     let (b, m, k, n) = (2, 33, 17, 9);
     let requested = std::cell::Cell::new(0usize);
-    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         let xs: Vec<f64> = values(b * m * k, 31)
             .iter()
             .map(|&x| round(x, elem))
@@ -786,7 +787,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
             ..rb
         };
         let out = g.alloc(elem, &[b, m, n]);
-        let ws = g.alloc(Elem::U8, &[32 << 20]);
+        let ws = g.alloc(DType::U8, &[32 << 20]);
         let wsp = ws.ptr;
         let dev = g.dev.clone();
         dev.blas[0]
@@ -832,7 +833,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
 fn random_fills_normal_and_uniform_any_length() {
     require_real_gpu();
     let mut g = Gpu::new();
-    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         for n in [1usize, 7, 100_001] {
             let b = g.alloc(elem, &[n]);
             g.dev.rng.fill(&g.dev.gpu(), &b.view(), true, 42).unwrap();
@@ -859,7 +860,7 @@ fn random_fills_normal_and_uniform_any_length() {
             let u = g.down(&b2);
             assert!(
                 u.iter().all(|&v| (0.0..1.0).contains(&v)
-                    || (elem != Elem::F32 && elem != Elem::F64 && v <= 1.0)),
+                    || (elem != DType::F32 && elem != DType::F64 && v <= 1.0)),
                 "{elem:?}: uniform in [0, 1)"
             );
         }
@@ -878,12 +879,12 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
     let arch = format!("sm_{}{}", info.capability.0, info.capability.1);
     let t = std::time::Instant::now();
     let (first, cached) =
-        cuda::compile::cubin_in(Some(dir.path()), Elem::F32, &arch, 13000).unwrap();
+        cuda::compile::cubin_in(Some(dir.path()), DType::F32, &arch, 13000).unwrap();
     let compile_time = t.elapsed();
     assert!(!cached);
     let t = std::time::Instant::now();
     let (second, cached) =
-        cuda::compile::cubin_in(Some(dir.path()), Elem::F32, &arch, 13000).unwrap();
+        cuda::compile::cubin_in(Some(dir.path()), DType::F32, &arch, 13000).unwrap();
     assert!(cached && first == second);
     eprintln!(
         "NVRTC compile {compile_time:?}, cache hit {:?}",
@@ -899,7 +900,7 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
 fn philox_fills_are_counter_based_for_every_float_dtype() {
     require_real_gpu();
     let mut g = Gpu::new();
-    for elem in [Elem::F32, Elem::F64, Elem::F16, Elem::BF16] {
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         let n = 200_003; // not a multiple of 4: the last group is partial
         let b = g.alloc(elem, &[n]);
         g.dev.gpu().philox(&b.view(), 9, 0, true).unwrap();

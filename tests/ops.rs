@@ -760,3 +760,62 @@ fn a_pending_interrupt_stops_ops_and_clears() {
     });
     handle.join().unwrap();
 }
+
+/// GELU (both forms) and SiLU against values computed independently in float64 with Python's
+/// math module, in f32 and f64, contiguous and strided; integer input is refused as PyTorch does.
+#[test]
+fn gelu_and_silu_match_reference_values() {
+    // python3 -c "import math; g=lambda x: 0.5*x*(1+math.erf(x/math.sqrt(2))); print([g(x) for x in (-3.0,-0.5,0.25,1.0,4.0)])"
+    let erf = [
+        -0.00404969409489031,
+        -0.15426876936299344,
+        0.14967658142073093,
+        0.8413447460685429,
+        3.9998733150326675,
+    ];
+    // ... 0.5*x*(1+math.tanh(math.sqrt(2/math.pi)*(x+0.044715*x**3))) ...
+    let tanh = [
+        -0.0036373920817729943,
+        -0.15428599017485606,
+        0.149675350701685,
+        0.8411919906082768,
+        3.9999297540518075,
+    ];
+    // ... x/(1+math.exp(-x)) ...
+    let silu = [
+        -0.14227761953270035,
+        -0.1887703343990727,
+        0.14054412522144952,
+        0.7310585786300049,
+        3.928055160151634,
+    ];
+    let xs = [-3.0, -0.5, 0.25, 1.0, 4.0];
+    for device in common::devices() {
+        for (dtype, rtol) in [(DType::F32, 1e-6), (DType::F64, 1e-12)] {
+            let x = tensor(&xs, &[5], dtype, device);
+            assert_close(&x.gelu("none").unwrap(), &erf, rtol, "gelu");
+            assert_close(&x.gelu("tanh").unwrap(), &tanh, rtol, "gelu tanh");
+            assert_close(&x.silu().unwrap(), &silu, rtol, "silu");
+            // A strided view (every other element of a longer tensor) takes the general path.
+            let mut long = Vec::new();
+            for v in xs {
+                long.extend([v, 100.0]);
+            }
+            let strided = tensor(&long, &[5, 2], dtype, device).select(1, 0).unwrap();
+            assert_close(&strided.gelu("none").unwrap(), &erf, rtol, "strided gelu");
+            assert_close(&strided.silu().unwrap(), &silu, rtol, "strided silu");
+        }
+        let ints =
+            Tensor::from_values(vec![Scalar::Int(1)], vec![1], &opts(DType::I64, device)).unwrap();
+        let err = ints.gelu("none").unwrap_err().to_string();
+        assert_eq!(err, "\"GeluKernelImpl\" not implemented for 'Long'");
+        let err = ints.silu().unwrap_err().to_string();
+        assert_eq!(err, "\"silu\" not implemented for 'Long'");
+        let x = tensor(&xs, &[5], DType::F32, device);
+        let err = x.gelu("fast").unwrap_err().to_string();
+        assert!(
+            err.contains("approximate argument must be either none or tanh"),
+            "{err}"
+        );
+    }
+}

@@ -47,3 +47,14 @@ impl AllocError {
         }
     }
 }
+
+// The tensor layer raises an allocation failure as its own error kind (OutOfMemory keeps its kind).
+impl From<AllocError> for crate::types::TensorError {
+    fn from(e: AllocError) -> Self {
+        let kind = match e {
+            AllocError::OutOfMemory { .. } => crate::types::ErrorKind::OutOfMemory,
+            _ => crate::types::ErrorKind::Runtime,
+        };
+        crate::types::TensorError::new(kind, e.to_string())
+    }
+}

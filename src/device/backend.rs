@@ -11,8 +11,9 @@
 use std::sync::Arc;
 
 use crate::alloc::{DeviceAllocator, DevicePtr};
-use crate::tensor::{DType, Layout, Result, Scalar};
+use crate::types::{DType, Layout, Result, Scalar};
 
+pub use super::ops::{BinaryOp, UnaryOp};
 use super::reduce_plan::{DeviceProps, Staging};
 use super::Device;
 
@@ -25,104 +26,6 @@ pub struct Operand<'a> {
     pub dtype: DType,
     /// Shape, strides (elements) and offset (elements) of the view.
     pub layout: &'a Layout,
-}
-
-/// Elementwise functions of one tensor.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum UnaryOp {
-    /// `-x` (logical not for bool is not offered: PyTorch refuses `-` on bool too).
-    Neg,
-    /// `e^x`.
-    Exp,
-    /// Natural log.
-    Log,
-    /// Square root.
-    Sqrt,
-    /// `|x|`.
-    Abs,
-    /// `max(x, 0)`.
-    Relu,
-    /// `1 / (1 + e^-x)`.
-    Sigmoid,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// -1, 0 or 1.
-    Sign,
-    /// `min(max(x, min), max)`; a missing bound is not applied.
-    Clamp {
-        /// Lower bound.
-        min: Option<f64>,
-        /// Upper bound.
-        max: Option<f64>,
-    },
-    /// `x ^ exponent`.
-    PowScalar(f64),
-}
-
-/// Elementwise functions of two tensors (or a tensor and a scalar), computed `lhs op rhs`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum BinaryOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `a / b` (true division; the destination is a float dtype).
-    Div,
-    /// `a ^ b`.
-    Pow,
-    /// `a == b`, into a bool destination (as are the five comparisons below).
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
-    /// ReLU's backward: `lhs` (grad) where `rhs` (the ReLU output) > 0, else 0.
-    ReluBackward,
-    /// Sigmoid's backward: `lhs * rhs * (1 - rhs)` with `rhs` the sigmoid output.
-    SigmoidBackward,
-    /// Tanh's backward: `lhs * (1 - rhs^2)` with `rhs` the tanh output.
-    TanhBackward,
-    /// Clamp's backward: `lhs` (grad) where `min <= rhs <= max` (`rhs` the input), else 0.
-    ClampBackward {
-        /// Lower bound.
-        min: Option<f64>,
-        /// Upper bound.
-        max: Option<f64>,
-    },
-}
-
-impl BinaryOp {
-    /// Whether the op compares (`==`, `<` …) into a bool destination, computing in its operands'
-    /// type rather than the destination's.
-    pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-
-    /// The same comparison with its operands swapped: `s < x` is `x > s`.
-    pub fn swapped(self) -> BinaryOp {
-        match self {
-            BinaryOp::Lt => BinaryOp::Gt,
-            BinaryOp::Le => BinaryOp::Ge,
-            BinaryOp::Gt => BinaryOp::Lt,
-            BinaryOp::Ge => BinaryOp::Le,
-            other => other,
-        }
-    }
 }
 
 /// Reductions over one dimension or over all elements.

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use crate::alloc::DevicePtr;
-use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
-use crate::tensor::{DType, Result, TensorError};
+use crate::types::element::{load_f64, load_i64, store_f64, store_i64};
+use crate::types::{DType, Result, TensorError};
 
 use super::cuda::nccl::{self, NcclOp};
 use super::{is_simulated, Backend, Device};

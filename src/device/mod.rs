@@ -1,10 +1,21 @@
 //! Devices (`cpu`, `cuda:N`), the registry of devices, and their backends.
+//!
+//! Map: `backend` is the trait every device implements (memory, copies, elementwise ops,
+//! reductions, matmul, softmax, losses); `ops` is the elementwise op table — one row per op gives
+//! `UnaryOp`/`BinaryOp`, the host formulas, the kernel names and the CUDA functors. `cpu` runs the
+//! kernels on the host, `sim` is a CUDA-like device in host memory (the CPU kernels over a
+//! simulated caching allocator), `cuda` the real GPU through cudarc (kernels compiled by NVRTC at
+//! run time from `cuda/kernels` plus the table's functors). `registry` owns the process's devices;
+//! `reduce_plan` is PyTorch's reduction launch plan (its staging memory shows in the allocator);
+//! `peer`, `collective` and `blas_handle` cover cross-device copies, NCCL-style collectives and
+//! cuBLAS workspaces. Below this module are only `alloc` and `types`.
 
 pub mod backend;
 pub mod blas_handle;
 pub mod collective;
 pub mod cpu;
 pub mod cuda;
+pub mod ops;
 pub mod peer;
 pub mod reduce_plan;
 mod registry;
@@ -24,7 +35,7 @@ pub use registry::{
 };
 pub use storage::Storage;
 
-use crate::tensor::{Result, TensorError};
+use crate::types::{Result, TensorError};
 
 /// Where a tensor lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 //! between simulated devices and the CPU, through host memory otherwise.
 
 use crate::alloc::DevicePtr;
-use crate::tensor::Result;
+use crate::types::Result;
 
 use super::{is_simulated, Backend, Device};
 

@@ -10,7 +10,7 @@
 //! `memory_stats` and in the allocator history. This module reproduces that arithmetic exactly;
 //! `tests/reduce_scratch.rs` checks it against PyTorch 2.11 on an H200.
 
-use crate::tensor::DType;
+use crate::types::DType;
 
 use super::backend::ReduceOp;
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::alloc::DeviceAllocator;
-use crate::tensor::{Result, TensorError};
+use crate::types::{Result, TensorError};
 
 use super::blas_handle::Workspace;
 use super::cpu::CpuBackend;

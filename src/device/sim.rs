@@ -11,7 +11,7 @@ use crate::device::blas_handle::{self, BlasHandle, Workspace, HANDLES};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
-use crate::tensor::{Result, Scalar};
+use crate::types::{Result, Scalar};
 
 /// A GPU of a fixed capacity simulated in host memory; the allocator's numbers are PyTorch's.
 pub struct SimBackend {

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::alloc::DevicePtr;
-use crate::tensor::Result;
+use crate::types::Result;
 
 use super::{Backend, Device};
 

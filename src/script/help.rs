@@ -9,6 +9,10 @@ pub struct Entry {
     pub doc: &'static str,
 }
 
+use std::sync::LazyLock;
+
+use crate::tensor::UNARY_METHODS;
+
 const fn e(name: &'static str, doc: &'static str) -> Entry {
     Entry { name, doc }
 }
@@ -75,7 +79,16 @@ pub static KEYWORDS: &[Entry] = &[
 ];
 
 /// Methods of a tensor (`t.name(…)`).
-pub static TENSOR_METHODS: &[Entry] = &[
+pub static TENSOR_METHODS: LazyLock<Vec<Entry>> = LazyLock::new(|| {
+    let unary = UNARY_METHODS.iter().map(|m| e(m.name, m.help));
+    let head = METHODS_HEAD.iter().copied();
+    head.chain(unary)
+        .chain(METHODS_TAIL.iter().copied())
+        .collect()
+});
+
+/// Tensor methods before the elementwise ones (those come from `tensor::UNARY_METHODS`).
+const METHODS_HEAD: &[Entry] = &[
     e("cuda", "t.cuda([n]) — a copy on cuda:n (the current device, cuda::current_device(), by default)"),
     e("cpu", "t.cpu() — a copy in host memory"),
     e("to", "t.to(\"cuda:0\" | \"float16\" | #{device, dtype}) — a copy on that device or of that dtype"),
@@ -115,16 +128,10 @@ pub static TENSOR_METHODS: &[Entry] = &[
     e("contiguous", "t.contiguous() — a contiguous tensor with the same values"),
     e("clone", "t.clone() — a copy with its own memory"),
     e("detach", "t.detach() — the same memory, cut from the autograd graph"),
-    e("exp", "t.exp() — elementwise e^x"),
-    e("log", "t.log() — elementwise natural logarithm"),
-    e("sqrt", "t.sqrt() — elementwise square root"),
-    e("abs", "t.abs() — elementwise absolute value"),
-    e("neg", "t.neg() — elementwise negation (same as -t)"),
-    e("relu", "t.relu() — elementwise max(x, 0)"),
-    e("sigmoid", "t.sigmoid() — elementwise 1 / (1 + e^-x)"),
-    e("tanh", "t.tanh() — elementwise hyperbolic tangent"),
-    e("sin", "t.sin() — elementwise sine"),
-    e("cos", "t.cos() — elementwise cosine"),
+];
+
+/// Tensor methods after the elementwise ones.
+const METHODS_TAIL: &[Entry] = &[
     e("clamp", "t.clamp(min, max) — limit values to [min, max]; pass () for no bound"),
     e("sum", "t.sum([dim[, keepdim]]) — sum of all elements, or along dim"),
     e("mean", "t.mean([dim[, keepdim]]) — mean of all elements, or along dim"),
@@ -247,13 +254,13 @@ pub fn doc(name: &str) -> Option<&'static str> {
         .strip_prefix("Tensor.")
         .or_else(|| name.strip_prefix("torch.Tensor."))
     {
-        return find(TENSOR_METHODS, member)
+        return find(&TENSOR_METHODS, member)
             .or_else(|| find(TENSOR_PROPERTIES, member))
             .map(|entry| entry.doc);
     }
     find(FUNCTIONS, name)
         .or_else(|| find(KEYWORDS, name))
-        .or_else(|| find(TENSOR_METHODS, name))
+        .or_else(|| find(&TENSOR_METHODS, name))
         .or_else(|| find(TENSOR_PROPERTIES, name))
         .or_else(|| find(CUDA_MEMBERS, name))
         .map(|entry| entry.doc)
@@ -286,7 +293,7 @@ mod tests {
         for table in [
             FUNCTIONS,
             KEYWORDS,
-            TENSOR_METHODS,
+            &TENSOR_METHODS,
             TENSOR_PROPERTIES,
             CUDA_MEMBERS,
         ] {
@@ -316,7 +323,7 @@ mod tests {
         let syntax = ["memory_holders", "explain_free", "empty_cache_report"];
         for entry in FUNCTIONS
             .iter()
-            .chain(TENSOR_METHODS)
+            .chain(TENSOR_METHODS.iter())
             .filter(|e| e.name != "print" && !syntax.contains(&e.name))
         {
             assert!(

@@ -25,7 +25,7 @@ pub fn help_text(name: &str) -> String {
         "Tensor" | "tensor methods" => {
             let lines: Vec<&str> = help::TENSOR_PROPERTIES
                 .iter()
-                .chain(help::TENSOR_METHODS)
+                .chain(help::TENSOR_METHODS.iter())
                 .map(|entry| entry.doc)
                 .collect();
             format!(

@@ -10,7 +10,7 @@ use super::convert::{
 use super::creation::MAX_VARIADIC_DIMS;
 use super::errors::{type_error, value_error};
 use crate::device::Device;
-use crate::tensor::{DType, Scalar, Tensor};
+use crate::tensor::{DType, Scalar, Tensor, UNARY_METHODS};
 
 type Unary = fn(&Tensor) -> crate::tensor::Result<Tensor>;
 
@@ -155,17 +155,7 @@ fn wrap_dim(dim: INT, rank: usize) -> Res<usize> {
 }
 
 fn register_math(engine: &mut Engine) {
-    let unary: [(&str, Unary); 15] = [
-        ("exp", Tensor::exp),
-        ("log", Tensor::log),
-        ("sqrt", Tensor::sqrt),
-        ("abs", Tensor::abs),
-        ("neg", Tensor::neg),
-        ("relu", Tensor::relu),
-        ("sigmoid", Tensor::sigmoid),
-        ("tanh", Tensor::tanh),
-        ("sin", Tensor::sin),
-        ("cos", Tensor::cos),
+    let unary: [(&str, Unary); 5] = [
         ("t", Tensor::t),
         ("contiguous", Tensor::contiguous),
         ("clone", Tensor::clone_tensor),
@@ -175,6 +165,7 @@ fn register_math(engine: &mut Engine) {
     for (name, op) in unary {
         engine.register_fn(name, move |t: &mut Tensor| op(t).or_raise());
     }
+    register_elementwise(engine);
     for name in ["matmul", "mm"] {
         engine.register_fn(name, |a: &mut Tensor, b: Tensor| a.matmul(&b).or_raise());
     }
@@ -199,6 +190,42 @@ fn register_math(engine: &mut Engine) {
         .register_fn("cross_entropy", |a: &mut Tensor, b: Tensor| {
             a.cross_entropy(&b).or_raise()
         });
+}
+
+/// Every elementwise method of `tensor::UNARY_METHODS`, as `t.name()` and `name(t)`, and with
+/// its keyword as `name(t, #{keyword: "value"})`.
+fn register_elementwise(engine: &mut Engine) {
+    for method in UNARY_METHODS {
+        let call = method.call;
+        let default = method.keyword.map_or("", |(_, value)| value);
+        engine.register_fn(method.name, move |t: &mut Tensor| {
+            call(t, default).or_raise()
+        });
+        if let Some((key, _)) = method.keyword {
+            let name = method.name;
+            engine.register_fn(name, move |t: &mut Tensor, options: Map| {
+                let value = keyword_string(name, key, &options)?.unwrap_or_else(|| default.into());
+                call(t, &value).or_raise()
+            });
+        }
+    }
+}
+
+/// The string value of keyword `key` in `options`, refusing any other keyword or a non-string.
+fn keyword_string(name: &str, key: &str, options: &Map) -> Res<Option<String>> {
+    if let Some(other) = options.keys().find(|k| k.as_str() != key) {
+        return Err(type_error(format!(
+            "{name}(): unexpected keyword '{other}'; allowed: {key}"
+        )));
+    }
+    match options.get(key) {
+        None => Ok(None),
+        Some(v) if v.is_string() => Ok(Some(v.clone().cast::<rhai::ImmutableString>().to_string())),
+        Some(v) => Err(type_error(format!(
+            "{name}(): argument '{key}' must be str, not {}",
+            v.type_name()
+        ))),
+    }
 }
 
 /// A `clamp` bound: a number, or `()` for none.

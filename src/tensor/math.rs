@@ -80,7 +80,7 @@ fn unary_output_dtype(op: UnaryOp, dtype: DType) -> DType {
         UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sign | UnaryOp::Clamp { .. } => {
             dtype
         }
-        UnaryOp::PowScalar(e) if e.fract() == 0.0 && e >= 0.0 => dtype,
+        UnaryOp::PowScalar { exponent: e } if e.fract() == 0.0 && e >= 0.0 => dtype,
         _ if dtype.is_float() => dtype,
         _ => DType::F32,
     }
@@ -481,6 +481,42 @@ impl Tensor {
             g.mul(&x.sin()?.neg()?)
         })
     }
+    /// GELU (`approximate` "none": through erf, "tanh": PyTorch's tanh form); backward keeps the input.
+    pub fn gelu(&self, approximate: &str) -> Result<Tensor> {
+        let tanh = match approximate {
+            "none" => false,
+            "tanh" => true,
+            other => {
+                return Err(TensorError::runtime(format!(
+                    "approximate argument must be either none or tanh, not '{other}'"
+                )))
+            }
+        };
+        self.float_only("GeluKernelImpl")?;
+        self.unary_op(
+            UnaryOp::Gelu { tanh },
+            "GeluBackward0",
+            false,
+            move |g, x| g.binary_raw(x, BinaryOp::GeluBackward { tanh }),
+        )
+    }
+    /// SiLU, `x * sigmoid(x)`; backward keeps the input.
+    pub fn silu(&self) -> Result<Tensor> {
+        self.float_only("silu")?;
+        self.unary_op(UnaryOp::Silu, "SiluBackward0", false, |g, x| {
+            g.binary_raw(x, BinaryOp::SiluBackward)
+        })
+    }
+    /// PyTorch's error for an activation that has no integer kernel.
+    fn float_only(&self, kernel: &str) -> Result<()> {
+        if self.dtype().is_float() {
+            return Ok(());
+        }
+        Err(TensorError::runtime(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            self.dtype().scalar_type_name()
+        )))
+    }
     /// Clamp into `[min, max]` (either bound may be absent, not both).
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
@@ -498,7 +534,7 @@ impl Tensor {
     /// `self ** exponent`; backward keeps the input.
     pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
         self.unary_op(
-            UnaryOp::PowScalar(exponent),
+            UnaryOp::PowScalar { exponent },
             "PowBackward0",
             false,
             move |g, x| {

@@ -1,30 +1,34 @@
 //! Tensors: the `Tensor` handle, shapes and views, dtypes, op dispatch, PyTorch-style printing.
+//!
+//! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
+//! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
+//! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
+//! the device backend and record autograd nodes; `unary_list` is the list of elementwise methods
+//! the script registers and documents; `views` and `inplace` share storage; `grad` is the autograd
+//! surface of a tensor; `print` is PyTorch's repr. The tensor layer decides every allocation (the
+//! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
 pub mod collective;
 mod compare;
 mod convert;
 mod creation;
-pub mod dtype;
-pub mod element;
-mod error;
 mod grad;
 mod handle;
 mod inplace;
 mod interrupt;
-pub mod layout;
 mod linalg;
 mod loss;
 mod math;
 mod print;
 mod random;
 mod reduce;
-mod scalar;
+mod unary_list;
 mod views;
 
-pub use dtype::{Category, DType};
-pub use error::{ErrorKind, Result, TensorError};
+pub use crate::types::{broadcast_shapes, Layout, OffsetIter};
+pub use crate::types::{dtype, element, layout};
+pub use crate::types::{Category, DType, ErrorKind, Result, Scalar, TensorError};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
-pub use layout::{broadcast_shapes, Layout, OffsetIter};
 pub use random::manual_seed;
-pub use scalar::Scalar;
+pub use unary_list::{UnaryMethod, UNARY_METHODS};

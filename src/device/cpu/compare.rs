@@ -5,24 +5,10 @@
 //! tensor's dtype, as PyTorch does), integers and bools as i64.
 
 use crate::device::backend::{BinaryOp, Operand};
-use crate::tensor::element::{load_f64, load_i64};
-use crate::tensor::{DType, Scalar};
+use crate::types::element::{load_f64, load_i64};
+use crate::types::{DType, Scalar};
 
 use super::parallel::{for_chunks, offsets, SendPtr};
-
-/// `a op b` for a comparison op.
-#[inline]
-pub(crate) fn holds<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
-    match op {
-        BinaryOp::Eq => a == b,
-        BinaryOp::Ne => a != b,
-        BinaryOp::Lt => a < b,
-        BinaryOp::Le => a <= b,
-        BinaryOp::Gt => a > b,
-        BinaryOp::Ge => a >= b,
-        _ => unreachable!("{op:?} is not a comparison"),
-    }
-}
 
 /// Write `f(i, j)` for every element into the bool `dst`, where `i`, `j` are the operands'
 /// element offsets.
@@ -50,21 +36,19 @@ pub fn compare(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) {
             let y = (b.get() as *const f32).add(b0 + start);
             let out = d.get().add(d0 + start);
             for k in 0..len {
-                *out.add(k) = holds(op, *x.add(k), *y.add(k)) as u8;
+                *out.add(k) = op.holds(*x.add(k), *y.add(k)) as u8;
             }
         });
     } else if lhs.dtype.is_float() || rhs.dtype.is_float() {
         each(&lhs, &rhs, &dst, |i, j| unsafe {
-            holds(
-                op,
+            op.holds(
                 load_f64(a.get(), lhs.dtype, i),
                 load_f64(b.get(), rhs.dtype, j),
             )
         });
     } else {
         each(&lhs, &rhs, &dst, |i, j| unsafe {
-            holds(
-                op,
+            op.holds(
                 load_i64(a.get(), lhs.dtype, i),
                 load_i64(b.get(), rhs.dtype, j),
             )
@@ -91,18 +75,18 @@ pub fn compare_scalar(
             let x = (s.get() as *const f32).add(s0 + start);
             let out = d.get().add(d0 + start);
             for k in 0..len {
-                *out.add(k) = holds(op, *x.add(k), v) as u8;
+                *out.add(k) = op.holds(*x.add(k), v) as u8;
             }
         });
     } else if src.dtype.is_float() || matches!(scalar, Scalar::Float(_)) {
         let v = scalar.to_f64();
         each(&src, &src, &dst, |i, _| unsafe {
-            holds(op, load_f64(s.get(), src.dtype, i), v)
+            op.holds(load_f64(s.get(), src.dtype, i), v)
         });
     } else {
         let v = scalar.to_i64();
         each(&src, &src, &dst, |i, _| unsafe {
-            holds(op, load_i64(s.get(), src.dtype, i), v)
+            op.holds(load_i64(s.get(), src.dtype, i), v)
         });
     }
 }

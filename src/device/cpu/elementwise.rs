@@ -5,8 +5,9 @@
 //! destinations) or i64 (integer and bool destinations).
 
 use crate::device::backend::{BinaryOp, Operand, UnaryOp};
-use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64, store_scalar};
-use crate::tensor::{DType, Layout, Result, Scalar};
+use crate::device::ops::{MapF32, MapF32x2};
+use crate::types::element::{load_f64, load_i64, store_f64, store_i64, store_scalar};
+use crate::types::{DType, Layout, Result, Scalar};
 use rayon::prelude::*;
 
 use super::parallel::{for_chunks, offsets, SendPtr, PARALLEL_MIN};
@@ -115,129 +116,57 @@ pub fn arange(dst: Operand, start: f64, step: f64) -> Result<()> {
     Ok(())
 }
 
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-fn clamp(x: f64, min: Option<f64>, max: Option<f64>) -> f64 {
-    if x.is_nan() {
-        return x;
+/// Runs `map1` over f32 operands with the formula the op table hands it.
+struct Map1<'a>(&'a Operand<'a>, &'a Operand<'a>);
+impl MapF32 for Map1<'_> {
+    fn map<F: Fn(f32) -> f32 + Sync + Send + Copy>(self, f: F) {
+        map1::<f32>(self.0, self.1, f)
     }
-    let x = min.map_or(x, |m| x.max(m));
-    max.map_or(x, |m| x.min(m))
 }
 
-/// The f64 form of a unary op.
-fn unary_f64(op: UnaryOp) -> impl Fn(f64) -> f64 + Sync + Send {
-    move |x: f64| match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Relu => {
-            if x > 0.0 || x.is_nan() {
-                x
-            } else {
-                0.0
-            }
+/// Runs `map2` over f32 operands with the formula the op table hands it.
+struct Map2<'a>(&'a Operand<'a>, &'a Operand<'a>, &'a Operand<'a>);
+impl MapF32x2 for Map2<'_> {
+    fn map<F: Fn(f32, f32) -> f32 + Sync + Send + Copy>(self, f: F) {
+        map2::<f32>(self.0, self.1, self.2, f)
+    }
+}
+
+/// Runs `rows_f32` with the formula the op table hands it.
+struct Rows<'a>(&'a Operand<'a>, &'a Operand<'a>, &'a Operand<'a>);
+impl MapF32x2 for Rows<'_> {
+    fn map<F: Fn(f32, f32) -> f32 + Sync + Send + Copy>(self, f: F) {
+        rows_f32(self.0, self.1, self.2, f)
+    }
+}
+
+/// `dst = src op s` (or `s op src`) over f32 operands, the scalar rounded to f32 first.
+struct MapScalar<'a>(&'a Operand<'a>, &'a Operand<'a>, f32, bool);
+impl MapF32x2 for MapScalar<'_> {
+    fn map<F: Fn(f32, f32) -> f32 + Sync + Send + Copy>(self, f: F) {
+        let s = self.2;
+        if self.3 {
+            map1::<f32>(self.0, self.1, move |x| f(s, x))
+        } else {
+            map1::<f32>(self.0, self.1, move |x| f(x, s))
         }
-        UnaryOp::Sigmoid => sigmoid(x),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-        UnaryOp::Sign => {
-            if x > 0.0 {
-                1.0
-            } else if x < 0.0 {
-                -1.0
-            } else {
-                x * 0.0
-            }
-        }
-        UnaryOp::Clamp { min, max } => clamp(x, min, max),
-        UnaryOp::PowScalar(e) => x.powf(e),
     }
-}
-
-/// The i64 form of a unary op (integer dtypes keep integer results).
-fn unary_i64(op: UnaryOp) -> impl Fn(i64) -> i64 + Sync + Send {
-    move |x: i64| match op {
-        UnaryOp::Neg => x.wrapping_neg(),
-        UnaryOp::Abs => x.wrapping_abs(),
-        UnaryOp::Relu => x.max(0),
-        UnaryOp::Sign => x.signum(),
-        UnaryOp::Clamp { min, max } => {
-            let x = min.map_or(x, |m| x.max(m as i64));
-            max.map_or(x, |m| x.min(m as i64))
-        }
-        UnaryOp::PowScalar(e) => (x as f64).powf(e) as i64,
-        other => unary_f64(other)(x as f64) as i64,
-    }
-}
-
-/// Fast f32 forms of the common unary ops, computed in f32 as PyTorch does.
-fn unary_f32_fast(op: UnaryOp, src: &Operand, dst: &Operand) -> bool {
-    match op {
-        UnaryOp::Neg => map1::<f32>(src, dst, |x| -x),
-        UnaryOp::Exp => map1::<f32>(src, dst, |x| x.exp()),
-        UnaryOp::Log => map1::<f32>(src, dst, |x| x.ln()),
-        UnaryOp::Sqrt => map1::<f32>(src, dst, |x| x.sqrt()),
-        UnaryOp::Abs => map1::<f32>(src, dst, |x| x.abs()),
-        UnaryOp::Relu => map1::<f32>(src, dst, |x| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
-        UnaryOp::Sigmoid => map1::<f32>(src, dst, |x| 1.0 / (1.0 + (-x).exp())),
-        UnaryOp::Tanh => map1::<f32>(src, dst, |x| x.tanh()),
-        UnaryOp::Sin => map1::<f32>(src, dst, |x| x.sin()),
-        UnaryOp::Cos => map1::<f32>(src, dst, |x| x.cos()),
-        _ => return false,
-    }
-    true
 }
 
 /// `dst = op(src)`.
 pub fn unary(op: UnaryOp, src: Operand, dst: Operand) -> Result<()> {
     if contiguous_same(&src, &dst) {
         match dst.dtype {
-            DType::F32 if unary_f32_fast(op, &src, &dst) => return Ok(()),
+            DType::F32 if op.with_f32(Map1(&src, &dst)) => return Ok(()),
             DType::F64 => {
-                map1::<f64>(&src, &dst, unary_f64(op));
+                map1::<f64>(&src, &dst, move |x| op.eval_f64(x));
                 return Ok(());
             }
             _ => {}
         }
     }
-    general1(&src, &dst, unary_f64(op), unary_i64(op));
+    general1(&src, &dst, move |x| op.eval_f64(x), move |x| op.eval_i64(x));
     Ok(())
-}
-
-/// The f64 form of a binary op.
-fn binary_f64(op: BinaryOp) -> impl Fn(f64, f64) -> f64 + Sync + Send {
-    move |a: f64, b: f64| match op {
-        BinaryOp::Add => a + b,
-        BinaryOp::Sub => a - b,
-        BinaryOp::Mul => a * b,
-        BinaryOp::Div => a / b,
-        BinaryOp::Pow => a.powf(b),
-        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-            super::compare::holds(op, a, b) as u8 as f64
-        }
-        BinaryOp::ReluBackward => {
-            if b > 0.0 {
-                a
-            } else {
-                0.0
-            }
-        }
-        BinaryOp::SigmoidBackward => a * b * (1.0 - b),
-        BinaryOp::TanhBackward => a * (1.0 - b * b),
-        BinaryOp::ClampBackward { min, max } => {
-            if min.is_none_or(|m| b >= m) && max.is_none_or(|m| b <= m) {
-                a
-            } else {
-                0.0
-            }
-        }
-    }
 }
 
 /// The i64 form of a binary op (integer and bool destinations).
@@ -245,32 +174,8 @@ fn binary_i64(op: BinaryOp, bool_dst: bool) -> impl Fn(i64, i64) -> i64 + Sync +
     move |a: i64, b: i64| match op {
         BinaryOp::Add if bool_dst => ((a != 0) | (b != 0)) as i64,
         BinaryOp::Mul if bool_dst => ((a != 0) & (b != 0)) as i64,
-        BinaryOp::Add => a.wrapping_add(b),
-        BinaryOp::Sub => a.wrapping_sub(b),
-        BinaryOp::Mul => a.wrapping_mul(b),
-        BinaryOp::Pow => {
-            if b >= 0 {
-                a.wrapping_pow(b.min(u32::MAX as i64) as u32)
-            } else {
-                0
-            }
-        }
-        cmp if cmp.is_comparison() => super::compare::holds(cmp, a, b) as i64,
-        other => binary_f64(other)(a as f64, b as f64) as i64,
+        _ => op.eval_i64(a, b),
     }
-}
-
-/// Apply the fast f32 path when every operand is contiguous f32; false when it does not apply.
-fn binary_f32_fast(op: BinaryOp, lhs: &Operand, rhs: &Operand, dst: &Operand) -> bool {
-    match op {
-        BinaryOp::Add => map2::<f32>(lhs, rhs, dst, |a, b| a + b),
-        BinaryOp::Sub => map2::<f32>(lhs, rhs, dst, |a, b| a - b),
-        BinaryOp::Mul => map2::<f32>(lhs, rhs, dst, |a, b| a * b),
-        BinaryOp::Div => map2::<f32>(lhs, rhs, dst, |a, b| a / b),
-        BinaryOp::ReluBackward => map2::<f32>(lhs, rhs, dst, |a, b| if b > 0.0 { a } else { 0.0 }),
-        _ => return false,
-    }
-    true
 }
 
 /// The layout without its last dim (one position per row).
@@ -354,15 +259,7 @@ fn binary_f32_rows(op: BinaryOp, lhs: &Operand, rhs: &Operand, dst: &Operand) ->
     {
         return false;
     }
-    match op {
-        BinaryOp::Add => rows_f32(lhs, rhs, dst, |a, b| a + b),
-        BinaryOp::Sub => rows_f32(lhs, rhs, dst, |a, b| a - b),
-        BinaryOp::Mul => rows_f32(lhs, rhs, dst, |a, b| a * b),
-        BinaryOp::Div => rows_f32(lhs, rhs, dst, |a, b| a / b),
-        BinaryOp::ReluBackward => rows_f32(lhs, rhs, dst, |a, b| if b > 0.0 { a } else { 0.0 }),
-        _ => return false,
-    }
-    true
+    op.with_f32(Rows(lhs, rhs, dst))
 }
 
 /// `dst = lhs op rhs`, operands broadcast to `dst`'s shape.
@@ -373,9 +270,9 @@ pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<
     }
     if contiguous_same(&lhs, &dst) && contiguous_same(&rhs, &dst) {
         match dst.dtype {
-            DType::F32 if binary_f32_fast(op, &lhs, &rhs, &dst) => return Ok(()),
+            DType::F32 if op.with_f32(Map2(&lhs, &rhs, &dst)) => return Ok(()),
             DType::F64 => {
-                map2::<f64>(&lhs, &rhs, &dst, binary_f64(op));
+                map2::<f64>(&lhs, &rhs, &dst, move |a, b| op.eval_f64(a, b));
                 return Ok(());
             }
             _ => {}
@@ -390,7 +287,7 @@ pub fn binary(op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<
         SendPtr(dst.ptr as usize),
     );
     let float = dst.dtype.is_float();
-    let ff = binary_f64(op);
+    let ff = move |a, b| op.eval_f64(a, b);
     let fi = binary_i64(op, dst.dtype == DType::Bool);
     for_chunks(dst.layout.numel(), |start, len| unsafe {
         let it = offsets(lhs.layout, start, len)
@@ -427,21 +324,15 @@ pub fn binary_scalar(
         super::compare::compare_scalar(op, src, scalar, scalar_first, dst);
         return Ok(());
     }
-    let ff = binary_f64(op);
+    let ff = move |a, b| op.eval_f64(a, b);
     if contiguous_same(&src, &dst) && dst.dtype == DType::F32 {
         // Compute in f32 like PyTorch's CPU kernels; the scalar is rounded to f32 first.
         let s = scalar.to_f64() as f32;
-        match (op, scalar_first) {
-            (BinaryOp::Add, _) => map1::<f32>(&src, &dst, move |x| x + s),
-            (BinaryOp::Mul, _) => map1::<f32>(&src, &dst, move |x| x * s),
-            (BinaryOp::Sub, false) => map1::<f32>(&src, &dst, move |x| x - s),
-            (BinaryOp::Sub, true) => map1::<f32>(&src, &dst, move |x| s - x),
-            (BinaryOp::Div, false) => map1::<f32>(&src, &dst, move |x| x / s),
-            (BinaryOp::Div, true) => map1::<f32>(&src, &dst, move |x| s / x),
-            _ => map1::<f32>(&src, &dst, move |x| {
+        if !op.with_f32(MapScalar(&src, &dst, s, scalar_first)) {
+            map1::<f32>(&src, &dst, move |x| {
                 let (a, b) = if scalar_first { (s, x) } else { (x, s) };
                 ff(a as f64, b as f64) as f32
-            }),
+            });
         }
         return Ok(());
     }

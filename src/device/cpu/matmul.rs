@@ -4,8 +4,8 @@ use gemm::{gemm, Parallelism};
 use half::f16;
 
 use crate::device::backend::Operand;
-use crate::tensor::element::{load_f64, store_f64};
-use crate::tensor::{DType, Layout, Result};
+use crate::types::element::{load_f64, store_f64};
+use crate::types::{DType, Layout, Result};
 
 /// Threads pay off only for products of at least this many multiply-adds.
 const PARALLEL_FLOPS: usize = 1 << 18;

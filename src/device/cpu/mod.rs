@@ -16,7 +16,7 @@ use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
 use crate::device::Device;
-use crate::tensor::{Result, Scalar, TensorError};
+use crate::types::{Result, Scalar, TensorError};
 
 /// Host allocations are aligned for the widest SIMD loads the kernels use.
 const ALIGN: usize = 64;
@@ -29,7 +29,7 @@ pub(crate) fn host_alloc(bytes: usize) -> Result<DevicePtr> {
     let p = unsafe { alloc(layout) };
     if p.is_null() {
         return Err(TensorError::new(
-            crate::tensor::ErrorKind::OutOfMemory,
+            crate::types::ErrorKind::OutOfMemory,
             format!("[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
         ));
     }

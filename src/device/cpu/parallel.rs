@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::tensor::{Layout, OffsetIter};
+use crate::types::{Layout, OffsetIter};
 
 /// Below this many elements a kernel runs on the calling thread: thread hand-off costs more.
 pub const PARALLEL_MIN: usize = 1 << 16;

@@ -4,8 +4,8 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
 use crate::device::backend::{Distribution, Operand};
-use crate::tensor::element::store_f64;
-use crate::tensor::{DType, Result};
+use crate::types::element::store_f64;
+use crate::types::{DType, Result};
 
 use super::parallel::SendPtr;
 use rayon::prelude::*;

@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 
 use crate::device::backend::{Operand, ReduceOp, ReduceOut};
-use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
-use crate::tensor::{DType, Layout, OffsetIter, Result};
+use crate::types::element::{load_f64, load_i64, store_f64, store_i64};
+use crate::types::{DType, Layout, OffsetIter, Result};
 
 use super::parallel::{offsets, SendPtr, PARALLEL_MIN};
 
@@ -361,7 +361,7 @@ pub fn nll_loss(logp: Operand, target: Operand, dst: Operand) -> Result<()> {
 
 /// `dst` [n, c] = 0 except `dst[i, target[i]] = -grad / n`.
 pub fn nll_loss_backward(grad: Operand, target: Operand, dst: Operand) -> Result<()> {
-    super::elementwise::fill(dst, crate::tensor::Scalar::Float(0.0))?;
+    super::elementwise::fill(dst, crate::types::Scalar::Float(0.0))?;
     let n = dst.layout.shape[0];
     let (rs, cs) = (dst.layout.strides[0], dst.layout.strides[1]);
     unsafe {

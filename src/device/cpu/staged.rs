@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rayon::prelude::*;
 
 use crate::device::backend::{Operand, ReduceOp, ReduceOut, StagingMemory};
-use crate::tensor::element::{load_f64, load_i64, store_f64, store_i64};
-use crate::tensor::{DType, Result, TensorError};
+use crate::types::element::{load_f64, load_i64, store_f64, store_i64};
+use crate::types::{DType, Result, TensorError};
 
 use super::parallel::offsets;
 use super::reduce::{dense_float_sum, load, split_dims, store, Acc};

@@ -10,14 +10,13 @@ use crate::device::backend::{
 use crate::device::blas_handle::{BlasHandle, Workspace};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
-use crate::tensor::{DType, ErrorKind, Result, Scalar, TensorError};
+use crate::types::{DType, ErrorKind, Result, Scalar, TensorError};
 
 use super::device::CudaDevice;
-use super::elem::Elem;
 use super::error::CudaError;
 use super::layout::View;
 use super::memory::CudaMemory;
-use super::reduce::{Reduction, Stage};
+use super::reduce::Stage;
 
 /// One real CUDA device as a torchlet backend.
 pub struct CudaBackend {
@@ -44,21 +43,6 @@ impl CudaBackend {
     }
 }
 
-impl From<DType> for Elem {
-    fn from(d: DType) -> Elem {
-        match d {
-            DType::F32 => Elem::F32,
-            DType::F64 => Elem::F64,
-            DType::F16 => Elem::F16,
-            DType::BF16 => Elem::BF16,
-            DType::I64 => Elem::I64,
-            DType::I32 => Elem::I32,
-            DType::U8 => Elem::U8,
-            DType::Bool => Elem::Bool,
-        }
-    }
-}
-
 impl From<CudaError> for TensorError {
     fn from(e: CudaError) -> TensorError {
         match e {
@@ -74,7 +58,7 @@ impl From<CudaError> for TensorError {
 fn view<'a>(o: &Operand<'a>) -> View<'a> {
     View {
         ptr: o.ptr,
-        elem: o.dtype.into(),
+        elem: o.dtype,
         shape: &o.layout.shape,
         strides: &o.layout.strides,
         offset: o.layout.offset,
@@ -85,63 +69,15 @@ fn scalar_parts(s: Scalar) -> (f64, i64) {
     (s.to_f64(), s.to_i64())
 }
 
-/// Kernel name and parameters of a unary op.
-fn unary_kernel(op: UnaryOp) -> (&'static str, f64, f64) {
-    match op {
-        UnaryOp::Neg => ("neg", 0.0, 0.0),
-        UnaryOp::Exp => ("exp", 0.0, 0.0),
-        UnaryOp::Log => ("log", 0.0, 0.0),
-        UnaryOp::Sqrt => ("sqrt", 0.0, 0.0),
-        UnaryOp::Abs => ("abs", 0.0, 0.0),
-        UnaryOp::Relu => ("relu", 0.0, 0.0),
-        UnaryOp::Sigmoid => ("sigmoid", 0.0, 0.0),
-        UnaryOp::Tanh => ("tanh", 0.0, 0.0),
-        UnaryOp::Sin => ("sin", 0.0, 0.0),
-        UnaryOp::Cos => ("cos", 0.0, 0.0),
-        UnaryOp::Sign => ("sign", 0.0, 0.0),
-        UnaryOp::Clamp { min, max } => (
-            "clamp",
-            min.unwrap_or(f64::NEG_INFINITY),
-            max.unwrap_or(f64::INFINITY),
-        ),
-        UnaryOp::PowScalar(e) => ("pow", e, 0.0),
-    }
-}
-
-/// Kernel name and parameters of a binary op.
-fn binary_kernel(op: BinaryOp) -> (&'static str, f64, f64) {
-    match op {
-        BinaryOp::Add => ("add", 0.0, 0.0),
-        BinaryOp::Sub => ("sub", 0.0, 0.0),
-        BinaryOp::Mul => ("mul", 0.0, 0.0),
-        BinaryOp::Div => ("div", 0.0, 0.0),
-        BinaryOp::Pow => ("pow", 0.0, 0.0),
-        BinaryOp::Eq => ("eq", 0.0, 0.0),
-        BinaryOp::Ne => ("ne", 0.0, 0.0),
-        BinaryOp::Lt => ("lt", 0.0, 0.0),
-        BinaryOp::Le => ("le", 0.0, 0.0),
-        BinaryOp::Gt => ("gt", 0.0, 0.0),
-        BinaryOp::Ge => ("ge", 0.0, 0.0),
-        BinaryOp::ReluBackward => ("relu_bw", 0.0, 0.0),
-        BinaryOp::SigmoidBackward => ("sigmoid_bw", 0.0, 0.0),
-        BinaryOp::TanhBackward => ("tanh_bw", 0.0, 0.0),
-        BinaryOp::ClampBackward { min, max } => (
-            "clamp_bw",
-            min.unwrap_or(f64::NEG_INFINITY),
-            max.unwrap_or(f64::INFINITY),
-        ),
-    }
-}
-
 /// The type a comparison computes in: the operands' own when they agree, else f64 when either
 /// is floating, else i64.
-fn compare_type(a: DType, b: DType) -> Elem {
+fn compare_type(a: DType, b: DType) -> DType {
     if a == b {
-        a.into()
+        a
     } else if a.is_float() || b.is_float() {
-        Elem::F64
+        DType::F64
     } else {
-        Elem::I64
+        DType::I64
     }
 }
 
@@ -190,18 +126,18 @@ impl Backend for CudaBackend {
         Ok(self.dev.gpu().arange(&view(&dst), start, step)?)
     }
     fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()> {
-        let (name, p0, p1) = unary_kernel(op);
+        let (name, (p0, p1)) = (op.kernel_name(), op.kernel_params());
         Ok(self
             .dev
             .gpu()
             .unary(name, p0, p1, &view(&src), &view(&dst))?)
     }
     fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        let (name, p0, p1) = binary_kernel(op);
+        let (name, (p0, p1)) = (op.kernel_name(), op.kernel_params());
         let compute = if op.is_comparison() {
             compare_type(lhs.dtype, rhs.dtype)
         } else {
-            dst.dtype.into()
+            dst.dtype
         };
         Ok(self
             .dev
@@ -216,7 +152,7 @@ impl Backend for CudaBackend {
         scalar_first: bool,
         dst: Operand,
     ) -> Result<()> {
-        let (name, _, _) = binary_kernel(op);
+        let name = op.kernel_name();
         let compute = if op.is_comparison() {
             // The tensor layer has rounded the number to the tensor's dtype where PyTorch
             // compares in it; only an integer tensor against a float needs a float type.
@@ -226,7 +162,7 @@ impl Backend for CudaBackend {
             };
             compare_type(src.dtype, number_type)
         } else {
-            dst.dtype.into()
+            dst.dtype
         };
         let (f, i) = scalar_parts(scalar);
         Ok(self.dev.gpu().binary_scalar(
@@ -248,14 +184,6 @@ impl Backend for CudaBackend {
         })
     }
     fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()> {
-        let op = match op {
-            ReduceOp::Sum => Reduction::Sum,
-            ReduceOp::Mean => Reduction::Mean,
-            ReduceOp::Max => Reduction::Max,
-            ReduceOp::Min => Reduction::Min,
-            ReduceOp::ArgMax => Reduction::ArgMax,
-            ReduceOp::ArgMin => Reduction::ArgMin,
-        };
         let stage = out.staging.map(|m| Stage {
             plan: m.plan,
             buffer: m.buffer,

@@ -8,10 +8,11 @@ use std::sync::Mutex;
 use cudarc::cublas::{result as blas, sys as bsys};
 
 use super::context::CudaContext;
-use super::elem::Elem;
 use super::error::{cublas, CudaError, CudaResult};
 use super::layout::View;
-use super::ops::{contiguous_strides, Gpu};
+use super::ops::Gpu;
+use crate::types::contiguous_strides;
+use crate::types::DType;
 
 /// A cuBLAS handle bound to the device's stream, and its workspace once allocated.
 pub struct Blas {
@@ -114,19 +115,19 @@ impl Blas {
     ) -> CudaResult<()> {
         let (b, m, k, n) = (dst.shape[0], dst.shape[1], lhs.shape[2], dst.shape[2]);
         let (dtype, compute) = match dst.elem {
-            Elem::F32 => (
+            DType::F32 => (
                 bsys::cudaDataType::CUDA_R_32F,
                 bsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
             ),
-            Elem::F64 => (
+            DType::F64 => (
                 bsys::cudaDataType::CUDA_R_64F,
                 bsys::cublasComputeType_t::CUBLAS_COMPUTE_64F,
             ),
-            Elem::F16 => (
+            DType::F16 => (
                 bsys::cudaDataType::CUDA_R_16F,
                 bsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
             ),
-            Elem::BF16 => (
+            DType::BF16 => (
                 bsys::cudaDataType::CUDA_R_16BF,
                 bsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
             ),
@@ -134,9 +135,9 @@ impl Blas {
                 return Err(CudaError::Unsupported(format!(
                     "\"addmm_cuda\" not implemented for '{}'",
                     match other {
-                        Elem::I64 => "Long",
-                        Elem::I32 => "Int",
-                        Elem::U8 => "Byte",
+                        DType::I64 => "Long",
+                        DType::I32 => "Int",
+                        DType::U8 => "Byte",
                         _ => "Bool",
                     }
                 )))
@@ -163,7 +164,7 @@ impl Blas {
             }
         };
         let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
-        let (alpha, beta): (*const c_void, *const c_void) = if dst.elem == Elem::F64 {
+        let (alpha, beta): (*const c_void, *const c_void) = if dst.elem == DType::F64 {
             (
                 (&one64 as *const f64).cast(),
                 (&zero64 as *const f64).cast(),

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 use sha2::{Digest, Sha256};
 
-use super::elem::Elem;
+use super::elem::CudaDType;
 use super::error::{nvrtc as nvrtc_err, CudaError, CudaResult};
+use crate::types::DType;
 
 const PRELUDE: &str = include_str!("kernels/prelude.cuh");
 const ELEMENTWISE: &str = include_str!("kernels/elementwise.cu");
@@ -16,11 +17,11 @@ const REDUCE: &str = include_str!("kernels/reduce.cu");
 const SOFTMAX: &str = include_str!("kernels/softmax.cu");
 
 /// The complete CUDA C source of one element type's module.
-pub fn module_source(elem: Elem) -> String {
+pub fn module_source(elem: DType) -> String {
     [
         elem.module_header().as_str(),
         PRELUDE,
-        ELEMENTWISE,
+        &super::functors::fill(ELEMENTWISE),
         REDUCE,
         SOFTMAX,
     ]
@@ -60,14 +61,14 @@ fn nvrtc_version() -> i32 {
 
 /// The cubin for `elem` on `arch`: read from the disk cache, or compiled and then stored there.
 /// Returns the image and whether it came from the cache.
-pub fn cubin(elem: Elem, arch: &str, driver: i32) -> CudaResult<(Vec<u8>, bool)> {
+pub fn cubin(elem: DType, arch: &str, driver: i32) -> CudaResult<(Vec<u8>, bool)> {
     cubin_in(cache_dir().as_deref(), elem, arch, driver)
 }
 
 /// As `cubin`, with the cache in `dir` (no cache when `None`).
 pub fn cubin_in(
     dir: Option<&Path>,
-    elem: Elem,
+    elem: DType,
     arch: &str,
     driver: i32,
 ) -> CudaResult<(Vec<u8>, bool)> {

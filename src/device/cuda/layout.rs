@@ -1,8 +1,8 @@
 //! Strided operands as the kernels see them: the `Lay`/`RLay` structs passed by value, built from
 //! shapes and strides with adjacent dimensions merged where every operand allows it.
 
-use super::elem::Elem;
 use super::error::{CudaError, CudaResult};
+use crate::types::DType;
 
 /// Most dimensions a kernel handles after merging (the kernels' MAXD).
 pub const MAXD: usize = 8;
@@ -13,7 +13,7 @@ pub struct View<'a> {
     /// Device address of the storage's first byte.
     pub ptr: u64,
     /// Element type.
-    pub elem: Elem,
+    pub elem: DType,
     /// Size of each dimension.
     pub shape: &'a [usize],
     /// Element strides (0 for broadcast dimensions).

@@ -10,6 +10,7 @@ pub mod context;
 pub mod device;
 pub mod elem;
 pub mod error;
+pub mod functors;
 pub mod layout;
 pub mod memory;
 pub mod module;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 pub use backend::CudaBackend;
 pub use context::{context, devices, CudaContext, DeviceInfo};
 pub use device::CudaDevice;
-pub use elem::Elem;
+pub use elem::CudaDType;
 pub use error::{CudaError, CudaResult};
 pub use memory::CudaMemory;
 

@@ -9,8 +9,9 @@ use cudarc::driver::{result, sys};
 
 use super::compile;
 use super::context::CudaContext;
-use super::elem::Elem;
+use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
+use crate::types::DType;
 
 /// One loaded module and the functions looked up in it so far.
 struct Module {
@@ -49,7 +50,7 @@ impl Kernels {
     /// Compile (or read from the disk cache) and load every module now, in parallel.
     pub fn preload(&self, ctx: &CudaContext) -> CudaResult<()> {
         let images: Vec<CudaResult<(Vec<u8>, bool)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = Elem::ALL
+            let handles: Vec<_> = DType::ALL
                 .iter()
                 .map(|&e| s.spawn(move || compile::cubin(e, &self.arch, self.driver)))
                 .collect();
@@ -62,7 +63,7 @@ impl Kernels {
                 })
                 .collect()
         });
-        for (elem, image) in Elem::ALL.iter().zip(images) {
+        for (elem, image) in DType::ALL.iter().zip(images) {
             let (image, _) = image?;
             if let Err(e) = self.modules[elem.slot()].get_or_init(|| load(ctx, &image)) {
                 return Err(e.clone());
@@ -71,7 +72,7 @@ impl Kernels {
         Ok(())
     }
 
-    fn loaded(&self, ctx: &CudaContext, elem: Elem) -> CudaResult<&Module> {
+    fn loaded(&self, ctx: &CudaContext, elem: DType) -> CudaResult<&Module> {
         self.modules[elem.slot()]
             .get_or_init(|| {
                 let (image, _) = compile::cubin(elem, &self.arch, self.driver)?;
@@ -85,7 +86,7 @@ impl Kernels {
     pub fn function(
         &self,
         ctx: &CudaContext,
-        elem: Elem,
+        elem: DType,
         name: &str,
     ) -> CudaResult<sys::CUfunction> {
         let module = self.loaded(ctx, elem)?;

@@ -12,7 +12,7 @@ use cudarc::nccl::{result, sys};
 
 use super::device::CudaDevice;
 use super::error::{CudaError, CudaResult};
-use crate::tensor::DType;
+use crate::types::DType;
 
 /// The reductions NCCL offers, as torch.distributed.ReduceOp names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

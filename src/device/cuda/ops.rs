@@ -7,10 +7,11 @@ use std::ffi::c_void;
 use cudarc::driver::sys;
 
 use super::context::CudaContext;
-use super::elem::Elem;
+use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use super::layout::{lay, View};
 use super::module::{grid_for, launch, Kernels, BLOCK};
+use crate::types::{contiguous_strides, DType};
 
 /// The device's context and kernels, which every operation needs.
 pub struct Gpu<'a> {
@@ -39,7 +40,7 @@ impl Gpu<'_> {
         grid_for(n, self.ctx.info.sm_count)
     }
 
-    fn run(&self, elem: Elem, name: &str, n: usize, params: &mut [*mut c_void]) -> CudaResult<()> {
+    fn run(&self, elem: DType, name: &str, n: usize, params: &mut [*mut c_void]) -> CudaResult<()> {
         let f = self.kernels.function(self.ctx, elem, name)?;
         launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
     }
@@ -127,7 +128,7 @@ impl Gpu<'_> {
     pub fn as_elem<'v>(
         &self,
         src: &View<'v>,
-        elem: Elem,
+        elem: DType,
         slot: usize,
         strides: &'v mut Vec<usize>,
     ) -> CudaResult<View<'v>> {
@@ -184,7 +185,7 @@ impl Gpu<'_> {
         op: &str,
         p0: f64,
         p1: f64,
-        compute: Elem,
+        compute: DType,
         lhs: &View,
         rhs: &View,
         dst: &View,
@@ -222,7 +223,7 @@ impl Gpu<'_> {
     pub fn binary_scalar(
         &self,
         op: &str,
-        compute: Elem,
+        compute: DType,
         src: &View,
         f: f64,
         i: i64,
@@ -285,7 +286,7 @@ impl Gpu<'_> {
         if n == 0 {
             return Ok(());
         }
-        if index.elem != Elem::I64 {
+        if index.elem != DType::I64 {
             return Err(CudaError::Unsupported(
                 "scatter(): index must be int64".into(),
             ));
@@ -307,19 +308,8 @@ impl Gpu<'_> {
 }
 
 /// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.
-fn vec_width(elem: Elem) -> usize {
+fn vec_width(elem: DType) -> usize {
     16 / elem.size()
-}
-
-/// Row-major strides of a shape.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0; shape.len()];
-    let mut acc = 1;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc *= shape[i].max(1);
-    }
-    strides
 }
 
 pub(crate) use args;

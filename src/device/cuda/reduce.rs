@@ -1,4 +1,4 @@
-//! Reductions (sum, mean, max, min, argmax, argmin), softmax and its backward, and the NLL loss on
+//! ReduceOps (sum, mean, max, min, argmax, argmin), softmax and its backward, and the NLL loss on
 //! device views.
 
 use std::ffi::c_void;
@@ -7,45 +7,37 @@ use cudarc::driver::result;
 
 use crate::device::reduce_plan::Staging;
 
-use super::elem::Elem;
+use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use super::layout::{RLay, View};
 use super::module::{launch, BLOCK};
-use super::ops::{args, contiguous_strides, Gpu};
+use super::ops::{args, Gpu};
+use crate::device::ReduceOp;
+use crate::types::contiguous_strides;
+use crate::types::DType;
 
-/// A reduction kernel family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduction {
-    /// Sum.
-    Sum,
-    /// Sum divided by the count (floating dtypes).
-    Mean,
-    /// Largest value; NaN propagates.
-    Max,
-    /// Smallest value; NaN propagates.
-    Min,
-    /// Index of the first largest value (int64).
-    ArgMax,
-    /// Index of the first smallest value (int64).
-    ArgMin,
+/// What the reduction kernels need to know of a `ReduceOp`.
+trait ReduceKernel {
+    /// The kernel family's name (a mean runs the sum kernel, then scales).
+    fn kernel(self) -> &'static str;
+    fn out_elem(self, elem: DType) -> DType;
 }
 
-impl Reduction {
+impl ReduceKernel for ReduceOp {
     fn kernel(self) -> &'static str {
         match self {
-            Reduction::Sum | Reduction::Mean => "sum",
-            Reduction::Max => "max",
-            Reduction::Min => "min",
-            Reduction::ArgMax => "argmax",
-            Reduction::ArgMin => "argmin",
+            ReduceOp::Sum | ReduceOp::Mean => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
         }
     }
-    /// The dtype the kernel writes for input `elem`.
-    fn out_elem(self, elem: Elem) -> Elem {
+    fn out_elem(self, elem: DType) -> DType {
         match self {
-            Reduction::Sum | Reduction::Mean => elem.sum_type(),
-            Reduction::Max | Reduction::Min => elem,
-            Reduction::ArgMax | Reduction::ArgMin => Elem::I64,
+            ReduceOp::Sum | ReduceOp::Mean => elem.sum_type(),
+            ReduceOp::Max | ReduceOp::Min => elem,
+            ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
         }
     }
 }
@@ -79,7 +71,7 @@ impl Gpu<'_> {
     /// indices into `indices`); with `stage`, outputs are split across blocks that meet in it.
     pub fn reduce(
         &self,
-        op: Reduction,
+        op: ReduceOp,
         src: &View,
         dims: &[usize],
         dst: &View,
@@ -91,7 +83,7 @@ impl Gpu<'_> {
         if m == 0 {
             return Ok(());
         }
-        if r == 0 && op != Reduction::Sum {
+        if r == 0 && op != ReduceOp::Sum {
             return Err(CudaError::Unsupported(format!(
                 "{op:?}(): cannot reduce an empty dimension (there is no identity)"
             )));
@@ -104,7 +96,7 @@ impl Gpu<'_> {
         } else {
             self.ctx.scratch(2, m * out_elem.size())?
         };
-        let scale = if op == Reduction::Mean {
+        let scale = if op == ReduceOp::Mean {
             1.0 / r.max(1) as f64
         } else {
             1.0
@@ -138,8 +130,8 @@ impl Gpu<'_> {
     /// block per output, or `stage.plan.ctas_per_output` blocks per output meeting in `stage`.
     fn launch_rows(
         &self,
-        op: Reduction,
-        elem: Elem,
+        op: ReduceOp,
+        elem: DType,
         rows: Rows,
         with_indices: bool,
         stage: Option<&Stage>,
@@ -210,7 +202,7 @@ impl Gpu<'_> {
         Ok((p.ctas_per_output, st.buffer, st.semaphores, group as i64))
     }
 
-    fn float_only(&self, what: &str, elem: Elem) -> CudaResult<()> {
+    fn float_only(&self, what: &str, elem: DType) -> CudaResult<()> {
         if elem.is_float() {
             Ok(())
         } else {
@@ -382,18 +374,18 @@ impl Gpu<'_> {
 
 /// How the kernel stores a partial: 0 = the accumulator (sums), 1 = the element (max/min
 /// values), 2 = the (value, index) pair (arg max/min, max/min with indices).
-fn partial_mode(op: Reduction, indices: bool) -> i32 {
+fn partial_mode(op: ReduceOp, indices: bool) -> i32 {
     match op {
-        Reduction::Sum | Reduction::Mean => 0,
-        Reduction::Max | Reduction::Min if !indices => 1,
+        ReduceOp::Sum | ReduceOp::Mean => 0,
+        ReduceOp::Max | ReduceOp::Min if !indices => 1,
         _ => 2,
     }
 }
 
 /// Bytes of one partial in `mode` for input `elem` (the kernels' A, T and `struct Acc`).
-fn partial_size(mode: i32, elem: Elem) -> usize {
+fn partial_size(mode: i32, elem: DType) -> usize {
     match mode {
-        0 if matches!(elem, Elem::F32 | Elem::F16 | Elem::BF16) => 4,
+        0 if matches!(elem, DType::F32 | DType::F16 | DType::BF16) => 4,
         0 => 8,
         1 => elem.size(),
         _ => 16,

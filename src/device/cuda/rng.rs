@@ -6,10 +6,10 @@ use std::sync::Mutex;
 use cudarc::curand::{result as rand, sys as rsys};
 use cudarc::driver::sys;
 
-use super::elem::Elem;
 use super::error::{curand, driver, CudaError, CudaResult};
 use super::layout::View;
 use super::ops::Gpu;
+use crate::types::DType;
 
 /// The device's cuRAND generator, created on first use.
 #[derive(Default)]
@@ -53,10 +53,10 @@ impl Rng {
             rand::set_offset(g, 0).map_err(|e| curand("set offset", e))?;
         }
         // Half types are drawn in float32 into scratch, then converted.
-        let wide = if matches!(dst.elem, Elem::F64) {
-            Elem::F64
+        let wide = if matches!(dst.elem, DType::F64) {
+            DType::F64
         } else {
-            Elem::F32
+            DType::F32
         };
         let target = if wide == dst.elem {
             dst.addr()
@@ -95,7 +95,7 @@ fn generate(
     gpu: &Gpu,
     g: rsys::curandGenerator_t,
     ptr: u64,
-    elem: Elem,
+    elem: DType,
     n: usize,
     normal: bool,
 ) -> CudaResult<()> {
@@ -104,14 +104,14 @@ fn generate(
     unsafe {
         if !normal {
             return match elem {
-                Elem::F64 => rand::generate::uniform_f64(g, ptr as *mut f64, n),
+                DType::F64 => rand::generate::uniform_f64(g, ptr as *mut f64, n),
                 _ => rand::generate::uniform_f32(g, ptr as *mut f32, n),
             }
             .map_err(|e| curand("generate uniform", e));
         }
         let even = n - n % 2;
         let normals = |p: u64, count: usize| match elem {
-            Elem::F64 => rand::generate::normal_f64(g, p as *mut f64, count, 0.0, 1.0),
+            DType::F64 => rand::generate::normal_f64(g, p as *mut f64, count, 0.0, 1.0),
             _ => rand::generate::normal_f32(g, p as *mut f32, count, 0.0, 1.0),
         };
         if even > 0 {

@@ -4,7 +4,8 @@
 
 #define UNROLL 4
 
-// ---- unary ops on compute values; integers go through double for the math functions.
+// ---- unary ops on compute values (the functor and instance lists come from the op table,
+// device/ops, through cuda/functors.rs); integers go through double for the math functions.
 #define MATH1(name, fexpr, dexpr)                                                        \
   template <class X> __device__ __forceinline__ X m_##name(X x) { return (X)dexpr((double)x); } \
   __device__ __forceinline__ float m_##name(float x) { return fexpr(x); }                 \
@@ -15,6 +16,7 @@ MATH1(sqrt, sqrtf, sqrt)
 MATH1(tanh, tanhf, tanh)
 MATH1(sin, sinf, sin)
 MATH1(cos, cosf, cos)
+MATH1(erf, erff, erf)
 
 template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow((double)a, (double)b); }
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
@@ -23,21 +25,7 @@ template <class X> __device__ __forceinline__ bool isnan_(X x) { return x != x; 
 
 #define UOP(name, expr) \
   struct U_##name { template <class X> __device__ __forceinline__ X operator()(X x, double p0, double p1) const { return expr; } };
-UOP(neg, -x)
-UOP(exp, m_exp(x))
-UOP(log, m_log(x))
-UOP(sqrt, m_sqrt(x))
-UOP(abs, (x < (X)0 ? -x : x))
-UOP(relu, ((x != x || x > (X)0) ? x : (X)0))
-UOP(sigmoid, ((X)1 / ((X)1 + m_exp(-x))))
-UOP(tanh, m_tanh(x))
-UOP(sin, m_sin(x))
-UOP(cos, m_cos(x))
-UOP(reciprocal, ((X)1 / x))
-UOP(sign, (X)((x > (X)0) - (x < (X)0)))
-UOP(logical_not, (X)(x == (X)0))
-UOP(clamp, ((double)x < p0 ? (X)p0 : ((double)x > p1 ? (X)p1 : x)))
-UOP(pow, m_pow(x, (X)p0))
+// @UNARY_FUNCTORS@
 
 template <class Op>
 __device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p0, double p1) {
@@ -81,32 +69,26 @@ __device__ __forceinline__ void unary_strided(T* out, const T* a, const Lay& L, 
   extern "C" __global__ void KNAME(unary_s_##name##_)(T* out, const T* a, Lay L, i64 n, double p0, double p1) { \
     unary_strided<U_##name>(out, a, L, n, p0, p1);                                                  \
   }
-INST_UNARY(neg) INST_UNARY(exp) INST_UNARY(log) INST_UNARY(sqrt) INST_UNARY(abs) INST_UNARY(relu)
-INST_UNARY(sigmoid) INST_UNARY(tanh) INST_UNARY(sin) INST_UNARY(cos) INST_UNARY(reciprocal)
-INST_UNARY(sign) INST_UNARY(logical_not) INST_UNARY(clamp) INST_UNARY(pow)
+// @UNARY_INSTANCES@
 
 // ---- binary ops: (C, C) -> C for arithmetic, (C, C) -> bool for comparisons.
 
 #define BOP(name, R, expr) \
   struct B_##name { typedef R Out; template <class X> __device__ __forceinline__ X operator()(X a, X b, double p0, double p1) const { return expr; } };
-BOP(add, T, a + b)
-BOP(sub, T, a - b)
-BOP(mul, T, a * b)
-BOP(div, T, a / b)
-BOP(pow, T, m_pow(a, b))
-BOP(maximum, T, (isnan_(a) ? a : (isnan_(b) ? b : (a > b ? a : b))))
-BOP(minimum, T, (isnan_(a) ? a : (isnan_(b) ? b : (a < b ? a : b))))
-BOP(eq, bool, (X)(a == b))
-BOP(ne, bool, (X)(a != b))
-BOP(lt, bool, (X)(a < b))
-BOP(le, bool, (X)(a <= b))
-BOP(gt, bool, (X)(a > b))
-BOP(ge, bool, (X)(a >= b))
-// Backward ops: a is the incoming gradient, b the forward output (or input, for clamp).
-BOP(relu_bw, T, (b > (X)0 ? a : (X)0))
-BOP(sigmoid_bw, T, (a * b * ((X)1 - b)))
-BOP(tanh_bw, T, (a * ((X)1 - b * b)))
-BOP(clamp_bw, T, (((double)b >= p0 && (double)b <= p1) ? a : (X)0))
+// Derivatives the backward functors use (b is the forward input).
+template <class X> __device__ __forceinline__ X gelu_erf_d(X x) {
+  X cdf = (X)0.5 * ((X)1 + m_erf(x * (X)0.7071067811865476));
+  return cdf + x * m_exp((X)-0.5 * x * x) * (X)0.3989422804014327;
+}
+template <class X> __device__ __forceinline__ X gelu_tanh_d(X x) {
+  X t = m_tanh((X)0.7978845608028654 * (x + (X)0.044715 * x * x * x));
+  return (X)0.5 * ((X)1 + t) + (X)0.5 * x * ((X)1 - t * t) * (X)0.7978845608028654 * ((X)1 + (X)3 * (X)0.044715 * x * x);
+}
+template <class X> __device__ __forceinline__ X silu_d(X x) {
+  X s = (X)1 / ((X)1 + m_exp(-x));
+  return s * ((X)1 + x * ((X)1 - s));
+}
+// @BINARY_FUNCTORS@
 
 template <class Op>
 __device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a, const T* b, i64 n, double p0, double p1) {
@@ -211,10 +193,7 @@ __device__ __forceinline__ void scalar_strided(typename Op::Out* out, const T* a
   extern "C" __global__ void KNAME(scalar_s_##name##_)(B_##name::Out* out, const T* a, double sd, i64 si, int rev, Lay L, i64 n) { \
     scalar_strided<B_##name>(out, a, scalar_val(sd, si), rev, L, n);                                   \
   }
-INST_BINARY(add) INST_BINARY(sub) INST_BINARY(mul) INST_BINARY(div) INST_BINARY(pow)
-INST_BINARY(maximum) INST_BINARY(minimum)
-INST_BINARY(eq) INST_BINARY(ne) INST_BINARY(lt) INST_BINARY(le) INST_BINARY(gt) INST_BINARY(ge)
-INST_BINARY(relu_bw) INST_BINARY(sigmoid_bw) INST_BINARY(tanh_bw) INST_BINARY(clamp_bw)
+// @BINARY_INSTANCES@
 
 // ---- casts (and strided copies, as a cast to the same dtype).
 #define INST_CAST(U, us)                                                                         \

@@ -85,13 +85,3 @@ impl fmt::Display for TensorError {
 }
 
 impl std::error::Error for TensorError {}
-
-impl From<crate::alloc::AllocError> for TensorError {
-    fn from(e: crate::alloc::AllocError) -> Self {
-        let kind = match e {
-            crate::alloc::AllocError::OutOfMemory { .. } => ErrorKind::OutOfMemory,
-            _ => ErrorKind::Runtime,
-        };
-        TensorError::new(kind, e.to_string())
-    }
-}

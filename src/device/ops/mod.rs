@@ -1,0 +1,151 @@
+//! The elementwise op table: every unary and binary op once, with its host formula for every dtype,
+//! its kernel name, its kernel parameters and its CUDA expression.
+//!
+//! Map: the macros in `table` turn each row into a variant of `UnaryOp`/`BinaryOp` and the arms
+//! of `eval_f64` (float destinations), `eval_i64` (integer and bool ones), `with_f32` (PyTorch's
+//! f32 forms, where `fast_f32` is set), `kernel_name`, `kernel_params` and the `CUDA` list that
+//! `cuda::functors` writes into the kernel source. Adding an op is one row here (and its backward,
+//! if any, one row below); the CPU and CUDA backends read nothing else.
+
+#[macro_use]
+mod table;
+mod formulas;
+
+pub use formulas::{gelu, gelu_backward, silu_backward};
+
+/// Receives an op's f32 formula, so a kernel can run it monomorphised in its own loop.
+pub trait MapF32 {
+    /// Run the kernel with `f` as its per-element function.
+    fn map<F: Fn(f32) -> f32 + Sync + Send + Copy>(self, f: F);
+}
+
+/// As `MapF32`, for a function of two f32s.
+pub trait MapF32x2 {
+    /// Run the kernel with `f` as its per-element function.
+    fn map<F: Fn(f32, f32) -> f32 + Sync + Send + Copy>(self, f: F);
+}
+
+unary_ops! {
+    /// `-x` (logical not for bool is not offered: PyTorch refuses `-` on bool too).
+    Neg => "neg" { float: |x| -x, int: |x| x.wrapping_neg(), fast_f32: yes, cuda: "-x", }
+    /// `e^x`.
+    Exp => "exp" { float: |x| x.exp(), fast_f32: yes, cuda: "m_exp(x)", }
+    /// Natural log.
+    Log => "log" { float: |x| x.ln(), fast_f32: yes, cuda: "m_log(x)", }
+    /// Square root.
+    Sqrt => "sqrt" { float: |x| x.sqrt(), fast_f32: yes, cuda: "m_sqrt(x)", }
+    /// `|x|`.
+    Abs => "abs" { float: |x| x.abs(), int: |x| x.wrapping_abs(), fast_f32: yes, cuda: "(x < (X)0 ? -x : x)", }
+    /// `max(x, 0)` (NaN stays NaN).
+    Relu => "relu" {
+        float: |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+        int: |x| x.max(0),
+        fast_f32: yes,
+        cuda: "((x != x || x > (X)0) ? x : (X)0)",
+    }
+    /// `1 / (1 + e^-x)`.
+    Sigmoid => "sigmoid" { float: |x| 1.0 / (1.0 + (-x).exp()), fast_f32: yes, cuda: "((X)1 / ((X)1 + m_exp(-x)))", }
+    /// Hyperbolic tangent.
+    Tanh => "tanh" { float: |x| x.tanh(), fast_f32: yes, cuda: "m_tanh(x)", }
+    /// Sine.
+    Sin => "sin" { float: |x| x.sin(), fast_f32: yes, cuda: "m_sin(x)", }
+    /// Cosine.
+    Cos => "cos" { float: |x| x.cos(), fast_f32: yes, cuda: "m_cos(x)", }
+    /// -1, 0 or 1 (NaN and -0.0 keep their sign bit through `x * 0`).
+    Sign => "sign" {
+        float: |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x * 0.0 },
+        int: |x| x.signum(),
+        cuda: "(X)((x > (X)0) - (x < (X)0))",
+    }
+    /// `min(max(x, min), max)`; a missing bound is not applied.
+    Clamp { min: Option<f64>, max: Option<f64> } => "clamp" {
+        params: (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)),
+        float: |x| formulas::clamp(x, min, max),
+        int: |x| {
+            let x = min.map_or(x, |m| x.max(m as i64));
+            max.map_or(x, |m| x.min(m as i64))
+        },
+        cuda: "((double)x < p0 ? (X)p0 : ((double)x > p1 ? (X)p1 : x))",
+    }
+    /// `x ^ exponent`.
+    PowScalar { exponent: f64 } => "pow" {
+        params: (exponent, 0.0),
+        float: |x| x.powf(exponent),
+        int: |x| (x as f64).powf(exponent) as i64,
+        cuda: "m_pow(x, (X)p0)",
+    }
+    /// `x * Φ(x)` (PyTorch's `gelu`); `tanh` picks the `approximate="tanh"` form.
+    Gelu { tanh: bool } => "gelu" {
+        params: (tanh as u8 as f64, 0.0),
+        float: |x| gelu(x, tanh),
+        cuda: "(p0 != 0.0 ? (X)0.5 * x * ((X)1 + m_tanh((X)0.7978845608028654 * (x + (X)0.044715 * x * x * x))) : (X)0.5 * x * ((X)1 + m_erf(x * (X)0.7071067811865476)))",
+    }
+    /// `x * sigmoid(x)` (PyTorch's `silu`).
+    Silu => "silu" { float: |x| x / (1.0 + (-x).exp()), fast_f32: yes, cuda: "(x / ((X)1 + m_exp(-x)))", }
+}
+
+binary_ops! {
+    arith {
+        /// `a + b`.
+        Add => "add" { float: |a, b| a + b, int: |a, b| a.wrapping_add(b), fast_f32: yes, cuda: "a + b", }
+        /// `a - b`.
+        Sub => "sub" { float: |a, b| a - b, int: |a, b| a.wrapping_sub(b), fast_f32: yes, cuda: "a - b", }
+        /// `a * b`.
+        Mul => "mul" { float: |a, b| a * b, int: |a, b| a.wrapping_mul(b), fast_f32: yes, cuda: "a * b", }
+        /// `a / b` (true division; the destination is a float dtype).
+        Div => "div" { float: |a, b| a / b, fast_f32: yes, cuda: "a / b", }
+        /// `a ^ b`.
+        Pow => "pow" {
+            float: |a, b| a.powf(b),
+            int: |a, b| if b >= 0 { a.wrapping_pow(b.min(u32::MAX as i64) as u32) } else { 0 },
+            cuda: "m_pow(a, b)",
+        }
+        /// ReLU's backward: `lhs` (grad) where `rhs` (the ReLU output) > 0, else 0.
+        ReluBackward => "relu_bw" { float: |a, b| if b > 0.0 { a } else { 0.0 }, fast_f32: yes, cuda: "(b > (X)0 ? a : (X)0)", }
+        /// Sigmoid's backward: `lhs * rhs * (1 - rhs)` with `rhs` the sigmoid output.
+        SigmoidBackward => "sigmoid_bw" { float: |a, b| a * b * (1.0 - b), cuda: "(a * b * ((X)1 - b))", }
+        /// Tanh's backward: `lhs * (1 - rhs^2)` with `rhs` the tanh output.
+        TanhBackward => "tanh_bw" { float: |a, b| a * (1.0 - b * b), cuda: "(a * ((X)1 - b * b))", }
+        /// Clamp's backward: `lhs` (grad) where `min <= rhs <= max` (`rhs` the input), else 0.
+        ClampBackward { min: Option<f64>, max: Option<f64> } => "clamp_bw" {
+            params: (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)),
+            float: |a, b| if min.is_none_or(|m| b >= m) && max.is_none_or(|m| b <= m) { a } else { 0.0 },
+            cuda: "(((double)b >= p0 && (double)b <= p1) ? a : (X)0)",
+        }
+        /// GELU's backward: `lhs * gelu'(rhs)` with `rhs` the input; `tanh` as in `Gelu`.
+        GeluBackward { tanh: bool } => "gelu_bw" {
+            params: (tanh as u8 as f64, 0.0),
+            float: |a, b| a * gelu_backward(b, tanh),
+            cuda: "(a * (p0 != 0.0 ? gelu_tanh_d(b) : gelu_erf_d(b)))",
+        }
+        /// SiLU's backward: `lhs * silu'(rhs)` with `rhs` the input.
+        SiluBackward => "silu_bw" { float: |a, b| a * silu_backward(b), cuda: "(a * silu_d(b))", }
+    }
+    compare {
+        /// `a == b`, into a bool destination (as are the five comparisons below).
+        Eq => "eq" { holds: |a, b| a == b, cuda: "(X)(a == b)", }
+        /// `a != b`.
+        Ne => "ne" { holds: |a, b| a != b, cuda: "(X)(a != b)", }
+        /// `a < b`.
+        Lt => "lt" { holds: |a, b| a < b, cuda: "(X)(a < b)", }
+        /// `a <= b`.
+        Le => "le" { holds: |a, b| a <= b, cuda: "(X)(a <= b)", }
+        /// `a > b`.
+        Gt => "gt" { holds: |a, b| a > b, cuda: "(X)(a > b)", }
+        /// `a >= b`.
+        Ge => "ge" { holds: |a, b| a >= b, cuda: "(X)(a >= b)", }
+    }
+}
+
+impl BinaryOp {
+    /// The same comparison with its operands swapped: `s < x` is `x > s`.
+    pub fn swapped(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::Le => BinaryOp::Ge,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::Ge => BinaryOp::Le,
+            other => other,
+        }
+    }
+}
