@@ -58,6 +58,7 @@ macro_rules! parity {
 }
 
 parity!(
+    activations,
     allocator_sizes,
     article_del,
     article_del_empty_cache,
