@@ -500,28 +500,20 @@ async fn comms_are_closed_or_dropped_and_comm_info_is_empty() {
     assert_eq!(ran.execution_count.0, 1, "comm messages are not cells");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn debug_request_gets_a_failed_debug_adapter_response() {
-    let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
-    let info = request(&mut shell, KernelInfoRequest {}.into()).await;
-    assert_eq!(
-        serde_json::to_value(&info.content).unwrap()["debugger"],
-        false,
-        "kernel_info tells front ends there is no debugger"
-    );
-
-    // What JupyterLab sends first when a kernel offers a debugger, on control.
-    let mut control = create_client_control_connection(&kernel.info, "control-session")
-        .await
-        .unwrap();
-    let initialize: JupyterMessage = DebugRequest {
-        content: serde_json::json!({"type": "request", "seq": 7, "command": "initialize",
-            "arguments": {"clientID": "test", "adapterID": "torchlet"}}),
+/// Send one Debug Adapter Protocol request on `control` and return the response's content.
+async fn debug(
+    control: &mut jupyter_zmq_client::ClientControlConnection,
+    seq: i64,
+    command: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let message: JupyterMessage = DebugRequest {
+        content: serde_json::json!({"type": "request", "seq": seq, "command": command,
+            "arguments": arguments}),
     }
     .into();
-    let id = initialize.header.msg_id.clone();
-    control.send(initialize).await.unwrap();
+    let id = message.header.msg_id.clone();
+    control.send(message).await.unwrap();
     let reply = tokio::time::timeout(WAIT, control.read())
         .await
         .expect("a debug_reply in time")
@@ -529,27 +521,67 @@ async fn debug_request_gets_a_failed_debug_adapter_response() {
     assert_eq!(reply.header.msg_type, "debug_reply");
     assert_eq!(reply.parent_header.as_ref().unwrap().msg_id, id);
     let content = serde_json::to_value(&reply.content).unwrap();
-    assert_eq!(
-        (
-            &content["type"],
-            &content["request_seq"],
-            &content["success"],
-            &content["command"]
-        ),
-        (
-            &serde_json::json!("response"),
-            &serde_json::json!(7),
-            &serde_json::json!(false),
-            &serde_json::json!("initialize")
-        ),
-        "{content}"
-    );
-    assert!(
-        content["seq"].is_i64() && content["message"].is_string(),
-        "{content}"
-    );
+    assert_eq!(content["type"], "response", "{content}");
+    assert_eq!(content["request_seq"], seq, "{content}");
+    assert_eq!(content["command"], command, "{content}");
+    assert!(content["seq"].is_i64(), "{content}");
+    content
+}
 
-    // The variable explorer's request, sent on shell by mistake, is answered the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    let info = request(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(
+        serde_json::to_value(&info.content).unwrap()["debugger"],
+        true,
+        "kernel_info offers the variables panel"
+    );
+    let ran = execute(&mut shell, "let t = zeros(2, 3);").await;
+    assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
+
+    // What JupyterLab sends when its debugger is switched on, on control.
+    let mut control = create_client_control_connection(&kernel.info, "control-session")
+        .await
+        .unwrap();
+    let init = debug(
+        &mut control,
+        7,
+        "initialize",
+        serde_json::json!({"clientID": "test"}),
+    )
+    .await;
+    assert_eq!(init["success"], true, "{init}");
+    let state = debug(&mut control, 8, "debugInfo", serde_json::json!({})).await;
+    assert_eq!(state["body"]["isStarted"], true, "{state}");
+    let listed = debug(&mut control, 9, "inspectVariables", serde_json::json!({})).await;
+    let t = &listed["body"]["variables"][0];
+    assert_eq!(t["name"], "t", "{listed}");
+    assert_eq!(t["value"], "[2, 3] float32 cpu 24 B", "{listed}");
+    let fields = debug(
+        &mut control,
+        10,
+        "variables",
+        t["variablesReference"].clone(),
+    )
+    .await;
+    assert_eq!(
+        fields["success"], false,
+        "variables needs an object: {fields}"
+    );
+    let arguments = serde_json::json!({"variablesReference": t["variablesReference"]});
+    let fields = debug(&mut control, 11, "variables", arguments).await;
+    assert_eq!(
+        fields["body"]["variables"][0]["value"], "[2, 3]",
+        "{fields}"
+    );
+    // Stepping is refused with a reason, never left unanswered.
+    let stack = debug(&mut control, 12, "stackTrace", serde_json::json!({})).await;
+    assert_eq!(stack["success"], false, "{stack}");
+    assert!(stack["message"].is_string(), "{stack}");
+
+    // A debug_request sent on shell by mistake is answered, as failed.
     let inspect = DebugRequest {
         content: serde_json::json!({"type": "request", "seq": 8, "command": "inspectVariables"}),
     };

@@ -42,6 +42,12 @@ pub enum Job {
         code: String,
         reply: oneshot::Sender<Completeness>,
     },
+    /// A debugger request that reads variables (`inspectVariables`, `variables`, `richInspectVariables`).
+    Debug {
+        command: String,
+        arguments: serde_json::Value,
+        reply: super::debugger::VarsReply,
+    },
 }
 
 /// A cell to run, and where its results go.
@@ -188,6 +194,13 @@ fn serve(
             }
             Job::IsComplete { code, reply } => {
                 let _ = reply.send(session.is_complete(&code));
+            }
+            Job::Debug {
+                command,
+                arguments,
+                reply,
+            } => {
+                let _ = reply.send(super::debugger::vars_answer(&session, &command, &arguments));
             }
         }
     }

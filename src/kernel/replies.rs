@@ -21,10 +21,12 @@ pub fn kernel_info() -> KernelInfoReply {
             version: "1.27".into(),
             mimetype: Some("text/x-rhai".into()),
             file_extension: Some(".rhai".into()),
-            // Neither Pygments nor CodeMirror knows Rhai; its syntax (`let`, `fn`, `//`, closures
-            // with `|x|`, `#{...}` maps) is closest to Rust's, which highlights it well enough.
-            pygments_lexer: Some("rust".into()),
-            codemirror_mode: Some(CodeMirrorMode::Simple("rust".into())),
+            // Neither Pygments nor CodeMirror knows Rhai. Rust's modes read `#` as the start of an
+            // attribute, so `#{device: "cuda"}` coloured the rest of a cell as one token, and
+            // they leave backtick strings plain. JavaScript's share Rhai's `let`, `//`, quotes,
+            // backtick strings with `${…}`, and `#{` costs them one character.
+            pygments_lexer: Some("javascript".into()),
+            codemirror_mode: Some(CodeMirrorMode::Simple("javascript".into())),
             nbconvert_exporter: Some("script".into()),
         },
         banner: format!(
@@ -42,13 +44,14 @@ pub fn kernel_info() -> KernelInfoReply {
                 url: "https://pytorch.org/docs/stable/notes/cuda.html".into(),
             },
         ],
-        debugger: false,
+        // The variables panel (see `debugger`); JupyterLab reads the kernelspec's flag too.
+        debugger: true,
         error: None,
     }
 }
 
-/// The debug_reply to a debug_request: torchlet has no debugger (kernel_info says `debugger:
-/// false`), so every Debug Adapter Protocol request is answered as failed, naming its command.
+/// The debug_reply to a debug_request sent on shell: the debugger is served on control (as
+/// ipykernel serves it), so here every request is answered as failed, naming its command.
 pub fn debug_reply(request: &DebugRequest) -> DebugReply {
     static SEQ: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
     let content = &request.content;
@@ -63,7 +66,7 @@ pub fn debug_reply(request: &DebugRequest) -> DebugReply {
             "request_seq": content.get("seq").and_then(|s| s.as_i64()).unwrap_or(0),
             "success": false,
             "command": command,
-            "message": "torchlet has no debugger",
+            "message": "torchlet serves debug_request on the control channel",
         }),
     }
 }

@@ -18,6 +18,7 @@ use jupyter_zmq_client::{
 };
 use tokio::sync::mpsc as tmpsc;
 
+use super::debugger::Debugger;
 use super::interpreter::{self, InputAsk};
 use super::iopub::{self, Publisher};
 use super::replies;
@@ -62,6 +63,7 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
         control,
         publisher.clone(),
         interrupt.clone(),
+        jobs.clone(),
         shutdown_tx.clone(),
     ));
     let shell = Shell::new(shell, publisher.clone(), jobs, interrupt, shutdown_tx);
@@ -195,46 +197,65 @@ pub(super) fn shutdown_reply(
     reply.as_child_of(request)
 }
 
+/// Serve control: kernel_info, interrupt and shutdown at once, in order; debug requests each on
+/// a task of their own, since those that read variables wait for the interpreter, and an
+/// interrupt must not wait behind them.
 async fn run_control(
-    mut control: KernelControlConnection,
+    control: KernelControlConnection,
     publisher: Publisher,
     interrupt: Arc<OnceLock<InterruptHandle>>,
+    jobs: std::sync::mpsc::Sender<interpreter::Job>,
     shutdown: tmpsc::UnboundedSender<()>,
 ) {
+    let (send, mut recv) = control.split();
+    let send = Arc::new(tokio::sync::Mutex::new(send));
+    let debugger = Arc::new(Debugger::default());
     loop {
-        let incoming = match wire::read(&mut control).await {
+        let incoming = match wire::read(&mut recv).await {
             Ok(incoming) => incoming,
             Err(e) => {
                 bad_message("control", e).await;
                 continue;
             }
         };
-        let message = &incoming.message;
-        publisher.status(ExecutionState::Busy, message);
+        let message = incoming.message.clone();
+        publisher.status(ExecutionState::Busy, &message);
+        if let JupyterMessageContent::DebugRequest(request) = &message.content {
+            let (request, debugger, jobs) = (request.clone(), debugger.clone(), jobs.clone());
+            let (send, publisher) = (send.clone(), publisher.clone());
+            tokio::spawn(async move {
+                let reply = debugger.answer(&request, &message, &jobs, &publisher).await;
+                send_reply(
+                    &mut *send.lock().await,
+                    reply.as_child_of(&message),
+                    "control",
+                )
+                .await;
+                publisher.status(ExecutionState::Idle, &message);
+            });
+            continue;
+        }
         let mut stop = false;
         let reply = match &message.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
-                Some(replies::kernel_info().as_child_of(message))
+                Some(replies::kernel_info().as_child_of(&message))
             }
             JupyterMessageContent::InterruptRequest(_) => {
                 if let Some(handle) = interrupt.get() {
                     handle.interrupt();
                 }
-                Some(InterruptReply::new().as_child_of(message))
+                Some(InterruptReply::new().as_child_of(&message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {
                 stop = true;
-                Some(shutdown_reply(request.restart, message, &publisher))
-            }
-            JupyterMessageContent::DebugRequest(request) => {
-                Some(replies::debug_reply(request).as_child_of(message))
+                Some(shutdown_reply(request.restart, &message, &publisher))
             }
             _ => unsupported(&incoming, "control"),
         };
         if let Some(reply) = reply {
-            send_reply(&mut control, reply, "control").await;
+            send_reply(&mut *send.lock().await, reply, "control").await;
         }
-        publisher.status(ExecutionState::Idle, message);
+        publisher.status(ExecutionState::Idle, &message);
         if stop {
             let _ = shutdown.send(());
         }

@@ -4,6 +4,7 @@
   however the requests are spread over the socket, and aborted replies carry no execution_count.
 - Every output of a cell is on iopub before its execute_reply is on shell.
 - A kernel started and shut down by jupyter_client writes nothing to stderr.
+- Re-running `let x = randn(1000, 1000).cuda()` leaves memory_allocated where it was.
 
 Run through `cargo test --test kernel_jupyter`; by hand:
 `JUPYTER_PATH=DIR .venv-jupyter/bin/python -m unittest -v tests/jupyter/test_protocol.py`.
@@ -20,6 +21,7 @@ import zmq
 from jupyter_client.manager import KernelManager, start_new_kernel
 
 KERNEL = os.environ.get("TORCHLET_KERNEL_NAME", "torchlet")
+SIM_KERNEL = os.environ.get("TORCHLET_SIM_KERNEL_NAME", "torchlet-sim")
 ROUNDS = int(os.environ.get("TORCHLET_PROTOCOL_ROUNDS", "20"))
 TIMEOUT = 15
 # How long iopub may trail shell on the client's side (see Recorder.wait).
@@ -96,10 +98,12 @@ def execute_msg(kc, code, **options):
 class KernelCase(unittest.TestCase):
     """One kernel for the class; its stderr goes to a file so tests can read it."""
 
+    kernel = KERNEL
+
     @classmethod
     def setUpClass(cls):
         cls.stderr = tempfile.TemporaryFile()
-        cls.km = KernelManager(kernel_name=KERNEL)
+        cls.km = KernelManager(kernel_name=cls.kernel)
         cls.km.start_kernel(stderr=cls.stderr)
         cls.kc = cls.km.client()
         cls.kc.start_channels()
@@ -223,6 +227,21 @@ class OutputsBeforeReply(KernelCase):
                     self.assertEqual(kinds.count("status"), 2)
             statuses = [replies[m]["content"]["status"] for m in ids]
             self.assertEqual(statuses, ["ok", "ok", "ok", "error", "ok", "ok"])
+
+
+class RerunKeepsMemory(KernelCase):
+    """A notebook cell run again rebinds its tensor: the old one is freed, nothing accumulates."""
+
+    kernel = SIM_KERNEL
+    CELL = "let x = randn(1000, 1000).cuda();\nmemory_allocated()"
+
+    def test_rerunning_a_cell_keeps_memory_allocated(self):
+        for round in range(ROUNDS):
+            with self.subTest(round=round):
+                reply, outputs = self.cell(self.CELL)
+                self.assertEqual(reply["content"]["status"], "ok", reply["content"])
+                values = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "execute_result"]
+                self.assertEqual(values, ["4000256"])
 
 
 def reset_every_port(km):

@@ -1,0 +1,93 @@
+// Drives JupyterLab in headless chromium through the browser test's notebooks and writes what it saw to $OUT_DIR/results.json.
+//
+// It only observes and records (prompts, outputs, panel contents, token classes); tests/browser.rs
+// judges the results. Environment: LAB_URL, LAB_TOKEN, OUT_DIR, CHROMIUM (the executable).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+import { cells, openNotebook, prompts, rerunCell, runAll, waitIdle, waitPrompts } from './lab.mjs';
+import { highlighting } from './highlight.mjs';
+import { variablesPanel } from './variables.mjs';
+
+const env = name => {
+  const value = process.env[name];
+  if (!value) throw new Error(`drive.mjs needs ${name} in the environment`);
+  return value;
+};
+const base = env('LAB_URL');
+const token = env('LAB_TOKEN');
+const out = env('OUT_DIR');
+
+/** Run All on run_all.ipynb: stop_on_error, aborted prompts, re-running a cell, then the cell behind the failure alone. */
+async function runAllChecks(page) {
+  await openNotebook(page, base, token, 'run_all.ipynb');
+  const before = await cells(page);
+  const failing = before.findIndex(c => c.source.includes('zeros(2) + zeros(3)'));
+  const rerun = before.findIndex(c => c.source.includes('randn(1000, 1000).cuda()'));
+  const probe = before.length - 1;
+  await runAll(page);
+  // Done when the failing cell has its number and no cell is still queued ([*]).
+  await waitPrompts(page, `ps => /^\\[\\d+\\]:$/.test(ps[${failing}]) && !ps.some(p => p.includes('*'))`);
+  await waitIdle(page);
+  const afterRunAll = await cells(page);
+  await page.screenshot({ path: join(out, 'run_all.png') });
+  await rerunCell(page, rerun);
+  const rerunOnce = (await cells(page))[rerun];
+  await rerunCell(page, rerun);
+  const rerunTwice = (await cells(page))[rerun];
+  await rerunCell(page, probe);
+  const probeAlone = (await cells(page))[probe];
+  return { failing, rerun, probe, afterRunAll, rerunOnce, rerunTwice, probeAlone };
+}
+
+/** Run All on the article's notebook; every code cell must end with a number. */
+async function article(page) {
+  await openNotebook(page, base, token, 'article.ipynb');
+  await runAll(page);
+  await waitPrompts(page, `ps => ps.length > 0 && ps.every(p => /^\\[\\d+\\]:$/.test(p))`);
+  await waitIdle(page);
+  const shown = await cells(page);
+  await page.screenshot({ path: join(out, 'article.png') });
+  // The inline memory plot comes from another branch: the lead fills this in when it lands
+  // (see `inline_plot` in tests/browser.rs).
+  const inlinePlot = { pending: 'plot_memory() / %memplot not on this branch yet' };
+  return { cells: shown, prompts: await prompts(page), inlinePlot };
+}
+
+async function main() {
+  const profile = mkdtempSync(join(tmpdir(), 'torchlet-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: env('CHROMIUM'),
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const results = {};
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  try {
+    for (const [name, step] of Object.entries({ runAllChecks, variablesPanel, highlighting, article })) {
+      const started = Date.now();
+      try {
+        results[name] = await step(page, { base, token, out });
+      } catch (e) {
+        results[name] = { failed: String(e.stack || e) };
+        await page.screenshot({ path: join(out, `${name}-failed.png`) }).catch(() => {});
+      }
+      results[name].seconds = (Date.now() - started) / 1000;
+    }
+  } finally {
+    results.pageErrors = errors;
+    writeFileSync(join(out, 'results.json'), JSON.stringify(results, null, 1));
+    await context.close();
+  }
+}
+
+main().catch(e => {
+  console.error(e);
+  process.exit(1);
+});

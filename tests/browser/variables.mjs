@@ -1,0 +1,38 @@
+// The debugger's Variables panel on the open torchlet notebook: the listed variables, a tensor's fields, and its rich view (its block in its segment).
+import { join } from 'node:path';
+
+import { STEP_MS } from './lab.mjs';
+
+const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+
+/** Switch the debugger on for the current notebook and read what the panel shows. */
+export async function variablesPanel(page, { out }) {
+  await page.locator(`${panel} .jp-DebuggerBugButton`).first().click({ timeout: STEP_MS });
+  const tab = page.locator('.lm-TabBar-tab[data-id="jp-debugger-sidebar"]');
+  if (!(await tab.getAttribute('class')).includes('lm-mod-current')) await tab.click();
+  const names = '.jp-DebuggerVariables-body .jp-DebuggerVariables-name';
+  await page.waitForFunction(
+    sel => [...document.querySelectorAll(sel)].some(e => e.textContent === 'x'),
+    names,
+    { timeout: STEP_MS, polling: 100 }
+  );
+  const rows = await page.$$eval('.jp-DebuggerVariables-body .jp-TreeItem', items => items.map(i => ({
+    name: i.querySelector('.jp-DebuggerVariables-name')?.textContent ?? null,
+    detail: i.querySelector('.jp-DebuggerVariables-detail')?.textContent ?? null,
+  })));
+  await page.screenshot({ path: join(out, 'variables.png') });
+  const x = page.locator('.jp-DebuggerVariables-body .jp-TreeItem', {
+    has: page.locator('.jp-DebuggerVariables-name', { hasText: /^x$/ }),
+  }).first();
+  await x.hover();
+  await x.locator('.jp-DebuggerVariables-renderVariable').first().click({ timeout: STEP_MS });
+  const view = '.jp-VariableRendererPanel-renderer .torchlet-segment-view';
+  await page.waitForSelector(view, { timeout: STEP_MS });
+  const rich = await page.$eval(view, v => ({
+    text: v.textContent,
+    blocks: v.querySelectorAll('.torchlet-block').length,
+    own: v.querySelectorAll('.torchlet-this-block').length,
+  }));
+  await page.screenshot({ path: join(out, 'rich_variable.png') });
+  return { rows, rich };
+}
