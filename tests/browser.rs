@@ -215,10 +215,12 @@ fn article(r: &Value) {
     inline_plot(&r["inlinePlot"]);
 }
 
-/// The inline memory plot (`plot_memory()` / `%memplot on`) arrives with another branch; the lead
-/// fills in this check (and drive.mjs's `inlinePlot`) when merging it.
+/// The article's last cell, `plot_memory()`, shows its SVG as a picture of a useful size.
 fn inline_plot(plot: &Value) {
-    assert!(plot.is_object(), "drive.mjs reports the inline plot");
+    assert_eq!(plot["found"], true, "an image/svg+xml output: {plot}");
+    assert_eq!(plot["rendered"], true, "the browser drew it: {plot}");
+    let width = plot["width"].as_u64().unwrap_or(0);
+    assert!(width >= 400, "a readable width: {plot}");
 }
 
 /// The Variables panel lists x with its shape, dtype and device; its rich view draws its block in its segment.

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-import { cells, openNotebook, prompts, rerunCell, runAll, waitIdle, waitPrompts } from './lab.mjs';
+import { NB, cells, openNotebook, prompts, rerunCell, runAll, waitIdle, waitPrompts } from './lab.mjs';
 import { highlighting } from './highlight.mjs';
 import { variablesPanel } from './variables.mjs';
 
@@ -42,6 +42,27 @@ async function runAllChecks(page) {
   return { failing, rerun, probe, afterRunAll, rerunOnce, rerunTwice, probeAlone };
 }
 
+/** The article's last cell, `plot_memory()`: how its SVG output rendered, and a picture of it. */
+async function plotOutput(page) {
+  const plot = page.locator(`${NB} .jp-CodeCell`).last()
+    .locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"]');
+  if (await plot.count() === 0) return { found: false };
+  await plot.first().scrollIntoViewIfNeeded();
+  await plot.first().screenshot({ path: join(out, 'inline_plot.png') });
+  return plot.first().evaluate(o => {
+    const img = o.querySelector('img');
+    const svg = o.querySelector('svg');
+    const box = o.getBoundingClientRect();
+    return {
+      found: true,
+      // JupyterLab shows an SVG output either inline or as an <img> of a data URL.
+      rendered: Boolean((img && img.complete && img.naturalWidth > 0) || svg),
+      width: Math.round(box.width),
+      height: Math.round(box.height),
+    };
+  });
+}
+
 /** Run All on the article's notebook; every code cell must end with a number. */
 async function article(page) {
   await openNotebook(page, base, token, 'article.ipynb');
@@ -50,9 +71,7 @@ async function article(page) {
   await waitIdle(page);
   const shown = await cells(page);
   await page.screenshot({ path: join(out, 'article.png') });
-  // The inline memory plot comes from another branch: the lead fills this in when it lands
-  // (see `inline_plot` in tests/browser.rs).
-  const inlinePlot = { pending: 'plot_memory() / %memplot not on this branch yet' };
+  const inlinePlot = await plotOutput(page);
   return { cells: shown, prompts: await prompts(page), inlinePlot };
 }
 

@@ -1,7 +1,7 @@
 // Helpers that read and drive a JupyterLab 4 page through playwright-core: waits on DOM state, never sleeps.
 
 /** The notebook on show: other notebooks' panels stay in the DOM, hidden. */
-const NB = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook';
+export const NB = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook';
 
 /** How long a step may take on a loaded 2-core machine (a Run All, a kernel start). */
 export const STEP_MS = 180_000;

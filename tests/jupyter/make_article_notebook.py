@@ -27,6 +27,8 @@ def build():
     cells = [
         new_markdown_cell("# Four ways to free GPU memory\n\nEach cell shows "
                           "`[memory_allocated(), memory_reserved()]` in bytes after its step."),
+        new_markdown_cell("The allocator keeps its history from here on, so the last cell can draw it."),
+        step("cuda::record_memory_history();"),
         new_markdown_cell("## 1. `del`"),
         step(f"let x = randn(1000, 1000).cuda();\n{MEASURE}", m1, "x = randn(1000,1000).cuda()"),
         step(f"x = x.cpu();\n{MEASURE}", m1, "x = x.cpu()"),
@@ -48,6 +50,9 @@ def build():
         step(f"empty_cache();\n{MEASURE}", m4, "empty_cache()"),
         new_markdown_cell("The allocator's own view:"),
         step("%mem"),
+        new_markdown_cell("The whole notebook as a picture: allocated bytes by variable, reserved as a "
+                          "line, segments created and released marked."),
+        step("plot_memory()"),
     ]
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "torchlet", "display_name": "torchlet (Rhai)", "language": "rhai"}
