@@ -54,7 +54,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
     session.set_variable("ARGS", args.into());
     let outcome = if run.ledger {
         let (outcome, lines) = session.execute_with_ledger(text);
-        let device = crate::device::current_device();
+        let device = crate::session::current_device();
         println!("\nledger of {source_name} (cuda:{device}, bytes):");
         println!("{}", crate::session::ledger::table(&lines, text).plain);
         outcome
