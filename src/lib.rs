@@ -11,3 +11,6 @@ pub mod runner;
 pub mod script;
 pub mod session;
 pub mod tensor;
+
+#[cfg(test)]
+mod layers;
