@@ -6,10 +6,10 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchlet::device::cuda::{self, layout::View, CudaDevice, Elem};
+use torchlet::device::cuda::{self, layout::View, CudaDevice};
 use torchlet::device::{self, Device};
 use torchlet::session::Session;
-use torchlet::tensor::{Scalar, Tensor, TensorOptions};
+use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn sync() {
     device::synchronize(0).expect("synchronize");
@@ -105,7 +105,7 @@ fn random_kernels(c: &mut Criterion) {
     let (shape, st) = ([1_000_000usize], [1usize]);
     let v = View {
         ptr: t.data_ptr(),
-        elem: Elem::F32,
+        elem: DType::F32,
         shape: &shape,
         strides: &st,
         offset: 0,

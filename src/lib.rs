@@ -13,3 +13,6 @@ pub mod script;
 pub mod session;
 pub mod tensor;
 pub mod types;
+
+#[cfg(test)]
+mod layers;

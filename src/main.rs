@@ -67,7 +67,7 @@ enum KernelAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(message) = torchlet::device::init(cli.simulate_cuda.as_deref()) {
+    if let Err(message) = torchlet::session::init_devices(cli.simulate_cuda.as_deref()) {
         eprintln!("torchlet: {message}");
         return ExitCode::from(2);
     }

@@ -55,14 +55,14 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
         .collect();
     session.set_variable("ARGS", args.into());
     if let Some(path) = &run.snapshot {
-        if let Err(e) = crate::script::snapshot_dump::record_everywhere() {
+        if let Err(e) = crate::session::snapshot_dump::record_everywhere() {
             eprintln!("torchlet: --snapshot {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
     let outcome = if run.ledger {
         let (outcome, lines) = session.execute_with_ledger(text);
-        let device = crate::device::current_device();
+        let device = crate::session::current_device();
         println!("\nledger of {source_name} (cuda:{device}, bytes):");
         println!("{}", crate::session::ledger::table(&lines, text).plain);
         outcome
@@ -97,7 +97,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
 
 /// `--snapshot PATH`: dump every device's history; whether it was written (a message says if not).
 fn write_snapshot(path: &Path) -> bool {
-    match crate::script::snapshot_dump::dump(&path.to_string_lossy()) {
+    match crate::session::snapshot_dump::dump(&path.to_string_lossy()) {
         Ok(events) => {
             eprintln!(
                 "torchlet: wrote {} ({events} events) for PyTorch's memory viewer",

@@ -24,7 +24,7 @@ use std::rc::Rc;
 
 use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
 use rhai::{Dynamic, Map};
-use torchlet::script::help;
+use torchlet::script::help::{self, Kind};
 use torchlet::session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
 /// Bound before every row: `dev` (the row's device as options), `gpu` (cuda:0 as options),
@@ -690,23 +690,20 @@ const ROWS: &[(&str, &str, &str)] = &[
 
 /// The key a help entry's row is filed under.
 fn keys_help_lists() -> BTreeSet<String> {
-    let mut keys = BTreeSet::new();
-    for entry in help::FUNCTIONS.iter().chain(help::KEYWORDS) {
-        keys.insert(entry.name.to_string());
-    }
-    for entry in help::TENSOR_METHODS.iter().chain(help::TENSOR_PROPERTIES) {
-        keys.insert(format!("t.{}", entry.name));
-    }
-    for entry in help::CUDA_MEMBERS {
-        keys.insert(format!("cuda::{}", entry.name));
-    }
-    keys
+    help::entries()
+        .iter()
+        .map(|entry| match entry.kind {
+            Kind::Function | Kind::Keyword => entry.name.clone(),
+            Kind::Method | Kind::Property => format!("t.{}", entry.name),
+            Kind::CudaMember => format!("cuda::{}", entry.name),
+        })
+        .collect()
 }
 
 /// Whether `snippet` really uses the entry its row is filed under.
 fn calls(key: &str, snippet: &str) -> bool {
     if let Some(member) = key.strip_prefix("t.") {
-        let property = help::TENSOR_PROPERTIES.iter().any(|e| e.name == member);
+        let property = help::of_kind(Kind::Property).any(|e| e.name == member);
         let used = if property {
             format!(".{member}")
         } else {
@@ -715,7 +712,7 @@ fn calls(key: &str, snippet: &str) -> bool {
         snippet.contains(&used)
     } else if key.starts_with("cuda::") {
         snippet.contains(&format!("{key}("))
-    } else if help::KEYWORDS.iter().any(|e| e.name == key) {
+    } else if help::of_kind(Kind::Keyword).any(|e| e.name == key) {
         snippet.contains(&format!("{key} "))
     } else {
         snippet.contains(&format!("{key}("))

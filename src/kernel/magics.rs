@@ -1,8 +1,6 @@
 //! Cells the kernel answers before Rhai sees them: `%magics` that mirror the REPL's commands, and `name?` help.
 use std::time::{Duration, Instant};
 
-use super::introspect;
-use crate::script::output;
 use crate::session::{DisplayData, Outcome, Session, COMMANDS};
 
 /// Run one cell: a magic, a help request, or Rhai code. The second value is text for the pager.
@@ -11,11 +9,12 @@ use crate::session::{DisplayData, Outcome, Session, COMMANDS};
 /// the following lines then runs as usual, so `%trace on` can head the cell it traces.
 pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) {
     let trimmed = code.trim();
-    if let Some(topic) = help_request(trimmed).or_else(|| help_call(trimmed)) {
-        // Variables are described by the kernel; names of the language by its own help.
-        let text = match introspect::help(session, &topic) {
+    let asked = session.help_query(trimmed).or_else(|| help_call(trimmed));
+    if let Some(topic) = asked {
+        // Variables are described with their type; names of the language by its own help.
+        let text = match session.describe(&topic) {
             Some(text) if session.variable_names().contains(&topic) => text,
-            _ => output::help_text(&topic),
+            _ => session.help_text(&topic),
         };
         return (ok(None), Some(text));
     }
@@ -98,13 +97,6 @@ fn time(session: &mut Session, code: &str) -> Outcome {
     outcome
 }
 
-/// `name?` or `?name` asks for help on `name` (as the language's help rewrite reads it).
-fn help_request(cell: &str) -> Option<String> {
-    let call = output::rewrite_help_query(cell)?;
-    let quoted = call.strip_prefix("help(")?.strip_suffix(')')?;
-    serde_json::from_str(quoted).ok()
-}
-
 /// A cell that is only `help(name)`, `help("name")` or `help()` asks for the pager too.
 fn help_call(cell: &str) -> Option<String> {
     let inner = cell
@@ -151,18 +143,6 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn help_requests_are_single_names() {
-        assert_eq!(help_request("zeros?").as_deref(), Some("zeros"));
-        assert_eq!(
-            help_request("?cuda::empty_cache").as_deref(),
-            Some("cuda::empty_cache")
-        );
-        assert_eq!(help_request("t.sum?").as_deref(), Some("Tensor.sum"));
-        assert_eq!(help_request("a + b?"), None);
-        assert_eq!(help_request("?"), None);
-    }
 
     #[test]
     fn whole_cell_help_calls_page() {

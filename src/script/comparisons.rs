@@ -1,5 +1,6 @@
 //! Comparisons `> < >= <= == !=` on tensors (with tensors or numbers on either side) and the
 //! methods `gt lt ge le eq ne`: elementwise, broadcasting, into bool tensors, as in PyTorch.
+use super::documented::Documented;
 use rhai::{Dynamic, Engine, Variant, FLOAT, INT};
 
 use super::convert::OrRaise;
@@ -7,19 +8,49 @@ use super::errors::type_error;
 use crate::device::BinaryOp;
 use crate::tensor::{Scalar, Tensor};
 
-/// Each comparison's operator and its method name.
-const COMPARISONS: [(&str, &str, BinaryOp); 6] = [
-    (">", "gt", BinaryOp::Gt),
-    ("<", "lt", BinaryOp::Lt),
-    (">=", "ge", BinaryOp::Ge),
-    ("<=", "le", BinaryOp::Le),
-    ("==", "eq", BinaryOp::Eq),
-    ("!=", "ne", BinaryOp::Ne),
+/// Each comparison's operator, its method name and the method's help.
+const COMPARISONS: [(&str, &str, &str, BinaryOp); 6] = [
+    (
+        ">",
+        "gt",
+        "a.gt(b) — a > b elementwise, a bool tensor (b a tensor or a number)",
+        BinaryOp::Gt,
+    ),
+    (
+        "<",
+        "lt",
+        "a.lt(b) — a < b elementwise, a bool tensor",
+        BinaryOp::Lt,
+    ),
+    (
+        ">=",
+        "ge",
+        "a.ge(b) — a >= b elementwise, a bool tensor",
+        BinaryOp::Ge,
+    ),
+    (
+        "<=",
+        "le",
+        "a.le(b) — a <= b elementwise, a bool tensor",
+        BinaryOp::Le,
+    ),
+    (
+        "==",
+        "eq",
+        "a.eq(b) — a == b elementwise, a bool tensor",
+        BinaryOp::Eq,
+    ),
+    (
+        "!=",
+        "ne",
+        "a.ne(b) — a != b elementwise, a bool tensor",
+        BinaryOp::Ne,
+    ),
 ];
 
 /// Register the operators and methods.
 pub(crate) fn register(engine: &mut Engine) {
-    for (operator, method, op) in COMPARISONS {
+    for (operator, method, doc, op) in COMPARISONS {
         engine
             .register_fn(operator, move |a: Tensor, b: Tensor| {
                 let out = a.compare(&b, op);
@@ -28,7 +59,7 @@ pub(crate) fn register(engine: &mut Engine) {
                 drop(b);
                 out.or_raise()
             })
-            .register_fn(method, move |a: &mut Tensor, b: Tensor| {
+            .register_doc(method, &[doc], move |a: &mut Tensor, b: Tensor| {
                 a.compare(&b, op).or_raise()
             });
         with_number::<INT>(engine, operator, method, op, Scalar::Int);

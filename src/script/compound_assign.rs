@@ -8,6 +8,7 @@
 //!
 //! Rhai evaluates the right-hand side, calls the op and drops the right-hand side after it
 //! returns: CPython's order for `w -= e` (evaluate `e`, `isub`, drop `e`).
+use super::documented::Documented;
 use rhai::{Engine, Variant, FLOAT, INT};
 
 use super::convert::OrRaise;
@@ -32,7 +33,7 @@ pub(crate) fn register(engine: &mut Engine) {
         with_number::<FLOAT>(engine, op, number, Scalar::Float);
         with_number::<bool>(engine, op, number, Scalar::Bool);
     }
-    engine.register_fn("div_", |t: &mut Tensor, o: Tensor| t.div_(&o).or_raise());
+    engine.register_doc("div_", &["t.div_(other) — divide in place (also t /= other); an integer t cannot hold the result"], |t: &mut Tensor, o: Tensor| t.div_(&o).or_raise());
     with_method::<INT>(engine, Scalar::Int);
     with_method::<FLOAT>(engine, Scalar::Float);
 }

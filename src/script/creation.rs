@@ -1,4 +1,5 @@
 //! Creation functions: `tensor`, `zeros`/`ones`/`empty`/`rand`/`randn`, `full`, `arange`, `linspace`, `eye`, `*_like`.
+use super::documented::Documented;
 use std::any::TypeId;
 
 use rhai::{Array, Dynamic, Engine, Map, INT};
@@ -16,36 +17,64 @@ type Maker = fn(&[usize], &TensorOptions) -> crate::tensor::Result<Tensor>;
 
 /// Register every creation function.
 pub(crate) fn register(engine: &mut Engine) {
-    let makers: [(&str, Maker); 5] = [
-        ("zeros", Tensor::zeros),
-        ("ones", Tensor::ones),
-        ("empty", Tensor::empty),
-        ("rand", Tensor::rand),
-        ("randn", Tensor::randn),
+    let makers: [(&str, &str, Maker); 5] = [
+        (
+            "zeros",
+            "zeros(d0, d1, …) or zeros(shape_array[, opts]) — a tensor filled with 0",
+            Tensor::zeros,
+        ),
+        (
+            "ones",
+            "ones(d0, d1, …) or ones(shape_array[, opts]) — a tensor filled with 1",
+            Tensor::ones,
+        ),
+        (
+            "empty",
+            "empty(d0, d1, …) or empty(shape_array[, opts]) — an uninitialised tensor",
+            Tensor::empty,
+        ),
+        (
+            "rand",
+            "rand(d0, d1, …) or rand(shape_array[, opts]) — uniform samples in [0, 1)",
+            Tensor::rand,
+        ),
+        (
+            "randn",
+            "randn(d0, d1, …) or randn(shape_array[, opts]) — standard normal samples",
+            Tensor::randn,
+        ),
     ];
-    for (name, make) in makers {
-        register_shaped(engine, name, make);
+    for (name, doc, make) in makers {
+        register_shaped(engine, name, doc, make);
     }
 
-    engine.register_fn("tensor", |data: Dynamic| make_tensor(&data, &Map::new()));
+    engine.register_doc("tensor", &["tensor(nested_array[, opts]) — a tensor holding these values; opts: #{dtype, device, requires_grad}"], |data: Dynamic| make_tensor(&data, &Map::new()));
     engine.register_fn("tensor", |data: Dynamic, opts: Map| {
         make_tensor(&data, &opts)
     });
 
-    engine.register_fn("full", |shape: Array, value: Dynamic| {
-        make_full(&shape, &value, &Map::new())
-    });
+    engine.register_doc(
+        "full",
+        &["full(shape_array, value[, opts]) — a tensor filled with value"],
+        |shape: Array, value: Dynamic| make_full(&shape, &value, &Map::new()),
+    );
     engine.register_fn("full", |shape: Array, value: Dynamic, opts: Map| {
         make_full(&shape, &value, &opts)
     });
 
-    for arity in 1..=4 {
+    engine.register_doc("arange", &["arange(end) or arange(start, end[, step][, opts]) — evenly spaced values in [start, end)"], |end: Dynamic| make_arange(&[end]));
+    for arity in 2..=4 {
         engine.register_raw_fn("arange", vec![TypeId::of::<Dynamic>(); arity], |_, args| {
             let args: Vec<Dynamic> = args.iter().map(|a| (**a).clone()).collect();
             make_arange(&args)
         });
     }
-    for arity in 3..=4 {
+    engine.register_doc(
+        "linspace",
+        &["linspace(start, end, steps[, opts]) — steps values from start to end inclusive"],
+        |start: Dynamic, end: Dynamic, steps: Dynamic| make_linspace(&[start, end, steps]),
+    );
+    for arity in 4..=4 {
         engine.register_raw_fn(
             "linspace",
             vec![TypeId::of::<Dynamic>(); arity],
@@ -55,24 +84,47 @@ pub(crate) fn register(engine: &mut Engine) {
             },
         );
     }
-    for arity in 1..=3 {
+    engine.register_doc(
+        "eye",
+        &["eye(n[, m][, opts]) — an identity matrix"],
+        |n: Dynamic| make_eye(&[n]),
+    );
+    for arity in 2..=3 {
         engine.register_raw_fn("eye", vec![TypeId::of::<Dynamic>(); arity], |_, args| {
             let args: Vec<Dynamic> = args.iter().map(|a| (**a).clone()).collect();
             make_eye(&args)
         });
     }
 
-    engine.register_fn("zeros_like", |t: &mut Tensor| t.zeros_like().or_raise());
-    engine.register_fn("ones_like", |t: &mut Tensor| t.ones_like().or_raise());
-    engine.register_fn("empty_like", |t: &mut Tensor| t.empty_like().or_raise());
-    engine.register_fn("randn_like", |t: &mut Tensor| t.randn_like().or_raise());
-    engine.register_fn("manual_seed", |seed: INT| {
-        crate::tensor::manual_seed(seed as u64)
-    });
+    engine.register_doc(
+        "zeros_like",
+        &["zeros_like(t) — zeros with t's shape, dtype and device"],
+        |t: &mut Tensor| t.zeros_like().or_raise(),
+    );
+    engine.register_doc(
+        "ones_like",
+        &["ones_like(t) — ones with t's shape, dtype and device"],
+        |t: &mut Tensor| t.ones_like().or_raise(),
+    );
+    engine.register_doc(
+        "empty_like",
+        &["empty_like(t) — uninitialised, with t's shape, dtype and device"],
+        |t: &mut Tensor| t.empty_like().or_raise(),
+    );
+    engine.register_doc(
+        "randn_like",
+        &["randn_like(t) — normal samples with t's shape, dtype and device"],
+        |t: &mut Tensor| t.randn_like().or_raise(),
+    );
+    engine.register_doc(
+        "manual_seed",
+        &["manual_seed(n) — seed the random generators, for repeatable runs"],
+        |seed: INT| crate::tensor::manual_seed(seed as u64),
+    );
 }
 
 /// `name(d0, …)`, `name(d0, …, opts)`, `name(shape)` and `name(shape, opts)`.
-fn register_shaped(engine: &mut Engine, name: &'static str, make: Maker) {
+fn register_shaped(engine: &mut Engine, name: &'static str, doc: &str, make: Maker) {
     for arity in 1..=MAX_VARIADIC_DIMS {
         engine.register_raw_fn(name, vec![TypeId::of::<INT>(); arity], move |_, args| {
             let dims: Vec<INT> = args.iter().map(|a| a.as_int().unwrap_or(0)).collect();
@@ -87,7 +139,7 @@ fn register_shaped(engine: &mut Engine, name: &'static str, make: Maker) {
             make(&shape_of_ints(&dims)?, &opts).or_raise()
         });
     }
-    engine.register_fn(name, move |shape: Array| {
+    engine.register_doc(name, &[doc], move |shape: Array| {
         make(&shape_of_array(&shape)?, &TensorOptions::default()).or_raise()
     });
     engine.register_fn(name, move |shape: Array, opts: Map| {

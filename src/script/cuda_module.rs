@@ -1,4 +1,5 @@
 //! The `cuda` module (`cuda::memory_allocated()` …) and the article's top-level names (`empty_cache()` …).
+use super::documented::{Documented, DocumentedModule};
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, Map, Module, FLOAT, INT};
@@ -142,14 +143,16 @@ fn set_fraction(fraction: FLOAT, device: Option<&Dynamic>) -> Res<()> {
         .map_err(|e| value_error(e.to_string()))
 }
 
-/// Register `fname()` and `fname(device)` in `module` and, when `top_level`, in `engine` too.
+/// Register `fname()` and `fname(device)` in `module`, documented by `doc`, and, when `top` is a
+/// top-level function's help, in `engine` too.
 macro_rules! with_optional_device {
-    ($module:expr, $engine:expr, $top:expr, $name:literal, $body:expr) => {{
+    ($module:expr, $engine:expr, $top:expr, $name:literal, $doc:expr, $body:expr) => {{
         let body = $body;
-        $module.set_native_fn($name, move || body(None));
+        $module.register_doc($name, &[$doc], move || body(None));
         $module.set_native_fn($name, move |d: Dynamic| body(Some(&d)));
-        if $top {
-            $engine.register_fn($name, move || body(None));
+        let top: Option<&str> = $top;
+        if let Some(top) = top {
+            $engine.register_doc($name, &[top], move || body(None));
             $engine.register_fn($name, move |d: Dynamic| body(Some(&d)));
         }
     }};
@@ -158,57 +161,133 @@ macro_rules! with_optional_device {
 /// Register the `cuda` module and the top-level memory functions.
 pub(crate) fn register(engine: &mut Engine) {
     let mut m = Module::new();
-    m.set_native_fn("is_available", || Ok(device::cuda_is_available()));
-    m.set_native_fn("device_count", || Ok(device::cuda_device_count() as INT));
-    m.set_native_fn("current_device", || Ok(device::current_device() as INT));
-    m.set_native_fn("set_device", |d: Dynamic| {
-        device::set_device(cuda_index(Some(&d))?).or_raise()
-    });
-    m.set_native_fn("empty_cache", empty_cache);
-    engine.register_fn("empty_cache", empty_cache);
-    with_optional_device!(m, engine, false, "get_device_name", |d: Option<
-        &Dynamic,
-    >| {
-        device::get_device_name(cuda_index(d)?).or_raise()
-    });
-    with_optional_device!(m, engine, false, "synchronize", |d: Option<&Dynamic>| {
-        device::synchronize(cuda_index(d)?).or_raise()
-    });
-    with_optional_device!(m, engine, false, "mem_get_info", mem_get_info);
-    with_optional_device!(m, engine, true, "memory_allocated", |d: Option<
-        &Dynamic,
-    >| {
-        stat(d, |a| a.memory_allocated())
-    });
-    with_optional_device!(m, engine, true, "max_memory_allocated", |d: Option<
-        &Dynamic,
-    >| {
-        stat(d, |a| a.max_memory_allocated())
-    });
-    with_optional_device!(m, engine, true, "memory_reserved", |d: Option<&Dynamic>| {
-        stat(d, |a| a.memory_reserved())
-    });
-    with_optional_device!(m, engine, true, "max_memory_reserved", |d: Option<
-        &Dynamic,
-    >| {
-        stat(d, |a| a.max_memory_reserved())
-    });
-    with_optional_device!(m, engine, false, "memory_stats", memory_stats);
-    with_optional_device!(m, engine, true, "memory_summary", memory_summary);
-    with_optional_device!(m, engine, false, "reset_peak_memory_stats", |d: Option<
-        &Dynamic,
-    >| {
-        allocator(d).map(|a| a.reset_peak_memory_stats())
-    });
+    m.register_doc(
+        "is_available",
+        &["cuda::is_available() — whether a GPU (real or simulated) can be used"],
+        || Ok(device::cuda_is_available()),
+    );
+    m.register_doc(
+        "device_count",
+        &["cuda::device_count() — how many GPUs there are"],
+        || Ok(device::cuda_device_count() as INT),
+    );
+    m.register_doc(
+        "current_device",
+        &["cuda::current_device() — the index `cuda` without a number means"],
+        || Ok(device::current_device() as INT),
+    );
+    m.register_doc(
+        "set_device",
+        &["cuda::set_device(device) — choose what `cuda` without a number means"],
+        |d: Dynamic| device::set_device(cuda_index(Some(&d))?).or_raise(),
+    );
+    m.register_doc(
+        "empty_cache",
+        &["cuda::empty_cache() — release cached, wholly free segments to the GPU"],
+        empty_cache,
+    );
+    engine.register_doc(
+        "empty_cache",
+        &["empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"],
+        empty_cache,
+    );
     with_optional_device!(
         m,
         engine,
-        false,
+        None,
+        "get_device_name",
+        "cuda::get_device_name([device]) — the GPU's name",
+        |d: Option<&Dynamic>| { device::get_device_name(cuda_index(d)?).or_raise() }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        None,
+        "synchronize",
+        "cuda::synchronize([device]) — wait for the GPU's queued work",
+        |d: Option<&Dynamic>| { device::synchronize(cuda_index(d)?).or_raise() }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        None,
+        "mem_get_info",
+        "cuda::mem_get_info([device]) — [free, total] bytes device-wide",
+        mem_get_info
+    );
+    with_optional_device!(
+        m,
+        engine,
+        Some("memory_allocated([device]) — bytes held by live tensors on the GPU"),
+        "memory_allocated",
+        "cuda::memory_allocated([device]) — bytes held by live tensors",
+        |d: Option<&Dynamic>| { stat(d, |a| a.memory_allocated()) }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        Some("max_memory_allocated([device]) — peak of memory_allocated"),
+        "max_memory_allocated",
+        "cuda::max_memory_allocated([device]) — peak of memory_allocated",
+        |d: Option<&Dynamic>| { stat(d, |a| a.max_memory_allocated()) }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        Some("memory_reserved([device]) — bytes the caching allocator holds from the GPU"),
+        "memory_reserved",
+        "cuda::memory_reserved([device]) — bytes the caching allocator holds",
+        |d: Option<&Dynamic>| { stat(d, |a| a.memory_reserved()) }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        Some("max_memory_reserved([device]) — peak of memory_reserved"),
+        "max_memory_reserved",
+        "cuda::max_memory_reserved([device]) — peak of memory_reserved",
+        |d: Option<&Dynamic>| { stat(d, |a| a.max_memory_reserved()) }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        None,
+        "memory_stats",
+        "cuda::memory_stats([device]) — the allocator's statistics, PyTorch's flat keys",
+        memory_stats
+    );
+    with_optional_device!(
+        m,
+        engine,
+        Some("memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
+        "memory_summary",
+        "cuda::memory_summary([#{device, abbreviated}]) — the allocator's table, as text",
+        memory_summary
+    );
+    with_optional_device!(
+        m,
+        engine,
+        None,
+        "reset_peak_memory_stats",
+        "cuda::reset_peak_memory_stats([device]) — restart the peak figures",
+        |d: Option<&Dynamic>| { allocator(d).map(|a| a.reset_peak_memory_stats()) }
+    );
+    with_optional_device!(
+        m,
+        engine,
+        None,
         "reset_accumulated_memory_stats",
+        "cuda::reset_accumulated_memory_stats([device]) — zero the counters",
         |d: Option<&Dynamic>| { allocator(d).map(|a| a.reset_accumulated_memory_stats()) }
     );
-    with_optional_device!(m, engine, false, "memory_snapshot", memory_snapshot);
-    m.set_native_fn("record_memory_history", || {
+    with_optional_device!(
+        m,
+        engine,
+        None,
+        "memory_snapshot",
+        "cuda::memory_snapshot([device]) — segments and blocks, as a map",
+        memory_snapshot
+    );
+    m.register_doc("record_memory_history", &["cuda::record_memory_history([enabled[, max_entries[, device]]]) — trace allocations (\"all\", \"state\" or ())"], || {
         record_memory_history(&"all".into(), None, None)
     });
     m.set_native_fn("record_memory_history", |e: Dynamic| {
@@ -220,13 +299,13 @@ pub(crate) fn register(engine: &mut Engine) {
     m.set_native_fn("record_memory_history", |e: Dynamic, n: INT, d: Dynamic| {
         record_memory_history(&e, Some(n), Some(&d))
     });
-    m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT| {
+    m.register_doc("set_per_process_memory_fraction", &["cuda::set_per_process_memory_fraction(fraction[, device]) — cap what the allocator may reserve"], |f: FLOAT| {
         set_fraction(f, None)
     });
     m.set_native_fn("set_per_process_memory_fraction", |f: FLOAT, d: Dynamic| {
         set_fraction(f, Some(&d))
     });
-    m.set_native_fn("dump_snapshot", |path: &str| {
+    m.register_doc("dump_snapshot", &["cuda::dump_snapshot(path) — write segments and history for PyTorch's memory viewer (.json, or .pickle)"], |path: &str| {
         super::snapshot_dump::dump(path).map(|_| ()).map_err(|e| {
             let kind = match e {
                 super::snapshot_dump::DumpError::Write(_) => "OSError",

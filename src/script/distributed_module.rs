@@ -1,5 +1,6 @@
 //! `cuda::all_reduce`, `cuda::broadcast` and `cuda::all_gather`: collectives over an array of
 //! tensors, one per CUDA device (NCCL on real GPUs, a host implementation on simulated ones).
+use super::documented::DocumentedModule;
 use rhai::{Array, Dynamic, Module, INT};
 
 use super::convert::{OrRaise, Res};
@@ -46,9 +47,9 @@ fn all_gather(list: &Array) -> Res<Array> {
 
 /// Add the collectives to the `cuda` module.
 pub(crate) fn register(m: &mut Module) {
-    m.set_native_fn("all_reduce", |list: Array| all_reduce(&list, "sum"));
+    m.register_doc("all_reduce", &["cuda::all_reduce([t0, t1, …][, op]) — in place: each tensor (one per CUDA device) becomes the \"sum\" (or \"prod\", \"max\", \"min\") of all; NCCL on real GPUs"], |list: Array| all_reduce(&list, "sum"));
     m.set_native_fn("all_reduce", |list: Array, op: &str| all_reduce(&list, op));
-    m.set_native_fn("broadcast", |list: Array| broadcast(&list, 0));
+    m.register_doc("broadcast", &["cuda::broadcast([t0, t1, …][, src]) — in place: each tensor (one per CUDA device) becomes a copy of the list's element src (default 0)"], |list: Array| broadcast(&list, 0));
     m.set_native_fn("broadcast", |list: Array, src: INT| broadcast(&list, src));
-    m.set_native_fn("all_gather", |list: Array| all_gather(&list));
+    m.register_doc("all_gather", &["cuda::all_gather([t0, t1, …]) — one new tensor per device, shaped [len, …shape], whose row r is the list's tensor r"], |list: Array| all_gather(&list));
 }

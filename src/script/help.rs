@@ -1,242 +1,162 @@
-//! The language's names with a one-line doc each: for `help(name)`, `name?`, completion and `:vars`.
+//! The language's names with a one-line doc each: for `help(name)`, `name?`, completion and inspect.
+//!
+//! Read from the engine's function metadata: each help line is the doc comment its function was
+//! registered with (see [`super::documented`]), so it is written once, beside the registration.
+//! Statements and custom syntax are not functions and have no metadata: their lines are the small
+//! tables [`KEYWORDS`] here and `holders_api::SYNTAX_HELP`.
+use std::rc::Rc;
+use std::sync::OnceLock;
 
-/// One documented name: what to type, and one line saying what it does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use rhai::Engine;
+
+/// What a help entry documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A function callable at top level: `zeros(…)`.
+    Function,
+    /// A statement that is not a function call: `del`, `no_grad { … }`.
+    Keyword,
+    /// A tensor method: `t.sum(…)`.
+    Method,
+    /// A tensor property: `t.shape`.
+    Property,
+    /// A member of the `cuda` module: `cuda::memory_allocated(…)`.
+    CudaMember,
+}
+
+/// One documented name: what it is, what to type, and one line saying what it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// Function, statement, tensor method or property, or `cuda` member.
+    pub kind: Kind,
     /// The name as typed (`zeros`, `shape`, `memory_allocated`).
-    pub name: &'static str,
+    pub name: String,
     /// Usage and purpose on one line.
-    pub doc: &'static str,
+    pub doc: String,
 }
-
-use std::sync::LazyLock;
-
-use crate::tensor::UNARY_METHODS;
-
-const fn e(name: &'static str, doc: &'static str) -> Entry {
-    Entry { name, doc }
-}
-
-/// Functions callable at top level.
-pub static FUNCTIONS: &[Entry] = &[
-    e("tensor", "tensor(nested_array[, opts]) — a tensor holding these values; opts: #{dtype, device, requires_grad}"),
-    e("zeros", "zeros(d0, d1, …) or zeros(shape_array[, opts]) — a tensor filled with 0"),
-    e("ones", "ones(d0, d1, …) or ones(shape_array[, opts]) — a tensor filled with 1"),
-    e("empty", "empty(d0, d1, …) or empty(shape_array[, opts]) — an uninitialised tensor"),
-    e("rand", "rand(d0, d1, …) or rand(shape_array[, opts]) — uniform samples in [0, 1)"),
-    e("randn", "randn(d0, d1, …) or randn(shape_array[, opts]) — standard normal samples"),
-    e("full", "full(shape_array, value[, opts]) — a tensor filled with value"),
-    e("arange", "arange(end) or arange(start, end[, step][, opts]) — evenly spaced values in [start, end)"),
-    e("linspace", "linspace(start, end, steps[, opts]) — steps values from start to end inclusive"),
-    e("eye", "eye(n[, m][, opts]) — an identity matrix"),
-    e("zeros_like", "zeros_like(t) — zeros with t's shape, dtype and device"),
-    e("ones_like", "ones_like(t) — ones with t's shape, dtype and device"),
-    e("empty_like", "empty_like(t) — uninitialised, with t's shape, dtype and device"),
-    e("randn_like", "randn_like(t) — normal samples with t's shape, dtype and device"),
-    e("manual_seed", "manual_seed(n) — seed the random generators, for repeatable runs"),
-    e("mse_loss", "mse_loss(input, target) — mean squared error"),
-    e("cross_entropy", "cross_entropy(logits, targets) — softmax cross-entropy; targets are int64 class indices"),
-    e("matmul", "matmul(a, b) — matrix product (also a.matmul(b), a.mm(b))"),
-    e("is_grad_enabled", "is_grad_enabled() — whether operations record the autograd graph now"),
-    e("empty_cache", "empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"),
-    e("memory_holders", "memory_holders([device]) — every live GPU block, biggest first, with what holds it (variables, .grad, graphs)"),
-    e("empty_cache_report", "empty_cache_report([device]) — the segments empty_cache() cannot release, and the variables that pin each"),
-    e("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why; .ways gives the rows"),
-    e("memory_allocated", "memory_allocated([device]) — bytes held by live tensors on the GPU"),
-    e("max_memory_allocated", "max_memory_allocated([device]) — peak of memory_allocated"),
-    e("memory_reserved", "memory_reserved([device]) — bytes the caching allocator holds from the GPU"),
-    e("max_memory_reserved", "max_memory_reserved([device]) — peak of memory_reserved"),
-    e("memory_summary", "memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
-    e("print", "print(x, …) — write the values, separated by spaces, and a newline to standard output"),
-    e("eprint", "eprint(x) — write x and a newline to standard error"),
-    e("display", "display(x) — show x as rich output (HTML in a notebook)"),
-    e("plot_memory", "plot_memory([device]) — chart GPU memory by variable over the recorded statements (SVG in a notebook); needs cuda::record_memory_history()"),
-    e("clear_output", "clear_output([wait]) — clear the cell's output (notebooks)"),
-    e("input", "input([prompt]) — read a line of text"),
-    e("help", "help(name) or name? — what a function, method, property or cuda:: member does"),
-    e("range", "range(n) or range(start, end[, step]) — the ints start..end, for for loops (Python's range)"),
-    e("exit", "exit([status]) — end the script or the REPL (Python's exit; a notebook cell just stops)"),
-    e("quit", "quit([status]) — the same as exit([status])"),
-    e("device", "device(\"cuda:0\") — a device name, checked (PyTorch's torch.device)"),
-    e("floordiv", "floordiv(a, b) — Python's a // b (rounds toward -infinity); `//` starts a comment here"),
-    e("int", "int(x) — a number or string (\"42\") as an int, truncating floats toward zero; t.item() for a tensor"),
-    e("float", "float(x) — a number or string (\"2.5\", \"inf\") as a float; t.float() is a float32 tensor"),
-    e("round", "round(x) — the nearest int, ties to even (round(2.5) == 2); round(x, n) — to n decimals"),
-    e("abs", "abs(x) — a number's absolute value (t.abs() for a tensor)"),
-    e("min", "min(a, b) or min(array) — the smaller number, or the smallest in an array (t.min() for a tensor)"),
-    e("max", "max(a, b) or max(array) — the larger number, or the largest in an array (t.max() for a tensor)"),
-    e("bool", "bool(x) — Python's truth value: a one-element tensor is true when nonzero; () and empty are false"),
-    e("fmt_bytes", "fmt_bytes(n) — a byte count in binary units: fmt_bytes(4000256) is \"3.81 MiB\""),
-];
 
 /// Statements that are not function calls.
-pub static KEYWORDS: &[Entry] = &[
-    e("del", "del x, y — forget the variables; their tensors are freed at once if nothing else holds them"),
-    e("no_grad", "no_grad { … } — run the block without recording the autograd graph"),
-    e("enable_grad", "enable_grad { … } — record the autograd graph inside the block, even under no_grad"),
-    e("inference_mode", "inference_mode { … } — like no_grad; tensors made inside are inference tensors"),
-    e("import", "import torch (or import torch.nn.functional as F) — accepted and ignored: torch.NAME, torch.cuda.NAME and F.NAME are NAME and cuda::NAME"),
+pub static KEYWORDS: &[(&str, &str)] = &[
+    ("del", "del x, y — forget the variables; their tensors are freed at once if nothing else holds them"),
+    ("no_grad", "no_grad { … } — run the block without recording the autograd graph"),
+    ("enable_grad", "enable_grad { … } — record the autograd graph inside the block, even under no_grad"),
+    ("inference_mode", "inference_mode { … } — like no_grad; tensors made inside are inference tensors"),
+    ("import", "import torch (or import torch.nn.functional as F) — accepted and ignored: torch.NAME, torch.cuda.NAME and F.NAME are NAME and cuda::NAME"),
 ];
 
-/// Methods of a tensor (`t.name(…)`).
-pub static TENSOR_METHODS: LazyLock<Vec<Entry>> = LazyLock::new(|| {
-    let unary = UNARY_METHODS.iter().map(|m| e(m.name, m.help));
-    let head = METHODS_HEAD.iter().copied();
-    head.chain(unary)
-        .chain(METHODS_TAIL.iter().copied())
-        .collect()
-});
+/// The text of Rhai doc comments (`/// line`), markers stripped, lines joined.
+pub fn comment_text<S: AsRef<str>>(comments: &[S]) -> String {
+    comments
+        .iter()
+        .flat_map(|c| c.as_ref().lines())
+        .map(|l| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("///").or_else(|| l.strip_prefix("//!"));
+            let l = l.unwrap_or("");
+            l.strip_prefix(' ').unwrap_or(l).to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
-/// Tensor methods before the elementwise ones (those come from `tensor::UNARY_METHODS`).
-const METHODS_HEAD: &[Entry] = &[
-    e("cuda", "t.cuda([n]) — a copy on cuda:n (the current device, cuda::current_device(), by default)"),
-    e("cpu", "t.cpu() — a copy in host memory"),
-    e("to", "t.to(\"cuda:0\" | \"float16\" | #{device, dtype}) — a copy on that device or of that dtype"),
-    e("half", "t.half() — a float16 copy"),
-    e("float", "t.float() — a float32 copy"),
-    e("double", "t.double() — a float64 copy"),
-    e("bfloat16", "t.bfloat16() — a bfloat16 copy"),
-    e("long", "t.long() — an int64 copy"),
-    e("size", "t.size([dim]) — the shape as an array, or one dimension's length"),
-    e("dim", "t.dim() — the number of dimensions"),
-    e("numel", "t.numel() — the number of elements"),
-    e("element_size", "t.element_size() — bytes per element"),
-    e("data_ptr", "t.data_ptr() — address of the first element"),
-    e("item", "t.item() — the value of a one-element tensor"),
-    e("tolist", "t.tolist() — the values as (nested) arrays"),
-    e("pow", "t.pow(exponent) — elementwise power by a number or a tensor (also t ** exponent)"),
-    e("add", "a.add(b) — a + b"),
-    e("sub", "a.sub(b) — a - b"),
-    e("mul", "a.mul(b) — a * b"),
-    e("div", "a.div(b) — a / b"),
-    e("gt", "a.gt(b) — a > b elementwise, a bool tensor (b a tensor or a number)"),
-    e("lt", "a.lt(b) — a < b elementwise, a bool tensor"),
-    e("ge", "a.ge(b) — a >= b elementwise, a bool tensor"),
-    e("le", "a.le(b) — a <= b elementwise, a bool tensor"),
-    e("eq", "a.eq(b) — a == b elementwise, a bool tensor"),
-    e("ne", "a.ne(b) — a != b elementwise, a bool tensor"),
-    e("matmul", "a.matmul(b) — matrix product"),
-    e("mm", "a.mm(b) — matrix product of two 2-D tensors"),
-    e("t", "t.t() — transpose of a 2-D tensor (a view)"),
-    e("transpose", "t.transpose(d0, d1) — swap two dimensions (a view)"),
-    e("reshape", "t.reshape(shape_array) or t.reshape(d0, d1, …) — same values, new shape"),
-    e("view", "t.view(shape_array) or t.view(d0, d1, …) — a view with a new shape"),
-    e("flatten", "t.flatten() — a 1-D tensor of all elements"),
-    e("unsqueeze", "t.unsqueeze(dim) — insert a dimension of size 1"),
-    e("squeeze", "t.squeeze([dim]) — remove dimensions of size 1"),
-    e("permute", "t.permute(dims_array) — reorder dimensions (a view)"),
-    e("contiguous", "t.contiguous() — a contiguous tensor with the same values"),
-    e("clone", "t.clone() — a copy with its own memory"),
-    e("detach", "t.detach() — the same memory, cut from the autograd graph"),
-];
+/// Every help entry of the language, sorted by kind and name; read once, from a fresh engine.
+pub fn entries() -> &'static [Entry] {
+    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        let frontend = Rc::new(super::CapturedOutput::default());
+        of_engine(&super::new_engine(frontend, Default::default()))
+    })
+}
 
-/// Tensor methods after the elementwise ones.
-const METHODS_TAIL: &[Entry] = &[
-    e("clamp", "t.clamp(min, max) — limit values to [min, max]; pass () for no bound"),
-    e("sum", "t.sum([dim[, keepdim]]) — sum of all elements, or along dim"),
-    e("mean", "t.mean([dim[, keepdim]]) — mean of all elements, or along dim"),
-    e("max", "t.max([dim[, keepdim]]) — largest element, or along dim"),
-    e("min", "t.min([dim[, keepdim]]) — smallest element, or along dim"),
-    e("argmax", "t.argmax([dim[, keepdim]]) — index of the largest element"),
-    e("softmax", "t.softmax(dim) — softmax along dim"),
-    e("log_softmax", "t.log_softmax(dim) — log of softmax along dim"),
-    e("add_", "t.add_(other) — add in place (also t += other)"),
-    e("sub_", "t.sub_(other) — subtract in place (also t -= other)"),
-    e("mul_", "t.mul_(other) — multiply in place (also t *= other)"),
-    e("div_", "t.div_(other) — divide in place (also t /= other); an integer t cannot hold the result"),
-    e("zero_", "t.zero_() — fill with 0 in place"),
-    e("fill_", "t.fill_(value) — fill with value in place"),
-    e("narrow", "t.narrow(dim, start, length) — a slice along dim (a view)"),
-    e("select", "t.select(dim, i) — the i-th slice along dim, which goes away (a view; t[[.., i]] for dim 1)"),
-    e("requires_grad_", "t.requires_grad_([flag]) — start (or stop) recording gradients for t"),
-    e("backward", "t.backward([#{retain_graph: true}]) — compute gradients into the leaves' .grad"),
-];
+/// The help entries of `engine`'s documented functions, its statements and its custom syntax.
+pub fn of_engine(engine: &Engine) -> Vec<Entry> {
+    let documented = engine.collect_fn_metadata(
+        None,
+        |info| {
+            let comments = info.metadata.comments.iter().map(|c| c.to_string());
+            let namespace = info.namespace.as_str();
+            let name = info.metadata.name.as_str();
+            let found: Vec<Entry> = comments
+                .map(|comment| entry_of(namespace, name, &comment_text(&[comment])))
+                .collect();
+            Some(found)
+        },
+        false,
+    );
+    let statements = KEYWORDS
+        .iter()
+        .map(|(name, doc)| (Kind::Keyword, name, doc));
+    let syntax = super::holders_api::SYNTAX_HELP
+        .iter()
+        .map(|(name, doc)| (Kind::Function, name, doc));
+    let mut entries: Vec<Entry> = documented.into_iter().flatten().collect();
+    entries.extend(statements.chain(syntax).map(|(kind, name, doc)| Entry {
+        kind,
+        name: name.to_string(),
+        doc: doc.to_string(),
+    }));
+    entries.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    entries.dedup_by(|a, b| a.kind == b.kind && a.name == b.name);
+    entries
+}
 
-/// Properties of a tensor (`t.name`).
-pub static TENSOR_PROPERTIES: &[Entry] = &[
-    e("shape", "t.shape — the shape, as an array"),
-    e("dtype", "t.dtype — the element type, e.g. \"float32\""),
-    e("device", "t.device — where the data lives, e.g. \"cuda:0\""),
-    e("is_cuda", "t.is_cuda — whether the data is on a GPU"),
-    e(
-        "nbytes",
-        "t.nbytes — bytes of the elements (numel × element_size)",
-    ),
-    e(
-        "requires_grad",
-        "t.requires_grad — whether gradients are recorded for t (settable)",
-    ),
-    e(
-        "grad",
-        "t.grad — the accumulated gradient, or (); set to () to free it",
-    ),
-    e(
-        "grad_fn",
-        "t.grad_fn — name of the graph node that made t, or ()",
-    ),
-    e(
-        "T",
-        "t.T — t with its dimensions reversed: the transpose of a 2-D tensor (a view)",
-    ),
-    e(
-        "is_leaf",
-        "t.is_leaf — whether t was made by the user rather than by a recorded op",
-    ),
-];
+/// The entry a help line registered on `namespace::name` makes; its usage says its kind.
+fn entry_of(namespace: &str, name: &str, doc: &str) -> Entry {
+    let (kind, name) = if namespace == "cuda" {
+        (Kind::CudaMember, name)
+    } else if let Some(property) = name.strip_prefix("get$") {
+        (Kind::Property, property)
+    } else if is_method_usage(doc, name) {
+        (Kind::Method, name)
+    } else {
+        (Kind::Function, name)
+    };
+    Entry {
+        kind,
+        name: name.to_string(),
+        doc: doc.to_string(),
+    }
+}
 
-/// Members of the `cuda` module (`cuda::name(…)`); each takes an optional device (n or "cuda:n").
-pub static CUDA_MEMBERS: &[Entry] = &[
-    e("is_available", "cuda::is_available() — whether a GPU (real or simulated) can be used"),
-    e("device_count", "cuda::device_count() — how many GPUs there are"),
-    e("get_device_name", "cuda::get_device_name([device]) — the GPU's name"),
-    e("current_device", "cuda::current_device() — the index `cuda` without a number means"),
-    e("set_device", "cuda::set_device(device) — choose what `cuda` without a number means"),
-    e("synchronize", "cuda::synchronize([device]) — wait for the GPU's queued work"),
-    e("mem_get_info", "cuda::mem_get_info([device]) — [free, total] bytes device-wide"),
-    e("memory_allocated", "cuda::memory_allocated([device]) — bytes held by live tensors"),
-    e("max_memory_allocated", "cuda::max_memory_allocated([device]) — peak of memory_allocated"),
-    e("memory_reserved", "cuda::memory_reserved([device]) — bytes the caching allocator holds"),
-    e("max_memory_reserved", "cuda::max_memory_reserved([device]) — peak of memory_reserved"),
-    e("memory_stats", "cuda::memory_stats([device]) — the allocator's statistics, PyTorch's flat keys"),
-    e("memory_summary", "cuda::memory_summary([#{device, abbreviated}]) — the allocator's table, as text"),
-    e("reset_peak_memory_stats", "cuda::reset_peak_memory_stats([device]) — restart the peak figures"),
-    e("reset_accumulated_memory_stats", "cuda::reset_accumulated_memory_stats([device]) — zero the counters"),
-    e("empty_cache", "cuda::empty_cache() — release cached, wholly free segments to the GPU"),
-    e("memory_snapshot", "cuda::memory_snapshot([device]) — segments and blocks, as a map"),
-    e("dump_snapshot", "cuda::dump_snapshot(path) — write segments and history for PyTorch's memory viewer (.json, or .pickle)"),
-    e("record_memory_history", "cuda::record_memory_history([enabled[, max_entries[, device]]]) — trace allocations (\"all\", \"state\" or ())"),
-    e("all_reduce", "cuda::all_reduce([t0, t1, …][, op]) — in place: each tensor (one per CUDA device) becomes the \"sum\" (or \"prod\", \"max\", \"min\") of all; NCCL on real GPUs"),
-    e("broadcast", "cuda::broadcast([t0, t1, …][, src]) — in place: each tensor (one per CUDA device) becomes a copy of the list's element src (default 0)"),
-    e("all_gather", "cuda::all_gather([t0, t1, …]) — one new tensor per device, shaped [len, …shape], whose row r is the list's tensor r"),
-    e("set_per_process_memory_fraction", "cuda::set_per_process_memory_fraction(fraction[, device]) — cap what the allocator may reserve"),
-];
+/// Whether `doc` reads `t.NAME…`: a one-letter receiver, a dot, the name.
+fn is_method_usage(doc: &str, name: &str) -> bool {
+    doc.split_once('.')
+        .is_some_and(|(receiver, rest)| receiver.len() == 1 && rest.starts_with(name))
+}
 
-fn find(table: &'static [Entry], name: &str) -> Option<&'static Entry> {
-    table.iter().find(|entry| entry.name == name)
+/// The entries of one kind, by name.
+pub fn of_kind(kind: Kind) -> impl Iterator<Item = &'static Entry> {
+    entries().iter().filter(move |entry| entry.kind == kind)
+}
+
+fn find(kind: Kind, name: &str) -> Option<&'static Entry> {
+    of_kind(kind).find(|entry| entry.name == name)
+}
+
+fn names_of(kind: Kind) -> Vec<&'static str> {
+    of_kind(kind).map(|entry| entry.name.as_str()).collect()
 }
 
 /// Names of the top-level functions.
 pub fn names() -> Vec<&'static str> {
-    FUNCTIONS.iter().map(|entry| entry.name).collect()
+    names_of(Kind::Function)
 }
 
 /// Names of tensor methods and properties, for completion after `t.`.
 pub fn tensor_member_names() -> Vec<&'static str> {
-    TENSOR_METHODS
-        .iter()
-        .chain(TENSOR_PROPERTIES)
-        .map(|entry| entry.name)
-        .collect()
+    let mut names = names_of(Kind::Method);
+    names.extend(names_of(Kind::Property));
+    names
 }
 
 /// Names of the `cuda` module's members, for completion after `cuda::`.
 pub fn cuda_names() -> Vec<&'static str> {
-    CUDA_MEMBERS.iter().map(|entry| entry.name).collect()
+    names_of(Kind::CudaMember)
 }
 
 /// Names of the statements `del`, `no_grad` …
 pub fn keyword_names() -> Vec<&'static str> {
-    KEYWORDS.iter().map(|entry| entry.name).collect()
+    names_of(Kind::Keyword)
 }
 
 /// Whether `name` is part of the language (function, keyword, tensor member or cuda member).
@@ -248,22 +168,27 @@ pub fn is_known(name: &str) -> bool {
 pub fn doc(name: &str) -> Option<&'static str> {
     let name = name.trim();
     if let Some(member) = name.strip_prefix("cuda::") {
-        return find(CUDA_MEMBERS, member).map(|entry| entry.doc);
+        return find(Kind::CudaMember, member).map(|entry| entry.doc.as_str());
     }
     if let Some(member) = name
         .strip_prefix("Tensor.")
         .or_else(|| name.strip_prefix("torch.Tensor."))
     {
-        return find(&TENSOR_METHODS, member)
-            .or_else(|| find(TENSOR_PROPERTIES, member))
-            .map(|entry| entry.doc);
+        return find(Kind::Method, member)
+            .or_else(|| find(Kind::Property, member))
+            .map(|entry| entry.doc.as_str());
     }
-    find(FUNCTIONS, name)
-        .or_else(|| find(KEYWORDS, name))
-        .or_else(|| find(&TENSOR_METHODS, name))
-        .or_else(|| find(TENSOR_PROPERTIES, name))
-        .or_else(|| find(CUDA_MEMBERS, name))
-        .map(|entry| entry.doc)
+    let kinds = [
+        Kind::Function,
+        Kind::Keyword,
+        Kind::Method,
+        Kind::Property,
+        Kind::CudaMember,
+    ];
+    kinds
+        .into_iter()
+        .find_map(|kind| find(kind, name))
+        .map(|entry| entry.doc.as_str())
 }
 
 /// What `help()` with no argument prints: every name, grouped.
@@ -272,14 +197,8 @@ pub fn overview() -> String {
     let mut text = String::from("torchlet — help(name) or name? explains one name.\n");
     text += &line("Functions", names());
     text += &line("Statements", keyword_names());
-    text += &line(
-        "Tensor methods",
-        TENSOR_METHODS.iter().map(|e| e.name).collect(),
-    );
-    text += &line(
-        "Tensor properties",
-        TENSOR_PROPERTIES.iter().map(|e| e.name).collect(),
-    );
+    text += &line("Tensor methods", names_of(Kind::Method));
+    text += &line("Tensor properties", names_of(Kind::Property));
     text += &line("cuda:: members", cuda_names());
     text
 }
@@ -289,63 +208,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_name_is_documented_once_per_table() {
-        for table in [
-            FUNCTIONS,
-            KEYWORDS,
-            &TENSOR_METHODS,
-            TENSOR_PROPERTIES,
-            CUDA_MEMBERS,
-        ] {
-            let mut names: Vec<_> = table.iter().map(|e| e.name).collect();
-            let count = names.len();
-            names.sort();
-            names.dedup();
-            assert_eq!(names.len(), count, "a name is listed twice");
-            assert!(table
-                .iter()
-                .all(|e| !e.doc.is_empty() && !e.doc.contains('\n')));
+    fn every_help_line_is_one_line_that_starts_with_its_usage() {
+        for entry in entries() {
+            assert!(!entry.doc.contains('\n'), "{}: {}", entry.name, entry.doc);
+            let usage = entry.doc.split(" — ").next().unwrap();
+            assert!(usage.contains(&entry.name), "{}: {}", entry.name, entry.doc);
         }
     }
 
     /// The names the engine really has, by kind: `name(`, `get$name(`, `cuda::name(`.
     fn registered() -> Vec<String> {
-        let frontend = std::rc::Rc::new(crate::session::CapturedOutput::default());
+        let frontend = Rc::new(crate::script::CapturedOutput::default());
         let engine = crate::script::new_engine(frontend, Default::default());
         engine.gen_fn_signatures(false)
-    }
-
-    #[test]
-    fn every_documented_name_is_registered() {
-        let signatures = registered();
-        let has = |prefix: String| signatures.iter().any(|s| s.starts_with(&prefix));
-        // Custom syntax (they read the caller's variables), not registered functions.
-        let syntax = ["memory_holders", "explain_free", "empty_cache_report"];
-        for entry in FUNCTIONS
-            .iter()
-            .chain(TENSOR_METHODS.iter())
-            .filter(|e| e.name != "print" && !syntax.contains(&e.name))
-        {
-            assert!(
-                has(format!("{}(", entry.name)),
-                "{} is documented but not registered",
-                entry.name
-            );
-        }
-        for entry in TENSOR_PROPERTIES {
-            assert!(
-                has(format!("get${}(", entry.name)),
-                "property {} is not registered",
-                entry.name
-            );
-        }
-        for entry in CUDA_MEMBERS {
-            assert!(
-                has(format!("cuda::{}(", entry.name)),
-                "cuda::{} is not registered",
-                entry.name
-            );
-        }
     }
 
     #[test]
@@ -370,6 +245,25 @@ mod tests {
             }
             assert!(doc(bare).is_some(), "{signature} has no help entry");
         }
+    }
+
+    #[test]
+    fn kinds_follow_the_usage() {
+        assert!(find(Kind::Function, "matmul").is_some());
+        assert!(find(Kind::Method, "matmul").is_some());
+        assert!(find(Kind::Function, "float")
+            .unwrap()
+            .doc
+            .starts_with("float(x)"));
+        assert!(find(Kind::Method, "float")
+            .unwrap()
+            .doc
+            .starts_with("t.float()"));
+        assert!(find(Kind::Property, "shape").is_some());
+        assert!(find(Kind::Keyword, "del").is_some());
+        assert!(find(Kind::Function, "explain_free").is_some());
+        assert!(find(Kind::CudaMember, "all_reduce").is_some());
+        assert!(find(Kind::Function, "all_reduce").is_none());
     }
 
     #[test]

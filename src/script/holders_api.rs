@@ -3,8 +3,8 @@
 //! function cannot see the scope).
 use rhai::{Array, Dynamic, EvalAltResult, EvalContext, Expression, ImmutableString, Map, INT};
 
-use crate::session::explain_free::{self, Way};
-use crate::session::holders::{self, HolderMap};
+use super::explain_free::{self, Way};
+use super::holders::{self, HolderMap};
 
 /// What `explain_free(x)` returns: prints as a table; `.ways` gives the rows as maps.
 #[derive(Clone, Debug)]
@@ -17,10 +17,17 @@ pub struct FreeReport {
 
 impl FreeReport {
     /// The table, plain and HTML.
-    pub fn display(&self) -> crate::session::DisplayData {
+    pub fn display(&self) -> super::DisplayData {
         explain_free::table(&self.name, &self.ways)
     }
 }
+
+/// Help of the custom syntax here, which has no function metadata to carry it.
+pub(crate) static SYNTAX_HELP: &[(&str, &str)] = &[
+    ("memory_holders", "memory_holders([device]) — every live GPU block, biggest first, with what holds it (variables, .grad, graphs)"),
+    ("empty_cache_report", "empty_cache_report([device]) — the segments empty_cache() cannot release, and the variables that pin each"),
+    ("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why; .ways gives the rows"),
+];
 
 /// Register both.
 pub(crate) fn register(engine: &mut rhai::Engine) {

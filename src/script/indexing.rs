@@ -4,6 +4,7 @@
 //! of indices, `t[[.., 0]]`: an int selects (its dimension goes), a range narrows (`..` keeps the
 //! whole dimension), `()` (Python's `None`) inserts a dimension of size 1. Every result is a view,
 //! as in PyTorch, so indexing never allocates.
+use super::documented::Documented;
 use rhai::{Array, Dynamic, Engine, INT};
 
 use super::convert::{OrRaise, Res};
@@ -24,7 +25,7 @@ pub(crate) fn register(engine: &mut Engine) {
         })
         .register_indexer_get(|t: &mut Tensor, _: ()| t.unsqueeze(0).or_raise())
         .register_indexer_get(|t: &mut Tensor, indices: Array| index_all(t, &indices))
-        .register_fn("select", |t: &mut Tensor, dim: INT, i: INT| {
+        .register_doc("select", &["t.select(dim, i) — the i-th slice along dim, which goes away (a view; t[[.., i]] for dim 1)"], |t: &mut Tensor, dim: INT, i: INT| {
             t.select(dim as isize, i as isize).or_raise()
         });
 }

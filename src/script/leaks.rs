@@ -12,8 +12,8 @@ use std::rc::Rc;
 
 use rhai::{Dynamic, EvalAltResult, EvalContext, Expression};
 
-use crate::session::holders::HolderMap;
-use crate::session::Frontend;
+use super::holders::HolderMap;
+use super::Frontend;
 
 /// Name of the statement that starts each loop iteration.
 pub(crate) const ITERATION: &str = "__iteration";
@@ -133,7 +133,7 @@ fn message(
 ) -> String {
     let head = format!(
         "warning: line {line}: GPU memory grows by {growth} B ({}) on every iteration of this loop",
-        crate::session::memory::human(growth)
+        super::numbers::human_bytes(growth)
     );
     let culprit = now
         .iter()

@@ -1,25 +1,45 @@
 //! The Rhai engine of the torchlet language: tensors, the `cuda` module, `del` and grad-mode blocks.
+//!
+//! Map: `new_engine` below registers everything. Values: `tensor_api` (the `Tensor` type),
+//! `creation`, `operators`, `comparisons`, `compound_assign`, `indexing`, `numbers`, `truth`,
+//! `convert` (script values ↔ tensor arguments). Statements and Python's spellings: `syntax`
+//! (grad-mode blocks), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
+//! `hints`, `floordiv_hint`, `errors`. Lifetimes: `lifetimes` (CPython's temporaries),
+//! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
+//! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
+//! output sink), `display` (rich values), `picture` (charts), `interrupt` (the stop flag), `output`
+//! (`print`, `help`…).
+//! Help: each function registers with its help line (`documented`), and `help` reads them back.
+//! Nothing here imports `session` or a front end.
 pub mod comparisons;
 pub mod compound_assign;
 pub mod convert;
 pub mod creation;
 pub mod cuda_module;
 pub mod del;
+pub mod display;
 pub mod distributed_module;
+pub mod documented;
 pub mod errors;
+pub mod explain_free;
 pub mod floordiv_hint;
+pub mod frontend;
 pub mod globals;
 pub mod help;
 pub mod hints;
+pub mod holders;
 pub mod holders_api;
 pub mod indexing;
+pub mod interrupt;
 pub mod leaks;
+pub mod ledger;
 pub mod lifetimes;
 pub mod memory_plot;
 pub mod memory_timeline;
 pub mod numbers;
 pub mod operators;
 pub mod output;
+pub mod picture;
 pub mod plot_api;
 pub mod provenance;
 pub mod python_builtins;
@@ -35,10 +55,12 @@ pub mod truth;
 
 use std::rc::Rc;
 
-use crate::session::{DisplayData, Frontend, InterruptHandle};
-
+pub use display::DisplayData;
 pub use errors::Exception;
+pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
+pub use interrupt::InterruptHandle;
 pub use lifetimes::Lifetimes;
+pub use picture::Picture;
 
 /// A Rhai engine with the whole torchlet language registered, printing to `frontend`.
 pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rhai::Engine {
@@ -76,32 +98,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine
 }
 
-/// How a script value echoes, for values with a richer form than Rhai's `to_string`.
-pub fn display_of(value: &rhai::Dynamic) -> Option<DisplayData> {
-    if let Some(t) = value.read_lock::<crate::tensor::Tensor>() {
-        let plain = t.to_string();
-        let html = format!("<pre>{}</pre>", html_escape(&plain));
-        return Some(DisplayData {
-            plain,
-            html: Some(html),
-        });
-    }
-    if let Some(report) = value.read_lock::<holders_api::FreeReport>() {
-        return Some(report.display());
-    }
-    if let Some(e) = value.read_lock::<Exception>() {
-        return Some(DisplayData::text(e.to_string()));
-    }
-    None
-}
-
 /// A run-time error's Python-style kind and message.
 pub fn describe_error(error: &rhai::EvalAltResult) -> (String, String) {
     errors::describe(error)
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

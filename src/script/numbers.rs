@@ -6,6 +6,7 @@
 //! fraction of memory gets silently different numbers from Python. Rhai consults its built-in
 //! integer operators before registered functions unless fast operators are off, so the engine
 //! turns them off (see [`crate::script::new_engine`]) and the operators here win.
+use super::documented::Documented;
 use rhai::{Array, Dynamic, Engine, ImmutableString, FLOAT, INT};
 
 use super::convert::Res;
@@ -19,10 +20,10 @@ pub(crate) fn register(engine: &mut Engine) {
     register_rounding(engine);
     register_float_comparisons(engine);
     engine
-        .register_fn("fmt_bytes", |n: INT| fmt_bytes(n as f64))
+        .register_doc("fmt_bytes", &["fmt_bytes(n) — a byte count in binary units: fmt_bytes(4000256) is \"3.81 MiB\""], |n: INT| fmt_bytes(n as f64))
         .register_fn("fmt_bytes", fmt_bytes)
-        .register_fn("min", |items: Array| extreme(items, "min", |a, b| b < a))
-        .register_fn("max", |items: Array| extreme(items, "max", |a, b| b > a))
+        .register_doc("min", &["min(a, b) or min(array) — the smaller number, or the smallest in an array (t.min() for a tensor)"], |items: Array| extreme(items, "min", |a, b| b < a))
+        .register_doc("max", &["max(a, b) or max(array) — the larger number, or the largest in an array (t.max() for a tensor)"], |items: Array| extreme(items, "max", |a, b| b > a))
         // Python's min and max give back one of their arguments, an int stays an int.
         .register_fn("min", |a: INT, b: FLOAT| {
             pick(a, b, (b < a as FLOAT) as usize)
@@ -105,7 +106,7 @@ fn register_division(engine: &mut Engine) {
                 Ok(())
             },
         )
-        .register_fn("floordiv", int_floordiv)
+        .register_doc("floordiv", &["floordiv(a, b) — Python's a // b (rounds toward -infinity); `//` starts a comment here"], int_floordiv)
         .register_fn("floordiv", |a: INT, b: FLOAT| float_floordiv(a as FLOAT, b))
         .register_fn("floordiv", |a: FLOAT, b: INT| float_floordiv(a, b as FLOAT))
         .register_fn("floordiv", float_floordiv);
@@ -263,13 +264,13 @@ fn float_of_str(s: &str) -> Res<FLOAT> {
 
 fn register_conversions(engine: &mut Engine) {
     engine
-        .register_fn("int", |i: INT| i)
+        .register_doc("int", &["int(x) — a number or string (\"42\") as an int, truncating floats toward zero; t.item() for a tensor"], |i: INT| i)
         .register_fn("int", int_of_float)
         .register_fn("int", |b: bool| b as INT)
         .register_fn("int", |s: ImmutableString| int_of_str(&s))
         // Not on tensors: Rhai cannot tell the call `float(t)` from the method call `t.float()`,
         // which is PyTorch's float32 copy (and `t.int()` its int32 one); `t.item()` is the number.
-        .register_fn("float", |i: INT| i as FLOAT)
+        .register_doc("float", &["float(x) — a number or string (\"2.5\", \"inf\") as a float; t.float() is a float32 tensor"], |i: INT| i as FLOAT)
         .register_fn("float", |f: FLOAT| f)
         .register_fn("float", |b: bool| b as INT as FLOAT)
         .register_fn("float", |s: ImmutableString| float_of_str(&s));
@@ -318,7 +319,7 @@ fn round_int_to(i: INT, n: INT) -> INT {
 
 fn register_rounding(engine: &mut Engine) {
     engine
-        .register_fn("round", round_float)
+        .register_doc("round", &["round(x) — the nearest int, ties to even (round(2.5) == 2); round(x, n) — to n decimals"], round_float)
         .register_fn("round", |i: INT| i)
         .register_fn("round", round_float_to)
         .register_fn("round", round_int_to);
@@ -365,4 +366,20 @@ fn extreme(items: Array, name: &str, better: fn(FLOAT, FLOAT) -> bool) -> Res<Dy
     }
     best.map(|(_, item)| item)
         .ok_or_else(|| value_error(format!("{name}() arg is an empty sequence")))
+}
+
+/// Bytes as PyTorch's summaries write them: `512 B`, `3.81 MiB`, `1.50 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
 }

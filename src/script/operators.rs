@@ -1,6 +1,7 @@
 //! Arithmetic operators on tensors: `+ - * / **` with tensors and numbers on either side, and unary `-`.
 //!
 //! `a += b` is in place, as in PyTorch: see [`crate::script::compound_assign`].
+use super::documented::Documented;
 use rhai::{Engine, FLOAT, INT};
 
 use super::convert::OrRaise;
@@ -41,13 +42,15 @@ pub(crate) fn register(engine: &mut Engine) {
             });
     }
     // Method forms, so `a.add(b)` reads as in PyTorch.
-    for (name, op) in [
-        ("add", Tensor::add as TensorOp),
-        ("sub", Tensor::sub),
-        ("mul", Tensor::mul),
-        ("div", Tensor::div),
+    for (name, doc, op) in [
+        ("add", "a.add(b) — a + b", Tensor::add as TensorOp),
+        ("sub", "a.sub(b) — a - b", Tensor::sub),
+        ("mul", "a.mul(b) — a * b", Tensor::mul),
+        ("div", "a.div(b) — a / b", Tensor::div),
     ] {
-        engine.register_fn(name, move |a: &mut Tensor, b: Tensor| op(a, &b).or_raise());
+        engine.register_doc(name, &[doc], move |a: &mut Tensor, b: Tensor| {
+            op(a, &b).or_raise()
+        });
     }
     engine
         .register_fn("-", |a: Tensor| a.neg().or_raise())

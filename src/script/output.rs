@@ -1,11 +1,12 @@
 //! Output and help functions: `eprint`, `display`, `clear_output`, `input`, `help` (`print` is Rhai's).
+use super::documented::Documented;
 use std::rc::Rc;
 
 use rhai::{Dynamic, Engine, ImmutableString, NativeCallContext};
 
 use super::errors::raise;
-use super::help;
-use crate::session::{DisplayData, Frontend};
+use super::help::{self, Kind};
+use super::{DisplayData, Frontend};
 
 /// How a value prints: through the script's own `to_string`, so tensors print as PyTorch does.
 pub fn text_of(context: &NativeCallContext, value: Dynamic) -> String {
@@ -23,10 +24,9 @@ pub fn help_text(name: &str) -> String {
     match name.trim() {
         "" => help::overview(),
         "Tensor" | "tensor methods" => {
-            let lines: Vec<&str> = help::TENSOR_PROPERTIES
-                .iter()
-                .chain(help::TENSOR_METHODS.iter())
-                .map(|entry| entry.doc)
+            let lines: Vec<&str> = help::of_kind(Kind::Property)
+                .chain(help::of_kind(Kind::Method))
+                .map(|entry| entry.doc.as_str())
                 .collect();
             format!(
                 "Tensor — properties and methods:\n  {}\n",
@@ -34,7 +34,9 @@ pub fn help_text(name: &str) -> String {
             )
         }
         "cuda" => {
-            let lines: Vec<&str> = help::CUDA_MEMBERS.iter().map(|entry| entry.doc).collect();
+            let lines: Vec<&str> = help::of_kind(Kind::CudaMember)
+                .map(|entry| entry.doc.as_str())
+                .collect();
             format!("cuda — GPU memory and devices:\n  {}\n", lines.join("\n  "))
         }
         other => match help::doc(other) {
@@ -47,28 +49,45 @@ pub fn help_text(name: &str) -> String {
 /// Register the output and help functions, writing to `frontend`.
 pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
     let out = frontend.clone();
-    engine.register_fn(
+    engine.register_doc(
         "eprint",
+        &["eprint(x) — write x and a newline to standard error"],
         move |context: NativeCallContext, value: Dynamic| {
             out.stderr(&format!("{}\n", text_of(&context, value)));
         },
     );
     let out = frontend.clone();
-    engine.register_fn("display", move |value: Dynamic| {
-        if let Some(data) = DisplayData::of_value(&value) {
-            out.display(&data);
-        }
-    });
+    engine.register_doc(
+        "display",
+        &["display(x) — show x as rich output (HTML in a notebook)"],
+        move |value: Dynamic| {
+            if let Some(data) = DisplayData::of_value(&value) {
+                out.display(&data);
+            }
+        },
+    );
     let out = frontend.clone();
-    engine.register_fn("clear_output", move || out.clear_output(false));
+    engine.register_doc(
+        "clear_output",
+        &["clear_output([wait]) — clear the cell's output (notebooks)"],
+        move || out.clear_output(false),
+    );
     let out = frontend.clone();
     engine.register_fn("clear_output", move |wait: bool| out.clear_output(wait));
     let out = frontend.clone();
-    engine.register_fn("input", move || read_line(&*out, ""));
+    engine.register_doc(
+        "input",
+        &["input([prompt]) — read a line of text"],
+        move || read_line(&*out, ""),
+    );
     let out = frontend.clone();
     engine.register_fn("input", move |prompt: &str| read_line(&*out, prompt));
     let out = frontend.clone();
-    engine.register_fn("help", move || out.stdout(&help::overview()));
+    engine.register_doc(
+        "help",
+        &["help(name) or name? — what a function, method, property or cuda:: member does"],
+        move || out.stdout(&help::overview()),
+    );
     let out = frontend;
     engine.register_fn("help", move |topic: Dynamic| {
         if let Some(t) = topic.read_lock::<crate::tensor::Tensor>() {

@@ -3,10 +3,11 @@ use std::rc::Rc;
 
 use rhai::{Dynamic, Engine};
 
+use super::documented::Documented;
 use super::errors::raise;
 use super::memory_plot;
 use super::memory_timeline::{self, TimelineError};
-use crate::session::{Frontend, Picture};
+use super::{Frontend, Picture};
 
 /// The chart of cuda:`device`'s recorded history, or why there is none.
 pub fn picture(device: usize) -> Result<Picture, TimelineError> {
@@ -40,6 +41,10 @@ fn show(frontend: &dyn Frontend, device: Option<&Dynamic>) -> Result<(), Box<rha
 /// Register `plot_memory()` and `plot_memory(device)`, showing through `frontend`.
 pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
     let out = frontend.clone();
-    engine.register_fn("plot_memory", move || show(&*out, None));
+    engine.register_doc(
+        "plot_memory",
+        &["plot_memory([device]) — chart GPU memory by variable over the recorded statements (SVG in a notebook); needs cuda::record_memory_history()"],
+        move || show(&*out, None),
+    );
     engine.register_fn("plot_memory", move |d: Dynamic| show(&*frontend, Some(&d)));
 }

@@ -1,4 +1,5 @@
 //! The `Tensor` type in scripts: properties, methods, indexing, printing.
+use super::documented::Documented;
 use std::any::TypeId;
 
 use rhai::{Array, Dynamic, Engine, Map, FLOAT, INT};
@@ -31,22 +32,52 @@ pub(crate) fn register(engine: &mut Engine) {
 
 fn register_properties(engine: &mut Engine) {
     engine
-        .register_get("shape", |t: &mut Tensor| shape_array(&t.shape()))
-        .register_get("dtype", |t: &mut Tensor| t.dtype().name().to_string())
-        .register_get("device", |t: &mut Tensor| t.device().to_string())
-        .register_get("is_cuda", |t: &mut Tensor| {
-            matches!(t.device(), Device::Cuda(_))
-        })
-        .register_get("nbytes", |t: &mut Tensor| t.nbytes() as INT)
-        .register_get("is_leaf", |t: &mut Tensor| t.is_leaf())
-        .register_get("requires_grad", |t: &mut Tensor| t.requires_grad())
+        .register_get_doc(
+            "shape",
+            "t.shape — the shape, as an array",
+            |t: &mut Tensor| shape_array(&t.shape()),
+        )
+        .register_get_doc(
+            "dtype",
+            "t.dtype — the element type, e.g. \"float32\"",
+            |t: &mut Tensor| t.dtype().name().to_string(),
+        )
+        .register_get_doc(
+            "device",
+            "t.device — where the data lives, e.g. \"cuda:0\"",
+            |t: &mut Tensor| t.device().to_string(),
+        )
+        .register_get_doc(
+            "is_cuda",
+            "t.is_cuda — whether the data is on a GPU",
+            |t: &mut Tensor| matches!(t.device(), Device::Cuda(_)),
+        )
+        .register_get_doc(
+            "nbytes",
+            "t.nbytes — bytes of the elements (numel × element_size)",
+            |t: &mut Tensor| t.nbytes() as INT,
+        )
+        .register_get_doc(
+            "is_leaf",
+            "t.is_leaf — whether t was made by the user rather than by a recorded op",
+            |t: &mut Tensor| t.is_leaf(),
+        )
+        .register_get_doc(
+            "requires_grad",
+            "t.requires_grad — whether gradients are recorded for t (settable)",
+            |t: &mut Tensor| t.requires_grad(),
+        )
         .register_set("requires_grad", |t: &mut Tensor, flag: bool| {
             t.set_requires_grad(flag).or_raise()
         })
-        .register_get("grad", |t: &mut Tensor| match t.grad() {
-            Some(g) => Dynamic::from(g),
-            None => Dynamic::UNIT,
-        })
+        .register_get_doc(
+            "grad",
+            "t.grad — the accumulated gradient, or (); set to () to free it",
+            |t: &mut Tensor| match t.grad() {
+                Some(g) => Dynamic::from(g),
+                None => Dynamic::UNIT,
+            },
+        )
         .register_set("grad", |t: &mut Tensor, grad: Dynamic| {
             if grad.is_unit() {
                 t.set_grad(None).or_raise()
@@ -59,15 +90,19 @@ fn register_properties(engine: &mut Engine) {
                 )))
             }
         })
-        .register_get("grad_fn", |t: &mut Tensor| match t.grad_fn_name() {
-            Some(name) => Dynamic::from(name),
-            None => Dynamic::UNIT,
-        });
+        .register_get_doc(
+            "grad_fn",
+            "t.grad_fn — name of the graph node that made t, or ()",
+            |t: &mut Tensor| match t.grad_fn_name() {
+                Some(name) => Dynamic::from(name),
+                None => Dynamic::UNIT,
+            },
+        );
 }
 
 fn register_moves(engine: &mut Engine) {
     engine
-        .register_fn("cuda", |t: &mut Tensor| {
+        .register_doc("cuda", &["t.cuda([n]) — a copy on cuda:n (the current device, cuda::current_device(), by default)"], |t: &mut Tensor| {
             let index = crate::device::current_device();
             t.to_device(Device::Cuda(index)).or_raise()
         })
@@ -77,8 +112,8 @@ fn register_moves(engine: &mut Engine) {
                 Device::Cpu => Err(value_error("Invalid device, must be cuda device")),
             }
         })
-        .register_fn("cpu", |t: &mut Tensor| t.to_device(Device::Cpu).or_raise())
-        .register_fn("to", |t: &mut Tensor, target: Dynamic| move_to(t, &target))
+        .register_doc("cpu", &["t.cpu() — a copy in host memory"], |t: &mut Tensor| t.to_device(Device::Cpu).or_raise())
+        .register_doc("to", &["t.to(\"cuda:0\" | \"float16\" | #{device, dtype}) — a copy on that device or of that dtype"], |t: &mut Tensor, target: Dynamic| move_to(t, &target))
         .register_fn("to", |t: &mut Tensor, opts: Map| {
             let mut out = t.clone();
             for (key, value) in &opts {
@@ -94,15 +129,17 @@ fn register_moves(engine: &mut Engine) {
             }
             Ok(out)
         });
-    let casts: [(&str, DType); 5] = [
-        ("half", DType::F16),
-        ("float", DType::F32),
-        ("double", DType::F64),
-        ("bfloat16", DType::BF16),
-        ("long", DType::I64),
+    let casts: [(&str, &str, DType); 5] = [
+        ("half", "t.half() — a float16 copy", DType::F16),
+        ("float", "t.float() — a float32 copy", DType::F32),
+        ("double", "t.double() — a float64 copy", DType::F64),
+        ("bfloat16", "t.bfloat16() — a bfloat16 copy", DType::BF16),
+        ("long", "t.long() — an int64 copy", DType::I64),
     ];
-    for (name, dtype) in casts {
-        engine.register_fn(name, move |t: &mut Tensor| t.to_dtype(dtype).or_raise());
+    for (name, doc, dtype) in casts {
+        engine.register_doc(name, &[doc], move |t: &mut Tensor| {
+            t.to_dtype(dtype).or_raise()
+        });
     }
 }
 
@@ -121,20 +158,46 @@ fn move_to(t: &Tensor, target: &Dynamic) -> Res<Tensor> {
 
 fn register_inspection(engine: &mut Engine) {
     engine
-        .register_fn("size", |t: &mut Tensor| shape_array(&t.shape()))
+        .register_doc(
+            "size",
+            &["t.size([dim]) — the shape as an array, or one dimension's length"],
+            |t: &mut Tensor| shape_array(&t.shape()),
+        )
         .register_fn("size", |t: &mut Tensor, dim: INT| -> Res<INT> {
             let shape = t.shape();
             let d = wrap_dim(dim, shape.len())?;
             Ok(shape[d] as INT)
         })
-        .register_fn("dim", |t: &mut Tensor| t.dim() as INT)
-        .register_fn("numel", |t: &mut Tensor| t.numel() as INT)
-        .register_fn("element_size", |t: &mut Tensor| t.element_size() as INT)
-        .register_fn("data_ptr", |t: &mut Tensor| t.data_ptr() as INT)
-        .register_fn("item", |t: &mut Tensor| {
-            t.item().map(dynamic_of_scalar).or_raise()
-        })
-        .register_fn("tolist", |t: &mut Tensor| to_list(t))
+        .register_doc(
+            "dim",
+            &["t.dim() — the number of dimensions"],
+            |t: &mut Tensor| t.dim() as INT,
+        )
+        .register_doc(
+            "numel",
+            &["t.numel() — the number of elements"],
+            |t: &mut Tensor| t.numel() as INT,
+        )
+        .register_doc(
+            "element_size",
+            &["t.element_size() — bytes per element"],
+            |t: &mut Tensor| t.element_size() as INT,
+        )
+        .register_doc(
+            "data_ptr",
+            &["t.data_ptr() — address of the first element"],
+            |t: &mut Tensor| t.data_ptr() as INT,
+        )
+        .register_doc(
+            "item",
+            &["t.item() — the value of a one-element tensor"],
+            |t: &mut Tensor| t.item().map(dynamic_of_scalar).or_raise(),
+        )
+        .register_doc(
+            "tolist",
+            &["t.tolist() — the values as (nested) arrays"],
+            |t: &mut Tensor| to_list(t),
+        )
         .register_indexer_get(|t: &mut Tensor, i: INT| t.index(i as isize).or_raise());
 }
 
@@ -155,55 +218,100 @@ fn wrap_dim(dim: INT, rank: usize) -> Res<usize> {
 }
 
 fn register_math(engine: &mut Engine) {
-    let unary: [(&str, Unary); 5] = [
-        ("t", Tensor::t),
-        ("contiguous", Tensor::contiguous),
-        ("clone", Tensor::clone_tensor),
-        ("detach", Tensor::detach),
-        ("flatten", Tensor::flatten),
+    let unary: [(&str, &[&str], Unary); 5] = [
+        (
+            "t",
+            &["t.t() — transpose of a 2-D tensor (a view)"],
+            Tensor::t,
+        ),
+        (
+            "contiguous",
+            &["t.contiguous() — a contiguous tensor with the same values"],
+            Tensor::contiguous,
+        ),
+        (
+            "clone",
+            &["t.clone() — a copy with its own memory"],
+            Tensor::clone_tensor,
+        ),
+        (
+            "detach",
+            &["t.detach() — the same memory, cut from the autograd graph"],
+            Tensor::detach,
+        ),
+        (
+            "flatten",
+            &["t.flatten() — a 1-D tensor of all elements"],
+            Tensor::flatten,
+        ),
     ];
-    for (name, op) in unary {
-        engine.register_fn(name, move |t: &mut Tensor| op(t).or_raise());
+    for (name, docs, op) in unary {
+        engine.register_doc(name, docs, move |t: &mut Tensor| op(t).or_raise());
     }
     register_elementwise(engine);
-    for name in ["matmul", "mm"] {
-        engine.register_fn(name, |a: &mut Tensor, b: Tensor| a.matmul(&b).or_raise());
-    }
+    let matmul = |a: &mut Tensor, b: Tensor| a.matmul(&b).or_raise();
+    engine.register_doc(
+        "matmul",
+        &[
+            "matmul(a, b) — matrix product (also a.matmul(b), a.mm(b))",
+            "a.matmul(b) — matrix product",
+        ],
+        matmul,
+    );
+    engine.register_doc(
+        "mm",
+        &["a.mm(b) — matrix product of two 2-D tensors"],
+        matmul,
+    );
     engine
-        .register_fn("pow", |t: &mut Tensor, e: Tensor| t.pow(&e).or_raise())
+        .register_doc("pow", &["t.pow(exponent) — elementwise power by a number or a tensor (also t ** exponent)"], |t: &mut Tensor, e: Tensor| t.pow(&e).or_raise())
         .register_fn("pow", |t: &mut Tensor, e: FLOAT| t.pow_scalar(e).or_raise())
         .register_fn("pow", |t: &mut Tensor, e: INT| {
             t.pow_scalar(e as f64).or_raise()
         })
-        .register_fn("clamp", |t: &mut Tensor, min: Dynamic, max: Dynamic| {
+        .register_doc("clamp", &["t.clamp(min, max) — limit values to [min, max]; pass () for no bound"], |t: &mut Tensor, min: Dynamic, max: Dynamic| {
             t.clamp(bound(&min)?, bound(&max)?).or_raise()
         })
-        .register_fn("softmax", |t: &mut Tensor, dim: INT| {
+        .register_doc("softmax", &["t.softmax(dim) — softmax along dim"], |t: &mut Tensor, dim: INT| {
             t.softmax(dim as isize).or_raise()
         })
-        .register_fn("log_softmax", |t: &mut Tensor, dim: INT| {
+        .register_doc("log_softmax", &["t.log_softmax(dim) — log of softmax along dim"], |t: &mut Tensor, dim: INT| {
             t.log_softmax(dim as isize).or_raise()
         })
-        .register_fn("mse_loss", |a: &mut Tensor, b: Tensor| {
+        .register_doc("mse_loss", &["mse_loss(input, target) — mean squared error"], |a: &mut Tensor, b: Tensor| {
             a.mse_loss(&b).or_raise()
         })
-        .register_fn("cross_entropy", |a: &mut Tensor, b: Tensor| {
+        .register_doc("cross_entropy", &["cross_entropy(logits, targets) — softmax cross-entropy; targets are int64 class indices"], |a: &mut Tensor, b: Tensor| {
             a.cross_entropy(&b).or_raise()
         });
 }
 
+/// Help lines an elementwise name carries besides its row's: `abs` also documents the number
+/// function `abs(x)`, which is Rhai's own and has no registration of ours to hold it.
+const ALSO_DOCUMENTS: &[(&str, &str)] = &[(
+    "abs",
+    "abs(x) — a number's absolute value (t.abs() for a tensor)",
+)];
+
 /// Every elementwise method of `tensor::UNARY_METHODS`, as `t.name()` and `name(t)`, and with
-/// its keyword as `name(t, #{keyword: "value"})`.
+/// its keyword as `name(t, #{keyword: "value"})`; each spelling registers with the row's help line.
 fn register_elementwise(engine: &mut Engine) {
     for method in UNARY_METHODS {
         let call = method.call;
         let default = method.keyword.map_or("", |(_, value)| value);
-        engine.register_fn(method.name, move |t: &mut Tensor| {
+        let mut docs = vec![method.help];
+        docs.extend(
+            ALSO_DOCUMENTS
+                .iter()
+                .filter(|(name, _)| *name == method.name)
+                .map(|(_, doc)| *doc),
+        );
+        engine.register_doc(method.name, &docs, move |t: &mut Tensor| {
             call(t, default).or_raise()
         });
         if let Some((key, _)) = method.keyword {
             let name = method.name;
-            engine.register_fn(name, move |t: &mut Tensor, options: Map| {
+            engine.register_doc(name, &[method.help], move |t: &mut Tensor, options: Map| {
                 let value = keyword_string(name, key, &options)?.unwrap_or_else(|| default.into());
                 call(t, &value).or_raise()
             });
@@ -239,18 +347,27 @@ fn bound(value: &Dynamic) -> Res<Option<f64>> {
 
 fn register_shape_ops(engine: &mut Engine) {
     engine
-        .register_fn("transpose", |t: &mut Tensor, d0: INT, d1: INT| {
-            t.transpose(d0 as isize, d1 as isize).or_raise()
-        })
-        .register_fn("unsqueeze", |t: &mut Tensor, d: INT| {
-            t.unsqueeze(d as isize).or_raise()
-        })
-        .register_fn("squeeze", |t: &mut Tensor| t.squeeze(None).or_raise())
+        .register_doc(
+            "transpose",
+            &["t.transpose(d0, d1) — swap two dimensions (a view)"],
+            |t: &mut Tensor, d0: INT, d1: INT| t.transpose(d0 as isize, d1 as isize).or_raise(),
+        )
+        .register_doc(
+            "unsqueeze",
+            &["t.unsqueeze(dim) — insert a dimension of size 1"],
+            |t: &mut Tensor, d: INT| t.unsqueeze(d as isize).or_raise(),
+        )
+        .register_doc(
+            "squeeze",
+            &["t.squeeze([dim]) — remove dimensions of size 1"],
+            |t: &mut Tensor| t.squeeze(None).or_raise(),
+        )
         .register_fn("squeeze", |t: &mut Tensor, d: INT| {
             t.squeeze(Some(d as isize)).or_raise()
         })
-        .register_fn(
+        .register_doc(
             "narrow",
+            &["t.narrow(dim, start, length) — a slice along dim (a view)"],
             |t: &mut Tensor, dim: INT, start: INT, len: INT| {
                 let len = usize::try_from(len)
                     .map_err(|_| value_error("narrow(): length must be 0 or more"))?;
@@ -258,13 +375,25 @@ fn register_shape_ops(engine: &mut Engine) {
             },
         );
     type ShapeOp = fn(&Tensor, &[isize]) -> crate::tensor::Result<Tensor>;
-    let shape_ops: [(&str, ShapeOp); 3] = [
-        ("reshape", |t, dims| t.reshape(dims)),
-        ("view", |t, dims| t.view(dims)),
-        ("permute", |t, dims| t.permute(dims)),
+    let shape_ops: [(&str, &str, ShapeOp); 3] = [
+        (
+            "reshape",
+            "t.reshape(shape_array) or t.reshape(d0, d1, …) — same values, new shape",
+            |t, dims| t.reshape(dims),
+        ),
+        (
+            "view",
+            "t.view(shape_array) or t.view(d0, d1, …) — a view with a new shape",
+            |t, dims| t.view(dims),
+        ),
+        (
+            "permute",
+            "t.permute(dims_array) — reorder dimensions (a view)",
+            |t, dims| t.permute(dims),
+        ),
     ];
-    for (name, op) in shape_ops {
-        engine.register_fn(name, move |t: &mut Tensor, dims: Array| {
+    for (name, doc, op) in shape_ops {
+        engine.register_doc(name, &[doc], move |t: &mut Tensor, dims: Array| {
             op(t, &isize_list(&dims)?).or_raise()
         });
         for arity in 1..=MAX_VARIADIC_DIMS {
@@ -288,16 +417,38 @@ fn register_shape_ops(engine: &mut Engine) {
 
 fn register_reductions(engine: &mut Engine) {
     type Reduce = fn(&Tensor, Option<isize>, bool) -> crate::tensor::Result<Tensor>;
-    let reductions: [(&str, Reduce); 5] = [
-        ("sum", Tensor::sum),
-        ("mean", Tensor::mean),
-        ("max", Tensor::max),
-        ("min", Tensor::min),
-        ("argmax", Tensor::argmax),
+    let reductions: [(&str, &str, Reduce); 5] = [
+        (
+            "sum",
+            "t.sum([dim[, keepdim]]) — sum of all elements, or along dim",
+            Tensor::sum,
+        ),
+        (
+            "mean",
+            "t.mean([dim[, keepdim]]) — mean of all elements, or along dim",
+            Tensor::mean,
+        ),
+        (
+            "max",
+            "t.max([dim[, keepdim]]) — largest element, or along dim",
+            Tensor::max,
+        ),
+        (
+            "min",
+            "t.min([dim[, keepdim]]) — smallest element, or along dim",
+            Tensor::min,
+        ),
+        (
+            "argmax",
+            "t.argmax([dim[, keepdim]]) — index of the largest element",
+            Tensor::argmax,
+        ),
     ];
-    for (name, op) in reductions {
+    for (name, doc, op) in reductions {
         engine
-            .register_fn(name, move |t: &mut Tensor| op(t, None, false).or_raise())
+            .register_doc(name, &[doc], move |t: &mut Tensor| {
+                op(t, None, false).or_raise()
+            })
             .register_fn(name, move |t: &mut Tensor, dim: INT| {
                 op(t, Some(dim as isize), false).or_raise()
             })
@@ -309,10 +460,26 @@ fn register_reductions(engine: &mut Engine) {
 
 fn register_in_place(engine: &mut Engine) {
     engine
-        .register_fn("add_", |t: &mut Tensor, o: Tensor| t.add_(&o).or_raise())
-        .register_fn("sub_", |t: &mut Tensor, o: Tensor| t.sub_(&o).or_raise())
-        .register_fn("mul_", |t: &mut Tensor, o: Tensor| t.mul_(&o).or_raise())
-        .register_fn("zero_", |t: &mut Tensor| t.zero_().or_raise());
+        .register_doc(
+            "add_",
+            &["t.add_(other) — add in place (also t += other)"],
+            |t: &mut Tensor, o: Tensor| t.add_(&o).or_raise(),
+        )
+        .register_doc(
+            "sub_",
+            &["t.sub_(other) — subtract in place (also t -= other)"],
+            |t: &mut Tensor, o: Tensor| t.sub_(&o).or_raise(),
+        )
+        .register_doc(
+            "mul_",
+            &["t.mul_(other) — multiply in place (also t *= other)"],
+            |t: &mut Tensor, o: Tensor| t.mul_(&o).or_raise(),
+        )
+        .register_doc(
+            "zero_",
+            &["t.zero_() — fill with 0 in place"],
+            |t: &mut Tensor| t.zero_().or_raise(),
+        );
     for ty in [
         TypeId::of::<INT>(),
         TypeId::of::<FLOAT>(),
@@ -332,6 +499,12 @@ fn register_in_place(engine: &mut Engine) {
                 in_place_scalar(args, |t, s| t.fill_(s))
             });
     }
+    // After the loop, which registers `fill_(Tensor, int)` raw: this overload carries the help.
+    engine.register_doc(
+        "fill_",
+        &["t.fill_(value) — fill with value in place"],
+        |t: &mut Tensor, v: INT| t.fill_(Scalar::Int(v)).or_raise(),
+    );
 }
 
 fn negate(s: Scalar) -> Scalar {
@@ -356,10 +529,14 @@ fn in_place_scalar(
 
 fn register_autograd(engine: &mut Engine) {
     engine
-        .register_fn("requires_grad_", |t: &mut Tensor| -> Res<Tensor> {
-            t.set_requires_grad(true).or_raise()?;
-            Ok(t.clone())
-        })
+        .register_doc(
+            "requires_grad_",
+            &["t.requires_grad_([flag]) — start (or stop) recording gradients for t"],
+            |t: &mut Tensor| -> Res<Tensor> {
+                t.set_requires_grad(true).or_raise()?;
+                Ok(t.clone())
+            },
+        )
         .register_fn(
             "requires_grad_",
             |t: &mut Tensor, flag: bool| -> Res<Tensor> {
@@ -367,7 +544,11 @@ fn register_autograd(engine: &mut Engine) {
                 Ok(t.clone())
             },
         )
-        .register_fn("backward", |t: &mut Tensor| t.backward(false).or_raise())
+        .register_doc(
+            "backward",
+            &["t.backward([#{retain_graph: true}]) — compute gradients into the leaves' .grad"],
+            |t: &mut Tensor| t.backward(false).or_raise(),
+        )
         .register_fn("backward", |t: &mut Tensor, opts: Map| {
             let mut retain = false;
             for (key, value) in &opts {
@@ -386,5 +567,9 @@ fn register_autograd(engine: &mut Engine) {
             }
             t.backward(retain).or_raise()
         })
-        .register_fn("is_grad_enabled", crate::autograd::is_grad_enabled);
+        .register_doc(
+            "is_grad_enabled",
+            &["is_grad_enabled() — whether operations record the autograd graph now"],
+            crate::autograd::is_grad_enabled,
+        );
 }

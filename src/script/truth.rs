@@ -3,6 +3,7 @@
 //! Rhai accepts only `true` and `false` as conditions. The lifetime rewrite wraps each condition
 //! in `__truth(…)` (see [`crate::script::lifetimes`]), so `if loss > 0.5 { … }` works on a
 //! one-element tensor as it does in PyTorch, and a bool passes through one cheap call.
+use super::documented::Documented;
 use rhai::{Dynamic, Engine, FLOAT, INT};
 
 use super::convert::{OrRaise, Res};
@@ -13,9 +14,11 @@ pub const TRUTH: &str = "__truth";
 
 /// Register `__truth`, `bool(x)` and `!` on tensors.
 pub(crate) fn register(engine: &mut Engine) {
-    for name in [TRUTH, "bool"] {
-        engine
-            .register_fn(name, |b: bool| b)
+    for (name, doc) in [(TRUTH, None), ("bool", Some("bool(x) — Python's truth value: a one-element tensor is true when nonzero; () and empty are false"))] {
+        match doc {
+            Some(doc) => engine.register_doc(name, &[doc], |b: bool| b),
+            None => engine.register_fn(name, |b: bool| b),
+        }
             .register_fn(name, |t: Tensor| t.truth().or_raise())
             .register_fn(name, |i: INT| i != 0)
             .register_fn(name, |f: FLOAT| f != 0.0)

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::commands::COMMANDS;
 use super::Session;
-use crate::script::help;
+use crate::script::help::{self, Kind};
 
 /// The name the script layer registers tensors under.
 const TENSOR_TYPE: &str = "Tensor";
@@ -132,7 +132,10 @@ pub(crate) fn signature_of(name: &str, kind: CompletionKind) -> Option<String> {
     let doc = match kind {
         CompletionKind::Method => help::doc(&format!("Tensor.{name}"))?,
         CompletionKind::Function if name.contains("::") => help::doc(name)?,
-        CompletionKind::Function => help::FUNCTIONS.iter().find(|e| e.name == name)?.doc,
+        CompletionKind::Function => help::of_kind(Kind::Function)
+            .find(|e| e.name == name)?
+            .doc
+            .as_str(),
         _ => return None,
     };
     let usage = doc.split(" — ").next()?.trim();
@@ -215,11 +218,11 @@ impl Session {
     fn help_topics(&self) -> Names {
         let mut names = self.global_names();
         names.extend(
-            help::TENSOR_METHODS.iter().map(|e| e.name),
+            help::of_kind(Kind::Method).map(|e| e.name.as_str()),
             CompletionKind::Method,
         );
         names.extend(
-            help::TENSOR_PROPERTIES.iter().map(|e| e.name),
+            help::of_kind(Kind::Property).map(|e| e.name.as_str()),
             CompletionKind::Property,
         );
         names.add("Tensor", CompletionKind::Class);
@@ -240,11 +243,11 @@ impl Session {
         let mut names = Names::default();
         if is_tensor {
             names.extend(
-                help::TENSOR_PROPERTIES.iter().map(|e| e.name),
+                help::of_kind(Kind::Property).map(|e| e.name.as_str()),
                 CompletionKind::Property,
             );
             names.extend(
-                help::TENSOR_METHODS.iter().map(|e| e.name),
+                help::of_kind(Kind::Method).map(|e| e.name.as_str()),
                 CompletionKind::Method,
             );
         }

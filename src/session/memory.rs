@@ -80,21 +80,7 @@ fn allocators() -> Result<Vec<Arc<dyn DeviceAllocator>>, String> {
         .collect()
 }
 
-/// Bytes as PyTorch's summaries write them: `512 B`, `3.81 MiB`, `1.50 GiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
+pub use crate::script::numbers::human_bytes as human;
 
 /// The cuBLAS workspaces of `cuda:index` named as every listing names them; `None` before the
 /// first matrix product, which takes the first one.

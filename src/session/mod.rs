@@ -3,18 +3,20 @@
 //! Every front end (the script runner, the REPL, the Jupyter kernel) drives a `Session` and sees
 //! nothing below it. Output produced while code runs goes to the session's `Frontend` as it
 //! happens, so a notebook shows `print` lines before a long cell finishes.
+//!
+//! Map: this file runs inputs (spelling, Python scoping, the lifetime rewrite, evaluation);
+//! `outcome` and `traceback` shape what comes back; `spelling` reads PyTorch's names through the
+//! session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the kernel's
+//! inspect; `commands` runs the `:commands` with `vars`, `memory` and `trace`. The output sink,
+//! display data and interrupt flag are the language's (`script`), re-exported for front ends.
 
 mod commands;
 mod complete;
-pub mod explain_free;
-mod frontend;
-pub mod holders;
-pub mod ledger;
+mod inspect;
 pub mod memory;
 mod memplot;
 mod oom_notes;
 mod outcome;
-mod picture;
 mod spelling;
 mod trace;
 mod traceback;
@@ -25,14 +27,26 @@ pub use trace::Reports;
 pub use traceback::Frame;
 
 pub use complete::{Candidate, Completion, CompletionKind};
-pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
-pub use outcome::{Completeness, DisplayData, Outcome, ScriptError};
-pub use picture::Picture;
+pub use outcome::{Completeness, Outcome, ScriptError};
+// What front ends hand to a session and get back from it is the language layer's.
+pub use crate::script::{
+    explain_free, holders, ledger, snapshot_dump, CapturedOutput, DisplayData, Frontend,
+    InterruptHandle, OutputEvent, Picture, StdioFrontend,
+};
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
+
+/// Choose the CUDA devices, real or simulated (`--simulate-cuda=16GiB,8GiB`), before any session
+/// opens; `Err` says why the choice is refused.
+pub fn init_devices(simulate: Option<&str>) -> Result<(), String> {
+    crate::device::init(simulate)
+}
+
+/// The index that `cuda` without a number means now.
+pub fn current_device() -> usize {
+    crate::device::current_device()
+}
 
 /// Options a front end chooses when it opens a session.
 #[derive(Clone, Debug, Default)]
@@ -42,24 +56,6 @@ pub struct SessionOptions {
     /// Report each statement's line to the `__line` hook before it runs (see
     /// [`crate::script::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
     pub mark_lines: bool,
-}
-
-/// A handle that stops the code a session is running, from any thread.
-#[derive(Clone, Debug, Default)]
-pub struct InterruptHandle(Arc<AtomicBool>);
-
-impl InterruptHandle {
-    /// Ask the running code to stop at its next operation.
-    pub fn interrupt(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-    /// Whether an interrupt is pending.
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-    fn clear(&self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
 }
 
 /// One interpreter session with a scope that persists between `execute` calls.
@@ -86,7 +82,7 @@ impl Session {
     pub fn new(options: SessionOptions, frontend: Rc<dyn Frontend>) -> Session {
         let interrupt = InterruptHandle::default();
         // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
-        crate::tensor::set_interrupt_flag(interrupt.0.clone());
+        crate::tensor::set_interrupt_flag(interrupt.flag());
         let engine = crate::script::new_engine(frontend.clone(), interrupt.clone());
         let lifetimes = crate::script::Lifetimes::new(&engine);
         Session {

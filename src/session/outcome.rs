@@ -4,6 +4,7 @@ use std::time::Duration;
 use rhai::{EvalAltResult, ParseError, ParseErrorType, Position};
 
 use super::traceback::{Frame, FunctionSources};
+use crate::script::DisplayData;
 
 /// The result of running one input.
 #[derive(Clone, Debug)]
@@ -14,36 +15,6 @@ pub struct Outcome {
     pub error: Option<ScriptError>,
     /// Wall time spent running.
     pub elapsed: Duration,
-}
-
-/// A value rendered for display: plain text always, HTML where it adds something.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DisplayData {
-    /// PyTorch-style text, as the REPL echoes it.
-    pub plain: String,
-    /// An HTML rendering for notebooks.
-    pub html: Option<String>,
-}
-
-impl DisplayData {
-    /// Plain text only.
-    pub fn text(plain: impl Into<String>) -> Self {
-        DisplayData {
-            plain: plain.into(),
-            html: None,
-        }
-    }
-
-    /// How a value echoes; `None` for `()`.
-    pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
-        if value.is_unit() {
-            return None;
-        }
-        if let Some(data) = crate::script::display_of(value) {
-            return Some(data);
-        }
-        Some(DisplayData::text(value.to_string()))
-    }
 }
 
 /// A failure with a PyTorch-like name, a message and, when known, where in the input it happened.

@@ -1,4 +1,4 @@
-//! Where a session's output goes: a terminal, a captured buffer, or a Jupyter kernel's iopub.
+//! Where running code's output goes: a terminal, a captured buffer, or a Jupyter kernel's iopub.
 use std::cell::RefCell;
 use std::io::{BufRead, Write};
 
