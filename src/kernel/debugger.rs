@@ -161,7 +161,7 @@ pub fn vars_answer(
     command: &str,
     arguments: &Value,
 ) -> Result<Value, String> {
-    use super::debug_vars;
+    use crate::session::variables_panel as debug_vars;
     match command {
         "inspectVariables" => Ok(debug_vars::inspect_variables(session)),
         "variables" => {

@@ -20,6 +20,7 @@ mod outcome;
 mod spelling;
 mod trace;
 mod traceback;
+pub mod variables_panel;
 mod vars;
 
 pub use commands::{is_command, CommandInfo, COMMANDS};

@@ -3,10 +3,10 @@ use std::cell::RefCell;
 
 use serde_json::{json, Value};
 
+use super::memory::human;
+use super::Session;
 use crate::alloc::{BlockInfo, SegmentInfo};
 use crate::device::{self, Device};
-use crate::session::memory::human;
-use crate::session::Session;
 use crate::tensor::Tensor;
 
 thread_local! {
