@@ -134,12 +134,7 @@ impl Blas {
             other => {
                 return Err(CudaError::Unsupported(format!(
                     "\"addmm_cuda\" not implemented for '{}'",
-                    match other {
-                        DType::I64 => "Long",
-                        DType::I32 => "Int",
-                        DType::U8 => "Byte",
-                        _ => "Bool",
-                    }
+                    other.scalar_type_name()
                 )))
             }
         };
