@@ -171,16 +171,8 @@ impl Tensor {
         let out = self.bmm_raw(other)?;
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 name,
@@ -233,16 +225,8 @@ impl Tensor {
             out.operand_with(&lo),
         )?;
         if needs_grad(&[self, other]) {
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "DotBackward0",
@@ -293,16 +277,8 @@ impl Tensor {
             )?;
         }
         if needs_grad(&[self, other]) {
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "MvBackward0",
