@@ -95,6 +95,16 @@ impl SavedTensor {
         })
     }
 
+    /// Save `t` only when `needed`: a binary op keeps one input for the other input's gradient,
+    /// so when that one needs none the memory is not held (as PyTorch's `SavedVariable`s).
+    pub fn new_if(needed: bool, t: &Tensor) -> Result<Option<SavedTensor>> {
+        if needed {
+            Ok(Some(SavedTensor::new(t)?))
+        } else {
+            Ok(None)
+        }
+    }
+
     /// The saved tensor, or the error PyTorch raises when it was modified in place since.
     pub fn get(&self) -> Result<&Tensor> {
         let now = self.data.storage_version();

@@ -173,16 +173,7 @@ impl Tensor {
 
     /// PyTorch's legacy type name, e.g. "torch.cuda.FloatTensor".
     pub(crate) fn type_name(&self) -> String {
-        let base = match self.dtype() {
-            DType::F32 => "FloatTensor",
-            DType::F64 => "DoubleTensor",
-            DType::F16 => "HalfTensor",
-            DType::BF16 => "BFloat16Tensor",
-            DType::I64 => "LongTensor",
-            DType::I32 => "IntTensor",
-            DType::U8 => "ByteTensor",
-            DType::Bool => "BoolTensor",
-        };
+        let base = self.dtype().names().legacy_tensor;
         if self.device().is_cuda() {
             format!("torch.cuda.{base}")
         } else {

@@ -92,11 +92,10 @@ impl Tensor {
             None
         };
         // ... and other for self's gradient (div_ also for other's own).
-        let keep_other = if record_it && scales && (self.requires_grad() || op == BinaryOp::Div) {
-            Some(SavedTensor::new(other)?)
-        } else {
-            None
-        };
+        let keep_other = SavedTensor::new_if(
+            record_it && scales && (self.requires_grad() || op == BinaryOp::Div),
+            other,
+        )?;
         self.binary_into_self(other, op)?;
         if record_it {
             let (sa, sb) = (self.shape(), other.shape());

@@ -4,21 +4,7 @@ use crate::autograd::{needs_grad, record, SavedTensor};
 
 use super::layout::broadcast_shapes;
 use super::math::device_mismatch;
-use super::{DType, Layout, Result, Tensor, TensorError};
-
-/// The C++ type name PyTorch's matmul dtype error uses.
-fn c_type(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::I64 => "long int",
-        DType::I32 => "int",
-        DType::U8 => "unsigned char",
-        DType::Bool => "bool",
-    }
-}
+use super::{Layout, Result, Tensor, TensorError};
 
 /// A 3-D [batch, rows, cols] layout of a matrix or batch of matrices, flattening batch dims.
 /// `operand` (a tensor and its [batch, rows, cols] layout) as cuBLAS can read it: itself when
@@ -79,8 +65,8 @@ impl Tensor {
         if self.dtype() != other.dtype() {
             return Err(TensorError::runtime(format!(
                 "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                c_type(self.dtype()),
-                c_type(other.dtype())
+                self.dtype().names().c_type,
+                other.dtype().names().c_type
             )));
         }
         Ok(())
@@ -185,16 +171,8 @@ impl Tensor {
         let out = self.bmm_raw(other)?;
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 name,
@@ -247,16 +225,8 @@ impl Tensor {
             out.operand_with(&lo),
         )?;
         if needs_grad(&[self, other]) {
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "DotBackward0",
@@ -307,16 +277,8 @@ impl Tensor {
             )?;
         }
         if needs_grad(&[self, other]) {
-            let keep_b = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "MvBackward0",

@@ -221,16 +221,8 @@ impl Tensor {
         let out = self.binary_raw(other, BinaryOp::Mul)?;
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
-            let keep_other = if self.requires_grad() {
-                Some(SavedTensor::new(other)?)
-            } else {
-                None
-            };
-            let keep_self = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let keep_other = SavedTensor::new_if(self.requires_grad(), other)?;
+            let keep_self = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "MulBackward0",
@@ -258,11 +250,7 @@ impl Tensor {
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
             let b = SavedTensor::new(other)?;
-            let a = if other.requires_grad() {
-                Some(SavedTensor::new(self)?)
-            } else {
-                None
-            };
+            let a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
                 &out,
                 "DivBackward0",

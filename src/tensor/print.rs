@@ -38,6 +38,11 @@ fn sci(v: f64, precision: usize) -> String {
     format!("{mantissa}e{sign}{:02}", exp.abs())
 }
 
+/// The widest of `values` printed by `width` (at least 1): the column width every element pads to.
+fn widest(values: &[f64], width: impl Fn(f64) -> usize) -> usize {
+    values.iter().map(|v| width(*v)).max().unwrap_or(1).max(1)
+}
+
 /// How every element of one tensor is printed (PyTorch's `_Formatter`).
 struct Formatter {
     floating: bool,
@@ -77,35 +82,16 @@ impl Formatter {
         if f.int_mode {
             if max / min > 1000.0 || max > 1.0e8 {
                 f.sci_mode = true;
-                f.max_width = nonzero
-                    .iter()
-                    .map(|v| sci(*v, PRECISION).len())
-                    .max()
-                    .unwrap_or(1)
-                    .max(1);
+                f.max_width = widest(&nonzero, |v| sci(v, PRECISION).len());
             } else {
-                f.max_width = nonzero
-                    .iter()
-                    .map(|v| fixed(*v, 0).len() + 1)
-                    .max()
-                    .unwrap_or(1)
-                    .max(1);
+                // Integral floats print with a trailing '.', one column more.
+                f.max_width = widest(&nonzero, |v| fixed(v, 0).len() + 1);
             }
         } else if max / min > 1000.0 || max > 1.0e8 || min < 1.0e-4 {
             f.sci_mode = true;
-            f.max_width = nonzero
-                .iter()
-                .map(|v| sci(*v, PRECISION).len())
-                .max()
-                .unwrap_or(1)
-                .max(1);
+            f.max_width = widest(&nonzero, |v| sci(v, PRECISION).len());
         } else {
-            f.max_width = nonzero
-                .iter()
-                .map(|v| fixed(*v, PRECISION).len())
-                .max()
-                .unwrap_or(1)
-                .max(1);
+            f.max_width = widest(&nonzero, |v| fixed(v, PRECISION).len());
         }
         f
     }

@@ -49,33 +49,13 @@ impl DType {
 
     /// The name PyTorch uses after `torch.`: "float32", "int64", ...
     pub fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::I64 => "int64",
-            DType::I32 => "int32",
-            DType::U8 => "uint8",
-            DType::Bool => "bool",
-        }
+        self.names().torch
     }
 
     /// Parse a dtype name, accepting PyTorch's aliases ("float", "half", "long", "torch.float32", ...).
     pub fn parse(name: &str) -> Option<DType> {
         let name = name.trim();
-        let name = name.strip_prefix("torch.").unwrap_or(name);
-        Some(match name {
-            "float32" | "float" => DType::F32,
-            "float64" | "double" => DType::F64,
-            "float16" | "half" => DType::F16,
-            "bfloat16" => DType::BF16,
-            "int64" | "long" => DType::I64,
-            "int32" | "int" => DType::I32,
-            "uint8" => DType::U8,
-            "bool" => DType::Bool,
-            _ => return None,
-        })
+        DType::by_name(name.strip_prefix("torch.").unwrap_or(name))
     }
 
     /// Bytes per element.
@@ -157,16 +137,7 @@ mod tests {
 impl DType {
     /// The C++ scalar type name PyTorch's kernel errors use: "Float", "Long", ...
     pub fn scalar_type_name(self) -> &'static str {
-        match self {
-            DType::F32 => "Float",
-            DType::F64 => "Double",
-            DType::F16 => "Half",
-            DType::BF16 => "BFloat16",
-            DType::I64 => "Long",
-            DType::I32 => "Int",
-            DType::U8 => "Byte",
-            DType::Bool => "Bool",
-        }
+        self.names().scalar_type
     }
 
     /// Whether a value of `self` may be written into `to` by an in-place op (PyTorch's `canCast`).

@@ -11,7 +11,6 @@ use super::context::CudaContext;
 use super::error::{cublas, CudaError, CudaResult};
 use super::layout::View;
 use super::ops::Gpu;
-use crate::types::contiguous_strides;
 use crate::types::DType;
 
 /// A cuBLAS handle bound to the device's stream, and its workspace once allocated.
@@ -134,12 +133,7 @@ impl Blas {
             other => {
                 return Err(CudaError::Unsupported(format!(
                     "\"addmm_cuda\" not implemented for '{}'",
-                    match other {
-                        DType::I64 => "Long",
-                        DType::I32 => "Int",
-                        DType::U8 => "Byte",
-                        _ => "Bool",
-                    }
+                    other.scalar_type_name()
                 )))
             }
         };
@@ -247,6 +241,7 @@ impl Blas {
     }
 }
 
+/// `v` itself when cuBLAS can read it as a matrix, else a dense copy in scratch `slot`.
 fn dense_if_needed<'v>(
     gpu: &Gpu,
     v: &View<'v>,
@@ -256,15 +251,5 @@ fn dense_if_needed<'v>(
     if as_mat(v).is_some() {
         return Ok(*v);
     }
-    let ptr = gpu.ctx.scratch(slot, v.numel() * v.elem.size())?;
-    *st = contiguous_strides(v.shape);
-    let tmp = View {
-        ptr,
-        elem: v.elem,
-        shape: v.shape,
-        strides: st,
-        offset: 0,
-    };
-    gpu.copy(v, &tmp)?;
-    Ok(tmp)
+    gpu.dense_copy(v, slot, st)
 }

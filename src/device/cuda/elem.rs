@@ -16,16 +16,7 @@ pub trait CudaDType {
 
 impl CudaDType for DType {
     fn suffix(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::I64 => "i64",
-            DType::I32 => "i32",
-            DType::U8 => "u8",
-            DType::Bool => "bool",
-        }
+        self.names().kernel_suffix
     }
 
     fn slot(self) -> usize {

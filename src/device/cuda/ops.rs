@@ -150,6 +150,27 @@ impl Gpu<'_> {
         Ok(tmp)
     }
 
+    /// A contiguous copy of `v` in scratch `slot`, for kernels and cuBLAS calls that need dense
+    /// operands; scratch keeps the copy out of the caching allocator's events, as in PyTorch.
+    pub fn dense_copy<'v>(
+        &self,
+        v: &View<'v>,
+        slot: usize,
+        strides: &'v mut Vec<usize>,
+    ) -> CudaResult<View<'v>> {
+        let ptr = self.ctx.scratch(slot, v.numel() * v.elem.size())?;
+        *strides = contiguous_strides(v.shape);
+        let tmp = View {
+            ptr,
+            elem: v.elem,
+            shape: v.shape,
+            strides,
+            offset: 0,
+        };
+        self.copy(v, &tmp)?;
+        Ok(tmp)
+    }
+
     /// `dst = op(src)` for kernel op `op` (e.g. "exp", "clamp" with bounds in p0, p1).
     pub fn unary(&self, op: &str, p0: f64, p1: f64, src: &View, dst: &View) -> CudaResult<()> {
         let n = dst.numel();

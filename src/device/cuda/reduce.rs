@@ -217,17 +217,7 @@ impl Gpu<'_> {
         if v.is_contiguous() {
             return Ok(*v);
         }
-        let ptr = self.ctx.scratch(slot, v.numel() * v.elem.size())?;
-        *st = contiguous_strides(v.shape);
-        let tmp = View {
-            ptr,
-            elem: v.elem,
-            shape: v.shape,
-            strides: st,
-            offset: 0,
-        };
-        self.copy(v, &tmp)?;
-        Ok(tmp)
+        self.dense_copy(v, slot, st)
     }
 
     /// (Log-)softmax of `src` along `dim` into the same-shaped contiguous `dst`.
