@@ -209,7 +209,10 @@ fn article(r: &Value) {
         checked += 1;
     }
     assert_eq!(checked, 11, "every step of the four methods is checked");
-    let memory = shown.last().unwrap();
+    let memory = shown
+        .iter()
+        .find(|c| c["source"] == "%mem")
+        .expect("the %mem cell");
     let html = outputs(memory, "text/html").join("");
     assert!(html.contains("cuda:0"), "%mem shows the device: {memory}");
     inline_plot(&r["inlinePlot"]);

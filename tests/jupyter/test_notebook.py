@@ -44,12 +44,16 @@ class ArticleNotebook(unittest.TestCase):
                 self.assertEqual(results[0]["data"]["text/plain"], expected_text(reference[method][step]))
             checked += 1
         self.assertEqual(checked, 11, "every step of the four methods is checked")
-        memory = nb.cells[-1]
-        self.assertEqual(memory.source, "%mem")
+        memory = next(c for c in nb.cells if c.source == "%mem")
         tables = [o for o in memory.outputs if o.output_type == "execute_result"]
         self.assertEqual(len(tables), 1, memory.outputs)
         self.assertIn("cuda:0", tables[0]["data"]["text/plain"])
         self.assertIn("<pre>", tables[0]["data"]["text/html"])
+        plot = nb.cells[-1]
+        self.assertEqual(plot.source, "plot_memory()")
+        pictures = [o for o in plot.outputs if "image/svg+xml" in o.get("data", {})]
+        self.assertEqual(len(pictures), 1, plot.outputs)
+        self.assertIn("<svg", pictures[0]["data"]["image/svg+xml"])
 
 
 if __name__ == "__main__":
