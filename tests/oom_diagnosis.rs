@@ -175,10 +175,18 @@ fn an_uncaught_oom_in_a_script_ends_with_the_notes_and_the_biggest_holders() {
         lines[3].contains("expandable_segments:True would have avoided it"),
         "{lines:?}"
     );
-    assert_eq!(
-        lines[4],
-        "torchlet: the biggest holders: `kept[0]` 6000128 B; `kept[1]` 6000128 B; `kept[2]` 6000128 B"
-    );
+    // Four equal blocks: which three come first follows their addresses, which a real GPU picks.
+    let holders = lines[4]
+        .strip_prefix("torchlet: the biggest holders: ")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    let named: Vec<&str> = holders.split("; ").collect();
+    assert_eq!(named.len(), 3, "{holders}");
+    for holder in named {
+        assert!(
+            holder.starts_with("`kept[") && holder.ends_with("]` 6000128 B"),
+            "{holder}"
+        );
+    }
     // The session is usable, and the next failure speaks only of itself.
     let outcome = s.execute(
         "kept = (); cuda::set_per_process_memory_fraction(1.0); cuda::record_memory_history(()); 1",
