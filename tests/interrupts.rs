@@ -38,6 +38,22 @@ fn session(started: Arc<AtomicBool>) -> Session {
     s
 }
 
+/// Interrupts `s` from another thread `delay_us` after the input under test calls `started()`.
+fn interrupt_after(
+    s: &Session,
+    started: Arc<AtomicBool>,
+    delay_us: u64,
+) -> std::thread::JoinHandle<()> {
+    let handle = s.interrupt_handle();
+    std::thread::spawn(move || {
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_micros(delay_us));
+        handle.interrupt();
+    })
+}
+
 fn value(s: &mut Session, code: &str) -> String {
     let outcome = s.execute(code);
     if let Some(e) = outcome.error {
@@ -56,14 +72,7 @@ fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
         let before = a.memory_allocated();
         let x_sum = value(&mut s, "x.sum().item() == keep");
         assert_eq!(x_sum, "true");
-        let handle = s.interrupt_handle();
-        let stopper = std::thread::spawn(move || {
-            while !started.load(Ordering::SeqCst) {
-                std::thread::yield_now();
-            }
-            std::thread::sleep(Duration::from_micros(delay_us));
-            handle.interrupt();
-        });
+        let stopper = interrupt_after(&s, started.clone(), delay_us);
         let error = s.execute(WORK).error.expect("interrupted");
         stopper.join().unwrap();
         assert_eq!(error.kind, "KeyboardInterrupt", "after {delay_us} µs");
@@ -105,14 +114,7 @@ fn an_interrupt_during_allocation_retries_keeps_the_session_whole() {
         );
         value(&mut s, "keep30 = empty(7500000, #{device: \"cuda\"});");
         let before = a.memory_allocated();
-        let handle = s.interrupt_handle();
-        let stopper = std::thread::spawn(move || {
-            while !started.load(Ordering::SeqCst) {
-                std::thread::yield_now();
-            }
-            std::thread::sleep(Duration::from_micros(delay_us));
-            handle.interrupt();
-        });
+        let stopper = interrupt_after(&s, started.clone(), delay_us);
         let error = s.execute(RETRIES).error.expect("interrupted");
         stopper.join().unwrap();
         assert_eq!(error.kind, "KeyboardInterrupt", "after {delay_us} µs");
