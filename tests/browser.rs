@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod common;
 #[path = "browser/harness.rs"]
 mod harness;
 

@@ -4,8 +4,9 @@
 //! `tests/jupyter/setup.sh`; when that fails the tests fail with pip's output (they never skip).
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
 mod jupyter_venv;
 
 fn root() -> PathBuf {
@@ -42,36 +43,15 @@ fn jupyter_dir() -> tempfile::TempDir {
 /// Run `args` with the venv's python in tests/jupyter, the kernelspec visible, within `limit`.
 fn run_python(python: &Path, dir: &Path, args: &[&str], limit: Duration) -> (bool, String) {
     let jupyter = dir.join("share/jupyter");
-    let log = dir.join("python.log");
-    let out = std::fs::File::create(&log).expect("log file");
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .args(args)
         .current_dir(root().join("tests/jupyter"))
         .env("JUPYTER_PATH", &jupyter)
         .env("JUPYTER_DATA_DIR", dir.join("data"))
         .env("JUPYTER_RUNTIME_DIR", dir.join("runtime"))
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .stdout(out.try_clone().expect("log handle"))
-        .stderr(out)
-        .spawn()
-        .expect("start python");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for python") {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    match status {
-        Some(status) => (status.success(), text),
-        None => (false, format!("timed out after {limit:?}\n{text}")),
-    }
+        .env_remove("TORCHLET_SIMULATE_CUDA");
+    common::run_logged(command, &dir.join("python.log"), limit)
 }
 
 #[test]

@@ -57,38 +57,11 @@ pub fn tools() -> Option<Tools> {
     );
 }
 
-/// Run `command` with its output in `log`, killed after `limit`: whether it succeeded, and the log.
-pub fn run_logged(mut command: Command, log: &Path, limit: Duration) -> (bool, String) {
-    let out = File::create(log).expect("log file");
-    command
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().expect("log handle"))
-        .stderr(out);
-    let mut child = command.spawn().expect("start a helper process");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for a helper process") {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    match status {
-        Some(status) => (status.success(), format!("{text}({status})")),
-        None => (false, format!("{text}(timed out after {limit:?})")),
-    }
-}
-
 /// Run tests/browser/setup.sh (the venv with JupyterLab, and playwright-core), failing with its output.
 pub fn setup(dir: &Path) {
     let mut command = Command::new("bash");
     command.arg(root().join("tests/browser/setup.sh"));
-    let (ok, log) = run_logged(command, &dir.join("setup.log"), SETUP_LIMIT);
+    let (ok, log) = crate::common::run_logged(command, &dir.join("setup.log"), SETUP_LIMIT);
     assert!(
         ok,
         "tests/browser/setup.sh failed:\n{log}\nIt needs python3 with venv and pip reaching PyPI, \
@@ -219,7 +192,7 @@ pub fn drive(lab: &Lab, tools: &Tools, out: &Path, dir: &Path) -> serde_json::Va
         .env("LAB_TOKEN", &lab.token)
         .env("OUT_DIR", out)
         .env("CHROMIUM", &tools.chromium);
-    let (ok, log) = run_logged(command, &dir.join("drive.log"), DRIVE_LIMIT);
+    let (ok, log) = crate::common::run_logged(command, &dir.join("drive.log"), DRIVE_LIMIT);
     assert!(
         ok,
         "drive.mjs failed:\n{log}\nJupyterLab said:\n{}",

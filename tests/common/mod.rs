@@ -102,3 +102,36 @@ pub mod figures {
     /// The small-pool segment any request of 1 MiB or less is carved from (2 MiB).
     pub const SMALL_SEGMENT: u64 = 2 << 20;
 }
+
+/// Run `command` with its output in `log`, killed after `limit`: whether it succeeded, and the log
+/// (ending with the exit status or the timeout when it failed).
+pub fn run_logged(
+    mut command: std::process::Command,
+    log: &std::path::Path,
+    limit: std::time::Duration,
+) -> (bool, String) {
+    let out = std::fs::File::create(log).expect("log file");
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().expect("log handle"))
+        .stderr(out);
+    let mut child = command.spawn().expect("start a helper process");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for a helper process") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    match status {
+        Some(status) if status.success() => (true, text),
+        Some(status) => (false, format!("{text}({status})")),
+        None => (false, format!("{text}(timed out after {limit:?})")),
+    }
+}
