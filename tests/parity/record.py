@@ -50,6 +50,19 @@ def site_of(frames, program, lines):
     return None, None
 
 
+def context_of(lines):
+    """The trace context a program asks for with `# record-context: NAME` (default "all").
+
+    Under context="all", PyTorch 2.11 fails inside a checkpointed recomputation with
+    `SystemError: error return without exception set` while it gathers the Python stack of a free;
+    context="alloc" keeps the stacks of allocations only, which is all the comparison reads.
+    """
+    for line in lines:
+        if line.startswith("# record-context:"):
+            return line.split(":", 1)[1].strip()
+    return "all"
+
+
 def record_one(name):
     """Run NAME.py under memory-history recording in this process and return its record."""
     import torch
@@ -58,7 +71,7 @@ def record_one(name):
 
     program = str(HERE / f"{name}.py")
     lines = Path(program).read_text().splitlines()
-    torch.cuda.memory._record_memory_history(max_entries=MAX_ENTRIES, context="all", stacks="python")
+    torch.cuda.memory._record_memory_history(max_entries=MAX_ENTRIES, context=context_of(lines), stacks="python")
     program_globals = runpy.run_path(program, run_name="__main__")
     # The final snapshot comes while program_globals still holds the program's variables.
     raw = torch.cuda.memory._snapshot()["device_traces"]

@@ -2,6 +2,7 @@ import torch
 from torch.utils.checkpoint import checkpoint as recompute
 from harness import checkpoint
 
+# record-context: alloc
 # Activation checkpointing (use_reentrant=False): only the block's input is saved; its forward runs
 # again inside backward.
 def block(x, w1, w2):
