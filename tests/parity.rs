@@ -67,6 +67,7 @@ parity!(
     autograd_ops,
     bare_statements,
     chains,
+    checkpointing,
     comparisons,
     compound_assign,
     creation,

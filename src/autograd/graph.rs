@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::device::Storage;
 
@@ -74,10 +74,21 @@ pub fn forget_unclaimed_saves() {
 }
 
 /// A tensor kept for backward: shares the memory, records the version to detect in-place writes.
+/// Inside a checkpointed function it is a placeholder instead, filled when backward needs it.
 #[derive(Clone)]
 pub struct SavedTensor {
-    data: Tensor,
+    kept: Kept,
     version: u64,
+}
+
+#[derive(Clone)]
+enum Kept {
+    Data(Tensor),
+    Placeholder {
+        frame: Arc<super::checkpoint::Frame>,
+        index: usize,
+        unpacked: Arc<OnceLock<Tensor>>,
+    },
 }
 
 impl SavedTensor {
@@ -88,9 +99,19 @@ impl SavedTensor {
                 "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
             ));
         }
-        PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));
+        let kept = match super::checkpoint::keep(t) {
+            super::checkpoint::Kept::Saved => {
+                PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));
+                Kept::Data(t.data_handle())
+            }
+            super::checkpoint::Kept::Placeholder(frame, index) => Kept::Placeholder {
+                frame,
+                index,
+                unpacked: Arc::new(OnceLock::new()),
+            },
+        };
         Ok(SavedTensor {
-            data: t.data_handle(),
+            kept,
             version: t.storage_version(),
         })
     }
@@ -107,16 +128,31 @@ impl SavedTensor {
 
     /// The saved tensor, or the error PyTorch raises when it was modified in place since.
     pub fn get(&self) -> Result<&Tensor> {
-        let now = self.data.storage_version();
+        let data = match &self.kept {
+            Kept::Data(data) => data,
+            // A recomputed tensor is new: no in-place write can have touched it.
+            Kept::Placeholder {
+                frame,
+                index,
+                unpacked,
+            } => {
+                if unpacked.get().is_none() {
+                    let t = super::checkpoint::unpack(frame, *index)?;
+                    let _ = unpacked.set(t);
+                }
+                return Ok(unpacked.get().expect("set above"));
+            }
+        };
+        let now = data.storage_version();
         if now != self.version {
             return Err(TensorError::runtime(format!(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: [{} {:?}] is at version {now}; expected version {} instead.",
-                self.data.type_name(),
-                self.data.shape(),
+                data.type_name(),
+                data.shape(),
                 self.version
             )));
         }
-        Ok(&self.data)
+        Ok(data)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Autograd: grad mode (thread-local, RAII guards), graph nodes with saved tensors, `backward`.
 
+pub mod checkpoint;
 mod engine;
 mod graph;
 mod mode;

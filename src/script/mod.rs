@@ -11,6 +11,7 @@
 //! (`print`, `help`…).
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
+pub mod checkpoint;
 pub mod comparisons;
 pub mod compound_assign;
 pub mod convert;
@@ -89,6 +90,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     tensor_api::register(&mut engine);
     indexing::register(&mut engine);
     creation::register(&mut engine);
+    checkpoint::register(&mut engine);
     operators::register(&mut engine);
     comparisons::register(&mut engine);
     compound_assign::register(&mut engine);

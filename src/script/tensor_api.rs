@@ -2,8 +2,9 @@
 use super::documented::Documented;
 use std::any::TypeId;
 
-use rhai::{Array, Dynamic, Engine, Map, FLOAT, INT};
+use rhai::{Array, Dynamic, Engine, Map, NativeCallContext, FLOAT, INT};
 
+use super::checkpoint::with_call_context;
 use super::convert::{
     device_of, dtype_of, dynamic_of_scalar, isize_list, scalar_of, shape_array, to_list, OrRaise,
     Res,
@@ -547,26 +548,31 @@ fn register_autograd(engine: &mut Engine) {
         .register_doc(
             "backward",
             &["t.backward([#{retain_graph: true}]) — compute gradients into the leaves' .grad"],
-            |t: &mut Tensor| t.backward(false).or_raise(),
+            |ctx: NativeCallContext, t: &mut Tensor| {
+                with_call_context(&ctx, || t.backward(false)).or_raise()
+            },
         )
-        .register_fn("backward", |t: &mut Tensor, opts: Map| {
-            let mut retain = false;
-            for (key, value) in &opts {
-                match key.as_str() {
-                    "retain_graph" => {
-                        retain = value
-                            .as_bool()
-                            .map_err(|_| type_error("retain_graph must be a bool"))?
-                    }
-                    other => {
-                        return Err(type_error(format!(
-                            "backward(): unexpected keyword '{other}'; allowed: retain_graph"
-                        )))
+        .register_fn(
+            "backward",
+            |ctx: NativeCallContext, t: &mut Tensor, opts: Map| {
+                let mut retain = false;
+                for (key, value) in &opts {
+                    match key.as_str() {
+                        "retain_graph" => {
+                            retain = value
+                                .as_bool()
+                                .map_err(|_| type_error("retain_graph must be a bool"))?
+                        }
+                        other => {
+                            return Err(type_error(format!(
+                                "backward(): unexpected keyword '{other}'; allowed: retain_graph"
+                            )))
+                        }
                     }
                 }
-            }
-            t.backward(retain).or_raise()
-        })
+                with_call_context(&ctx, || t.backward(retain)).or_raise()
+            },
+        )
         .register_doc(
             "is_grad_enabled",
             &["is_grad_enabled() — whether operations record the autograd graph now"],
