@@ -791,7 +791,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
         let wsp = ws.ptr;
         let dev = g.dev.clone();
         dev.blas[0]
-            .matmul(&dev.gpu(), &a.view(), &rhs.view(), &out.view(), &|size| {
+            .matmul(&dev.gpu(), &a.view(), &rhs.view(), &out.view(), false, &|size| {
                 requested.set(requested.get() + size);
                 assert!(size <= 32 << 20);
                 Ok(wsp)
