@@ -49,6 +49,7 @@ pub mod site_name;
 pub mod snapshot_dump;
 pub mod statement_names;
 pub mod syntax;
+pub mod nn_api;
 pub mod tensor_api;
 pub mod tokens;
 pub mod truth;
@@ -87,6 +88,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     output::register(&mut engine, frontend);
     python_builtins::register(&mut engine);
     tensor_api::register(&mut engine);
+    nn_api::register(&mut engine);
     indexing::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);

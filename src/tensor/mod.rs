@@ -19,6 +19,8 @@ mod interrupt;
 mod linalg;
 mod loss;
 mod math;
+mod nn;
+mod batched;
 mod print;
 mod random;
 mod reduce;
