@@ -145,8 +145,14 @@ pub trait Backend: Send + Sync {
     /// `dst = bias + lhs × rhs` ([1, m, k] × [1, k, n], `bias` already broadcast to `dst`):
     /// PyTorch's addmm with beta 1. `lt`: PyTorch takes the cuBLASLt route with a bias epilogue,
     /// whose handle keeps a workspace of its own in the caching allocator.
-    fn addmm(&self, bias: Operand, lhs: Operand, rhs: Operand, dst: Operand, lt: bool)
-        -> Result<()>;
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()>;
     /// Layer norm of each row of the contiguous `x` [rows, n] into `y`, with the per-row `mean`
     /// and `rstd` [rows] (float32, float64 for float64 input); `weight`/`bias` [n] contiguous.
     #[allow(clippy::too_many_arguments)]
@@ -174,8 +180,13 @@ pub trait Backend: Send + Sync {
     /// (a hash of `seed` and the index decides) and recording it in the bool `mask`.
     fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()>;
     /// Dropout's backward: `out = grad * mask * scale` (`out` contiguous).
-    fn dropout_backward(&self, grad: Operand, mask: Operand, scale: f64, out: Operand)
-        -> Result<()>;
+    fn dropout_backward(
+        &self,
+        grad: Operand,
+        mask: Operand,
+        scale: f64,
+        out: Operand,
+    ) -> Result<()>;
     /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.
     fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()>;
     /// Softmax's backward from `grad` and the forward `output`, into a same-shaped `dst`.

@@ -98,7 +98,14 @@ impl Backend for SimBackend {
         self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
         crate::device::cpu::kernels::matmul(lhs, rhs, dst)
     }
-    fn addmm(&self, bias: Operand, lhs: Operand, rhs: Operand, dst: Operand, lt: bool) -> Result<()> {
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()> {
         // PyTorch takes the cuBLAS handle (and its workspace) first, then cuBLASLt's workspace.
         self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
         if lt {

@@ -23,11 +23,12 @@ fn optional_tensor(value: &Dynamic, what: &str) -> Res<Option<Tensor>> {
     if value.is_unit() {
         return Ok(None);
     }
-    value
-        .clone()
-        .try_cast::<Tensor>()
-        .map(Some)
-        .ok_or_else(|| type_error(format!("{what} must be a tensor or (), not {}", value.type_name())))
+    value.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
+        type_error(format!(
+            "{what} must be a tensor or (), not {}",
+            value.type_name()
+        ))
+    })
 }
 
 fn number(value: &Dynamic, what: &str) -> Res<f64> {
@@ -64,7 +65,13 @@ fn normalized_shape(shape: &Dynamic) -> Res<Vec<usize>> {
         vec![d]
     } else if let Some(a) = shape.clone().try_cast::<Array>() {
         a.iter()
-            .map(|v| v.as_int().map_err(|t| type_error(format!("layer_norm(): normalized_shape must hold ints, not {t}"))))
+            .map(|v| {
+                v.as_int().map_err(|t| {
+                    type_error(format!(
+                        "layer_norm(): normalized_shape must hold ints, not {t}"
+                    ))
+                })
+            })
             .collect::<Res<_>>()?
     } else {
         return Err(type_error(format!(
@@ -73,7 +80,13 @@ fn normalized_shape(shape: &Dynamic) -> Res<Vec<usize>> {
         )));
     };
     dims.iter()
-        .map(|&d| usize::try_from(d).map_err(|_| value_error(format!("layer_norm(): invalid normalized_shape dimension {d}"))))
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                value_error(format!(
+                    "layer_norm(): invalid normalized_shape dimension {d}"
+                ))
+            })
+        })
         .collect()
 }
 
@@ -113,7 +126,10 @@ fn register_layer_norm(engine: &mut Engine) {
 }
 
 fn layer_norm_options(x: &Tensor, shape: &Dynamic, opts: &Map) -> Res<Tensor> {
-    if let Some(k) = opts.keys().find(|k| !["weight", "bias", "eps"].contains(&k.as_str())) {
+    if let Some(k) = opts
+        .keys()
+        .find(|k| !["weight", "bias", "eps"].contains(&k.as_str()))
+    {
         return Err(type_error(format!(
             "layer_norm(): unexpected keyword '{k}'; allowed: weight, bias, eps"
         )));
@@ -128,7 +144,10 @@ fn layer_norm_options(x: &Tensor, shape: &Dynamic, opts: &Map) -> Res<Tensor> {
 
 /// F.dropout's defaults: p = 0.5, training = true.
 fn dropout_options(x: &Tensor, opts: &Map) -> Res<Tensor> {
-    if let Some(k) = opts.keys().find(|k| !["p", "training"].contains(&k.as_str())) {
+    if let Some(k) = opts
+        .keys()
+        .find(|k| !["p", "training"].contains(&k.as_str()))
+    {
         return Err(type_error(format!(
             "dropout(): unexpected keyword '{k}'; allowed: p, training"
         )));

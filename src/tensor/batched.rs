@@ -42,7 +42,11 @@ fn swap_last(l: &Layout) -> Layout {
 fn check_inner(a: &Tensor, b: &Tensor) -> Result<()> {
     let (da, db) = (a.dims(), b.dims());
     let k1 = da[da.len() - 1];
-    let k2 = if db.len() > 1 { db[db.len() - 2] } else { db[0] };
+    let k2 = if db.len() > 1 {
+        db[db.len() - 2]
+    } else {
+        db[0]
+    };
     if k1 == k2 {
         return Ok(());
     }
@@ -182,7 +186,10 @@ impl Tensor {
         let (m, k) = (self.dims()[0], self.dims()[1]);
         if mat2.dim() != 2 || mat2.dims()[0] != k {
             let d = mat2.dims();
-            let (k2, n) = (d.first().copied().unwrap_or(0), d.get(1).copied().unwrap_or(1));
+            let (k2, n) = (
+                d.first().copied().unwrap_or(0),
+                d.get(1).copied().unwrap_or(1),
+            );
             return Err(TensorError::runtime(format!(
                 "mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})"
             )));
@@ -207,7 +214,10 @@ impl Tensor {
         }
         // PyTorch takes cuBLASLt's bias epilogue for a contiguous 1-D bias of float type.
         let lt = bias.layout().strides == [0, 1]
-            && matches!(self.dtype(), DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+            && matches!(
+                self.dtype(),
+                DType::F32 | DType::F64 | DType::F16 | DType::BF16
+            )
             && m > 1
             && n > 1
             && self.dims()[1] > 1;

@@ -45,7 +45,9 @@ impl Tensor {
                 &[self],
                 true,
                 Box::new(move |g, _| {
-                    Ok(vec![Some(g.binary_raw(result.get()?, BinaryOp::ReluBackward)?)])
+                    Ok(vec![Some(
+                        g.binary_raw(result.get()?, BinaryOp::ReluBackward)?,
+                    )])
                 }),
             );
         }

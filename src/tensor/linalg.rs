@@ -181,9 +181,7 @@ impl Tensor {
         self.check_matmul_operands(other)?;
         for (t, name) in [(self, "batch1"), (other, "batch2")] {
             if t.dim() != 3 {
-                return Err(TensorError::runtime(format!(
-                    "{name} must be a 3D tensor"
-                )));
+                return Err(TensorError::runtime(format!("{name} must be a 3D tensor")));
             }
         }
         let (a, b) = (self.dims(), other.dims());

@@ -128,6 +128,9 @@ impl Tensor {
                 Box::new(move |g, mask| saved.backward(g, mask)),
             );
         }
+        // PyTorch drops the rest of native_layer_norm's (Y, mean, rstd) in that order.
+        drop(mean);
+        drop(rstd);
         Ok(y)
     }
 }
@@ -171,8 +174,12 @@ impl LayerNormSaved {
             let parts = partial_blocks(input, m, n);
             let (pw, pb) = match parts {
                 Some(p) => (
-                    dw.as_ref().map(|_| input.empty_same(&[p, n], input.dtype())).transpose()?,
-                    db.as_ref().map(|_| input.empty_same(&[p, n], input.dtype())).transpose()?,
+                    dw.as_ref()
+                        .map(|_| input.empty_same(&[p, n], input.dtype()))
+                        .transpose()?,
+                    db.as_ref()
+                        .map(|_| input.empty_same(&[p, n], input.dtype()))
+                        .transpose()?,
                 ),
                 None => (None, None),
             };

@@ -164,7 +164,14 @@ macro_rules! host_kernel_methods {
         ) -> Result<()> {
             $crate::device::cpu::kernels::layer_norm_backward(dy, x, mean, rstd, weight, grads)
         }
-        fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()> {
+        fn dropout(
+            &self,
+            src: Operand,
+            p: f64,
+            seed: u64,
+            mask: Operand,
+            out: Operand,
+        ) -> Result<()> {
             $crate::device::cpu::kernels::dropout(src, p, seed, mask, out)
         }
         fn dropout_backward(
@@ -205,7 +212,14 @@ impl Backend for CpuBackend {
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         kernels::matmul(lhs, rhs, dst)
     }
-    fn addmm(&self, bias: Operand, lhs: Operand, rhs: Operand, dst: Operand, _: bool) -> Result<()> {
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        _: bool,
+    ) -> Result<()> {
         kernels::addmm(bias, lhs, rhs, dst)
     }
     host_kernel_methods!();

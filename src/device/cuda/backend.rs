@@ -248,7 +248,14 @@ impl Backend for CudaBackend {
         });
         blas.chain(lt).collect()
     }
-    fn addmm(&self, bias: Operand, lhs: Operand, rhs: Operand, dst: Operand, lt: bool) -> Result<()> {
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()> {
         let gpu = self.dev.gpu();
         gpu.copy(&view(&bias), &view(&dst))?;
         self.product(lhs, rhs, dst, true)?;
@@ -313,7 +320,13 @@ impl Backend for CudaBackend {
             .gpu()
             .dropout(&view(&src), p, seed, &view(&mask), &view(&out))?)
     }
-    fn dropout_backward(&self, grad: Operand, mask: Operand, scale: f64, out: Operand) -> Result<()> {
+    fn dropout_backward(
+        &self,
+        grad: Operand,
+        mask: Operand,
+        scale: f64,
+        out: Operand,
+    ) -> Result<()> {
         Ok(self
             .dev
             .gpu()

@@ -164,7 +164,11 @@ impl Blas {
             }
         };
         let (one32, one64) = (1f32, 1f64);
-        let (zero32, zero64) = if accumulate { (1f32, 1f64) } else { (0f32, 0f64) };
+        let (zero32, zero64) = if accumulate {
+            (1f32, 1f64)
+        } else {
+            (0f32, 0f64)
+        };
         let (alpha, beta): (*const c_void, *const c_void) = if dst.elem == DType::F64 {
             (
                 (&one64 as *const f64).cast(),

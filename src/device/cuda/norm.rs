@@ -85,9 +85,9 @@ impl Gpu<'_> {
         let (mut gp, mut xp, mut mp, mut rp) = (dy.addr(), x.addr(), mean.addr(), rstd.addr());
         let (mut rr, mut nn) = (rows as i64, n as i64);
         if let Some(dx) = &grads.dx {
-            let f = self
-                .kernels
-                .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dx", x)?)?;
+            let f =
+                self.kernels
+                    .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dx", x)?)?;
             let (mut dxp, mut wp) = (dx.addr(), addr_or_null(w));
             let params = &mut args!(dxp, gp, xp, mp, rp, wp, rr, nn);
             launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)?;
@@ -96,9 +96,9 @@ impl Gpu<'_> {
             return Ok(());
         }
         let parts = grads.parts.max(1);
-        let f = self
-            .kernels
-            .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dwb", x)?)?;
+        let f =
+            self.kernels
+                .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dwb", x)?)?;
         let (mut dwp, mut dbp) = (
             addr_or_null(grads.dweight.as_ref()),
             addr_or_null(grads.dbias.as_ref()),
@@ -109,7 +109,14 @@ impl Gpu<'_> {
     }
 
     /// Dropout of `src` into the contiguous `out` and bool `mask`.
-    pub fn dropout(&self, src: &View, p: f64, seed: u64, mask: &View, out: &View) -> CudaResult<()> {
+    pub fn dropout(
+        &self,
+        src: &View,
+        p: f64,
+        seed: u64,
+        mask: &View,
+        out: &View,
+    ) -> CudaResult<()> {
         let n = out.numel();
         if n == 0 {
             return Ok(());
@@ -129,7 +136,13 @@ impl Gpu<'_> {
     }
 
     /// `out = grad * mask * scale` into the contiguous `out`.
-    pub fn dropout_backward(&self, grad: &View, mask: &View, scale: f64, out: &View) -> CudaResult<()> {
+    pub fn dropout_backward(
+        &self,
+        grad: &View,
+        mask: &View,
+        scale: f64,
+        out: &View,
+    ) -> CudaResult<()> {
         let n = out.numel();
         if n == 0 {
             return Ok(());
