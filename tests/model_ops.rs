@@ -99,3 +99,51 @@ fn spellings_and_keywords() {
         "dropout(): unexpected keyword 'q'; allowed: p, training"
     );
 }
+
+/// The sizes of the blocks cuda:0 allocated (`+`) and freed (`-`) while `f` ran, in order.
+fn block_events(f: impl FnOnce()) -> Vec<i64> {
+    use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
+    let (_g, a) = common::gpu();
+    a.record_memory_history(HistoryOptions {
+        enabled: Some(HistoryMode::All),
+        max_entries: 100_000,
+        clear_history: true,
+    });
+    f();
+    let events = a.snapshot().device_traces[0]
+        .iter()
+        .filter_map(|e| match e.action {
+            TraceAction::Alloc => Some(e.size as i64),
+            TraceAction::FreeCompleted => Some(-(e.size as i64)),
+            _ => None,
+        })
+        .collect();
+    a.record_memory_history(HistoryOptions::disabled());
+    events
+}
+
+#[test]
+fn layer_norm_backward_of_many_short_rows_sums_partial_blocks() {
+    use torchlet::device::Device;
+    use torchlet::tensor::{Tensor, TensorOptions};
+    let opts = TensorOptions::default()
+        .device(Device::Cuda(0))
+        .requires_grad(true);
+    let (x, w, b) = (
+        Tensor::zeros(&[70_000, 64], &opts).unwrap(),
+        Tensor::ones(&[64], &opts).unwrap(),
+        Tensor::zeros(&[64], &opts).unwrap(),
+    );
+    let y = x.layer_norm(&[64], Some(&w), Some(&b), 1e-5).unwrap();
+    let loss = y.sum(None, false).unwrap();
+    let events = block_events(|| loss.backward(false).unwrap());
+    // PyTorch's LaunchGammaBetaBackwardCUDAKernel for M > 64Ki and N / 32 < SMs / 2: dX, dgamma,
+    // dbeta, the contiguous dY, then [ceil(M / 32), N] partial sums for each.
+    let (rows, partial) = (70_000 * 64 * 4, 2188 * 64 * 4);
+    let expected = [rows, 256, 256, rows, partial, partial];
+    assert!(
+        events.windows(expected.len()).any(|w| w == expected),
+        "{events:?}"
+    );
+    assert!(w.grad().is_some() && b.grad().is_some());
+}
