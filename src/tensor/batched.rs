@@ -59,12 +59,26 @@ fn check_inner(a: &Tensor, b: &Tensor) -> Result<()> {
 
 /// `a.matmul(b)` where one operand has 3 or more dims, as PyTorch's `_matmul_impl` builds it.
 pub(crate) fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    check_inner(a, b)?;
     if should_fold(a, b) {
+        check_inner(a, b)?;
         return matmul_folded(a, b);
     }
     let batch_of = |t: &Tensor| t.dims()[..t.dim().saturating_sub(2)].to_vec();
-    broadcast_shapes(&batch_of(a), &batch_of(b))?;
+    let batch = broadcast_shapes(&batch_of(a), &batch_of(b))?;
+    let (da, db) = (a.dims(), b.dims());
+    let k1 = da[da.len() - 1];
+    let k2 = if db.len() > 1 {
+        db[db.len() - 2]
+    } else {
+        db[0]
+    };
+    if k1 != k2 {
+        // What bmm says of the expanded operands.
+        let count: usize = batch.iter().product();
+        return Err(TensorError::runtime(format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{count}, {k1}] but got: [{count}, {k2}]."
+        )));
+    }
     matmul_batched(a, b)
 }
 
