@@ -380,3 +380,83 @@ fn inference_mode_makes_inference_tensors() {
             .starts_with("Inplace update to inference tensor outside InferenceMode"));
     }
 }
+
+#[test]
+fn linear_and_batched_matmul_gradients() {
+    check_grad("linear 2-D", &[&[3, 4], &[5, 4], &[5]], |t| {
+        t[0].linear(&t[1], Some(&t[2]))
+    });
+    check_grad("linear no bias", &[&[3, 4], &[5, 4]], |t| {
+        t[0].linear(&t[1], None)
+    });
+    check_grad("linear 3-D folded", &[&[2, 3, 4], &[5, 4], &[5]], |t| {
+        t[0].linear(&t[1], Some(&t[2]))
+    });
+    check_grad("linear strided 3-D", &[&[3, 2, 4], &[5, 4], &[5]], |t| {
+        t[0].transpose(0, 1)?.linear(&t[1], Some(&t[2]))
+    });
+    check_grad("linear column-major", &[&[4, 3], &[4, 5], &[5]], |t| {
+        t[0].t()?.linear(&t[1].t()?, Some(&t[2]))
+    });
+    check_grad("bmm", &[&[2, 3, 4], &[2, 4, 2]], |t| t[0].bmm(&t[1]));
+    check_grad("4-D by 3-D broadcast", &[&[2, 2, 3, 4], &[2, 4, 3]], |t| {
+        t[0].matmul(&t[1])
+    });
+    check_grad("2-D by 3-D", &[&[3, 4], &[2, 4, 2]], |t| t[0].matmul(&t[1]));
+    check_grad("1-D by 3-D", &[&[4], &[2, 4, 3]], |t| t[0].matmul(&t[1]));
+    check_grad("3-D by 1-D", &[&[2, 3, 4], &[4]], |t| t[0].matmul(&t[1]));
+    check_grad("transposed 3-D by 2-D", &[&[2, 4, 3], &[4, 2]], |t| {
+        t[0].transpose(1, 2)?.matmul(&t[1])
+    });
+}
+
+#[test]
+fn layer_norm_dropout_and_in_place_activation_gradients() {
+    check_grad("layer_norm affine", &[&[2, 3, 4], &[4], &[4]], |t| {
+        t[0].layer_norm(&[4], Some(&t[1]), Some(&t[2]), 1e-5)?
+            .pow_scalar(3.0)
+    });
+    check_grad("layer_norm two dims", &[&[2, 3, 4]], |t| {
+        t[0].layer_norm(&[3, 4], None, None, 1e-5)?.pow_scalar(3.0)
+    });
+    check_grad("layer_norm of a view", &[&[4, 3], &[4]], |t| {
+        t[0].t()?
+            .layer_norm(&[4], Some(&t[1]), None, 1e-5)?
+            .pow_scalar(3.0)
+    });
+    check_grad("dropout", &[&[40]], |t| {
+        // The same mask for every evaluation: reseed before drawing it.
+        torchlet::tensor::manual_seed(7);
+        t[0].dropout(0.3, true)?.pow_scalar(2.0)
+    });
+    check_grad("relu_", &[&[8]], |t| {
+        t[0].mul_scalar(Scalar::Int(2))?.relu_()
+    });
+    check_grad("gelu of a transposed view", &[&[3, 4]], |t| {
+        t[0].t()?.gelu("none")?.mul(&t[0].t()?)
+    });
+}
+
+#[test]
+fn relu_on_a_leaf_is_refused_and_rebases_a_non_leaf() {
+    for device in common::devices() {
+        let w = leaf(&values(4, 3), &[4], device);
+        let e = w.relu_().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        );
+        let h = w.mul_scalar(Scalar::Int(1)).unwrap();
+        let a = h.relu_().unwrap();
+        assert_eq!(a.grad_fn_name().as_deref(), Some("ReluBackward0"));
+        assert_eq!(h.grad_fn_name().as_deref(), Some("ReluBackward0"));
+        // The result is saved: changing it again makes backward refuse, as PyTorch does.
+        let two = Tensor::full(&[4], Scalar::Int(2), &opts(device)).unwrap();
+        h.mul_(&two).unwrap();
+        let err = h.sum(None, false).unwrap().backward(false).unwrap_err();
+        assert!(
+            err.to_string().contains("modified by an inplace operation"),
+            "{err}"
+        );
+    }
+}

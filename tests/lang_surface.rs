@@ -402,6 +402,31 @@ const ROWS: &[(&str, &str, &str)] = &[
         "[[-1.0, -2.0, -3.0, -4.0, -5.0, -6.0], [-3, -1, -2]]",
     ),
     ("t.relu", "vals(v.relu())", "[0.0, 0.0, 2.0]"),
+    (
+        "t.relu_",
+        "let r = v.clone(); let p = r.data_ptr(); [vals(r.relu_()), r.data_ptr() == p]",
+        "[[0.0, 0.0, 2.0], true]",
+    ),
+    (
+        "linear",
+        "[vals(linear(m, tensor([[1.0, 0.0, -1.0]], dev), tensor([0.5], dev))), linear(m, m).shape]",
+        "[[-1.5, -1.5], [2, 2]]",
+    ),
+    (
+        "bmm",
+        "vals(bmm(m.view(1, 2, 3), m.t().contiguous().view(1, 3, 2)))",
+        "[14.0, 32.0, 32.0, 77.0]",
+    ),
+    (
+        "layer_norm",
+        "[vals(layer_norm(v, 3)), vals(layer_norm(m, [3], tensor([2.0, 2.0, 2.0], dev), tensor([1.0, 1.0, 1.0], dev)))]",
+        "[[-1.1625, -0.1162, 1.2787], [-1.4495, 1.0, 3.4495, -1.4495, 1.0, 3.4495]]",
+    ),
+    (
+        "dropout",
+        "[vals(dropout(v, 0.5, false)), vals(dropout(v, 0.0)), vals(dropout(v, 1.0))]",
+        "[[-1.5, 0.0, 2.0], [-1.5, 0.0, 2.0], [0.0, 0.0, 0.0]]",
+    ),
     ("t.sigmoid", "vals(v.sigmoid())", "[0.1824, 0.5, 0.8808]"),
     ("t.tanh", "vals(v.tanh())", "[-0.9051, 0.0, 0.964]"),
     ("t.sin", "vals(v.sin())", "[-0.9975, 0.0, 0.9093]"),

@@ -819,3 +819,171 @@ fn gelu_and_silu_match_reference_values() {
         );
     }
 }
+
+/// Layer norm of each row of `x` [rows, n] in f64, with optional weight and bias.
+fn naive_layer_norm(x: &[f64], n: usize, w: Option<&[f64]>, b: Option<&[f64]>) -> Vec<f64> {
+    x.chunks(n)
+        .flat_map(|row| {
+            let mean = row.iter().sum::<f64>() / n as f64;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            let rstd = 1.0 / (var + 1e-5).sqrt();
+            row.iter()
+                .enumerate()
+                .map(|(j, v)| (v - mean) * rstd * w.map_or(1.0, |w| w[j]) + b.map_or(0.0, |b| b[j]))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn linear_and_batched_products_match_f64() {
+    for device in common::devices() {
+        let (x, xv) = data(&[3, 4], 21, device);
+        let (w, wv) = data(&[5, 4], 22, device);
+        let (b, bv) = data(&[5], 23, device);
+        let wt: Vec<f64> = (0..20).map(|i| wv[(i % 5) * 4 + i / 5]).collect();
+        let mut expected = naive_matmul(&xv, &wt, 3, 4, 5);
+        let plain = expected.clone();
+        for (i, e) in expected.iter_mut().enumerate() {
+            *e += bv[i % 5];
+        }
+        assert_close(&x.linear(&w, Some(&b)).unwrap(), &expected, 1e-5, "linear");
+        assert_close(
+            &x.linear(&w, None).unwrap(),
+            &plain,
+            1e-5,
+            "linear without bias",
+        );
+        // 3-D input: folded when contiguous, matmul then add_ when not.
+        let x3 = x.reshape(&[1, 3, 4]).unwrap();
+        let y3 = x3.linear(&w, Some(&b)).unwrap();
+        assert_eq!(y3.shape(), vec![1, 3, 5]);
+        assert_close(&y3, &expected, 1e-5, "linear 3-D");
+        let xt = x3.transpose(0, 1).unwrap();
+        assert_close(
+            &xt.linear(&w, Some(&b)).unwrap(),
+            &expected,
+            1e-5,
+            "linear strided",
+        );
+        // bmm, and a 4-D batch times a broadcast 3-D one.
+        let (a, av) = data(&[2, 3, 4], 24, device);
+        let (c, cv) = data(&[2, 4, 2], 25, device);
+        let mut bmm = naive_matmul(&av[..12], &cv[..8], 3, 4, 2);
+        bmm.extend(naive_matmul(&av[12..], &cv[8..], 3, 4, 2));
+        assert_close(&a.bmm(&c).unwrap(), &bmm, 1e-5, "bmm");
+        let q = a
+            .reshape(&[1, 2, 3, 4])
+            .unwrap()
+            .expand(&[3, 2, 3, 4])
+            .unwrap();
+        let r = q.matmul(&c).unwrap();
+        assert_eq!(r.shape(), vec![3, 2, 3, 2]);
+        assert_close(&r, &bmm.repeat(3), 1e-5, "4-D by 3-D");
+        let v = c
+            .matmul(&tensor(&[1.0, 2.0], &[2], DType::F32, device))
+            .unwrap();
+        assert_eq!(v.shape(), vec![2, 4]);
+    }
+}
+
+#[test]
+fn linear_and_bmm_errors_say_what_pytorch_says() {
+    for device in common::devices() {
+        let x = Tensor::zeros(&[256, 512], &opts(DType::F32, device)).unwrap();
+        let w = Tensor::zeros(&[1024, 256], &opts(DType::F32, device)).unwrap();
+        let b = Tensor::zeros(&[1024], &opts(DType::F32, device)).unwrap();
+        let e = x.linear(&w, Some(&b)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "mat1 and mat2 shapes cannot be multiplied (256x512 and 256x1024)"
+        );
+        let e = x.linear(&w, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "mat1 and mat2 shapes cannot be multiplied (256x512 and 256x1024)"
+        );
+        let a3 = Tensor::zeros(&[2, 3, 4], &opts(DType::F32, device)).unwrap();
+        let e = a3.bmm(&a3).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."
+        );
+        assert_eq!(
+            x.bmm(&a3).unwrap_err().to_string(),
+            "batch1 must be a 3D tensor"
+        );
+    }
+}
+
+#[test]
+fn layer_norm_matches_f64_and_checks_its_shape() {
+    for device in common::devices() {
+        let (x, xv) = data(&[2, 3, 4], 31, device);
+        let (w, wv) = data(&[4], 32, device);
+        let (b, bv) = data(&[4], 33, device);
+        let y = x.layer_norm(&[4], Some(&w), Some(&b), 1e-5).unwrap();
+        assert_close(
+            &y,
+            &naive_layer_norm(&xv, 4, Some(&wv), Some(&bv)),
+            1e-4,
+            "affine",
+        );
+        let y = x.layer_norm(&[3, 4], None, None, 1e-5).unwrap();
+        assert_close(&y, &naive_layer_norm(&xv, 12, None, None), 1e-4, "two dims");
+        let half = x.to_dtype(DType::F16).unwrap();
+        let y = half.layer_norm(&[4], None, None, 1e-5).unwrap();
+        assert_eq!(y.dtype(), DType::F16);
+        assert_close(&y, &naive_layer_norm(&xv, 4, None, None), 1e-2, "float16");
+        let e = x.layer_norm(&[3], None, None, 1e-5).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"
+        );
+        let e = x.layer_norm(&[4], Some(&b.reshape(&[2, 2]).unwrap()), None, 1e-5);
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "Expected weight to be of same shape as normalized_shape, but got weight of shape [2, 2] and normalized_shape = [4]"
+        );
+    }
+}
+
+#[test]
+fn dropout_keeps_a_fraction_scaled_and_is_the_input_when_off() {
+    for device in common::devices() {
+        let x = Tensor::ones(&[100, 100], &opts(DType::F32, device)).unwrap();
+        let d = x.dropout(0.25, true).unwrap();
+        let v = d.to_vec_f64().unwrap();
+        let kept = v.iter().filter(|&&e| e != 0.0).count();
+        assert!(v.iter().all(|&e| e == 0.0 || (e - 1.0 / 0.75).abs() < 1e-6));
+        assert!((7000..8000).contains(&kept), "kept {kept} of 10000");
+        let off = x.dropout(0.25, false).unwrap();
+        assert_eq!(off.data_ptr(), x.data_ptr());
+        let all = x.dropout(1.0, true).unwrap();
+        assert!(all.to_vec_f64().unwrap().iter().all(|&e| e == 0.0));
+        let e = x.dropout(1.5, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dropout probability has to be between 0 and 1, but got 1.5"
+        );
+    }
+}
+
+#[test]
+fn in_place_relu_and_gelu_of_views() {
+    for device in common::devices() {
+        let (x, xv) = data(&[3, 4], 41, device);
+        let ptr = x.data_ptr();
+        let r = x.relu_().unwrap();
+        assert_eq!(r.data_ptr(), ptr);
+        let expected: Vec<f64> = xv.iter().map(|v| v.max(0.0)).collect();
+        assert_close(&x, &expected, 0.0, "relu_");
+        let (y, _) = data(&[3, 4], 42, device);
+        for view in [y.t().unwrap(), y.narrow(1, 1, 2).unwrap()] {
+            let g = view.gelu("none").unwrap();
+            assert!(g.is_contiguous());
+            let want = view.contiguous().unwrap().gelu("none").unwrap();
+            assert_close(&g, &want.to_vec_f64().unwrap(), 1e-6, "gelu of a view");
+        }
+    }
+}

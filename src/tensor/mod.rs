@@ -8,6 +8,7 @@
 //! surface of a tensor; `print` is PyTorch's repr. The tensor layer decides every allocation (the
 //! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
+mod batched;
 pub mod collective;
 mod compare;
 mod convert;
@@ -19,6 +20,7 @@ mod interrupt;
 mod linalg;
 mod loss;
 mod math;
+mod nn;
 mod print;
 mod random;
 mod reduce;
