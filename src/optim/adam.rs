@@ -33,7 +33,12 @@ pub(super) fn step(
     };
     let saved = || {
         let state_tensors = lists.exp_avgs.iter().chain(&lists.exp_avg_sqs);
-        Undo::of(params.iter().chain(state_tensors).chain(&lists.max_exp_avg_sqs))
+        Undo::of(
+            params
+                .iter()
+                .chain(state_tensors)
+                .chain(&lists.max_exp_avg_sqs),
+        )
     };
     if use_foreach(o.foreach, params) {
         let groups = groups(params);
@@ -93,13 +98,27 @@ fn multi_tensor(
     sqrt: &mut Option<Vec<Tensor>>,
     preallocate: bool,
 ) -> Result<()> {
-    let pick = |list: &[Tensor]| -> Vec<Tensor> { group.iter().map(|&i| list[i].clone()).collect() };
-    let (ps, exp_avgs, exp_avg_sqs) = (pick(params), pick(&lists.exp_avgs), pick(&lists.exp_avg_sqs));
-    let maxes = if o.amsgrad { pick(&lists.max_exp_avg_sqs) } else { Vec::new() };
+    let pick =
+        |list: &[Tensor]| -> Vec<Tensor> { group.iter().map(|&i| list[i].clone()).collect() };
+    let (ps, exp_avgs, exp_avg_sqs) = (
+        pick(params),
+        pick(&lists.exp_avgs),
+        pick(&lists.exp_avg_sqs),
+    );
+    let maxes = if o.amsgrad {
+        pick(&lists.max_exp_avg_sqs)
+    } else {
+        Vec::new()
+    };
     let temp = gradient_temporaries(o, &ps, &pick(grads))?;
     let sources = if o.amsgrad { &maxes } else { &exp_avg_sqs };
     let early: Option<Vec<Tensor>> = match preallocate {
-        true => Some(sources.iter().map(|t| t.empty_like()).collect::<Result<_>>()?),
+        true => Some(
+            sources
+                .iter()
+                .map(|t| t.empty_like())
+                .collect::<Result<_>>()?,
+        ),
         false => None,
     };
     let wd = o.weight_decay.value;
@@ -173,7 +192,12 @@ fn gradient_temporaries(
 
 /// `_foreach_lerp_(exp_avgs, grads, 1 - beta1)`, `_foreach_mul_(exp_avg_sqs, beta2)`,
 /// `_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)`.
-fn moments(o: &AdamOptions, exp_avgs: &[Tensor], exp_avg_sqs: &[Tensor], grads: &[Tensor]) -> Result<()> {
+fn moments(
+    o: &AdamOptions,
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    grads: &[Tensor],
+) -> Result<()> {
     let (beta1, beta2) = (o.betas.0.value, o.betas.1.value);
     for (m, g) in exp_avgs.iter().zip(grads) {
         m.lerp_(g, 1.0 - beta1)?;
@@ -190,11 +214,20 @@ fn moments(o: &AdamOptions, exp_avgs: &[Tensor], exp_avg_sqs: &[Tensor], grads: 
 /// `_single_tensor_adam`: one parameter at a time. Its locals `grad` (a temporary when
 /// maximizing or with L2 decay) and `denom` are freed when rebound, after their replacement is
 /// made, and at return in the order CPython clears a frame (`grad` first).
-fn single_tensor(o: &AdamOptions, params: &[Tensor], grads: &[Tensor], lists: &mut Lists) -> Result<()> {
+fn single_tensor(
+    o: &AdamOptions,
+    params: &[Tensor],
+    grads: &[Tensor],
+    lists: &mut Lists,
+) -> Result<()> {
     let (mut grad, mut denom): (Option<Tensor>, Option<Tensor>) = (None, None);
     let wd = o.weight_decay.value;
     for (i, param) in params.iter().enumerate() {
-        let fresh = if o.maximize { Some(grads[i].neg()?) } else { None };
+        let fresh = if o.maximize {
+            Some(grads[i].neg()?)
+        } else {
+            None
+        };
         drop(std::mem::replace(&mut grad, fresh));
         lists.steps[i] += 1.0;
         if wd != 0.0 {
@@ -207,7 +240,12 @@ fn single_tensor(o: &AdamOptions, params: &[Tensor], grads: &[Tensor], lists: &m
         }
         let g = grad.as_ref().unwrap_or(&grads[i]);
         let (exp_avg, exp_avg_sq) = (&lists.exp_avgs[i], &lists.exp_avg_sqs[i]);
-        moments(o, std::slice::from_ref(exp_avg), std::slice::from_ref(exp_avg_sq), std::slice::from_ref(g))?;
+        moments(
+            o,
+            std::slice::from_ref(exp_avg),
+            std::slice::from_ref(exp_avg_sq),
+            std::slice::from_ref(g),
+        )?;
         let (step_size, bc2_sqrt) = corrections(o, lists.steps[i]);
         let source = if o.amsgrad {
             let m = &lists.max_exp_avg_sqs[i];

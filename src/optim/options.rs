@@ -99,7 +99,10 @@ impl SgdOptions {
     pub fn check(&self) -> Result<()> {
         check_lr(self.lr)?;
         if self.momentum.value < 0.0 {
-            return Err(invalid(format!("Invalid momentum value: {}", self.momentum)));
+            return Err(invalid(format!(
+                "Invalid momentum value: {}",
+                self.momentum
+            )));
         }
         check_weight_decay(self.weight_decay)?;
         if self.nesterov && (self.momentum.value <= 0.0 || self.dampening.value != 0.0) {
@@ -217,7 +220,10 @@ mod tests {
             lr: Number::int(-1),
             ..SgdOptions::default()
         };
-        assert_eq!(sgd.check().unwrap_err().message(), "Invalid learning rate: -1");
+        assert_eq!(
+            sgd.check().unwrap_err().message(),
+            "Invalid learning rate: -1"
+        );
         let nesterov = SgdOptions {
             nesterov: true,
             ..SgdOptions::default()

@@ -51,7 +51,12 @@ fn multi_tensor(
     // `device_grads`: the gradients themselves, or a list of temporaries made from them.
     let mut temp: Option<Vec<Tensor>> = None;
     if o.maximize {
-        temp = Some(group.iter().map(|&i| grads[i].neg()).collect::<Result<_>>()?);
+        temp = Some(
+            group
+                .iter()
+                .map(|&i| grads[i].neg())
+                .collect::<Result<_>>()?,
+        );
     }
     let wd = o.weight_decay.value;
     if wd != 0.0 {
@@ -71,7 +76,11 @@ fn multi_tensor(
     if o.momentum.value != 0.0 {
         let group_bufs = momentum_buffers(o, bufs, group, &update)?;
         if o.nesterov {
-            add_each(&update, &group_bufs.iter().collect::<Vec<_>>(), o.momentum.value)?;
+            add_each(
+                &update,
+                &group_bufs.iter().collect::<Vec<_>>(),
+                o.momentum.value,
+            )?;
         } else {
             // `device_grads = bufs`: the list of temporaries goes now.
             update = group_bufs;
@@ -172,7 +181,9 @@ fn single_tensor(
                 direction = Some(buf);
             }
         }
-        let d = direction.as_ref().unwrap_or_else(|| current(&grad, &grads[i]));
+        let d = direction
+            .as_ref()
+            .unwrap_or_else(|| current(&grad, &grads[i]));
         param.add_scaled_(d, -o.lr.value)?;
     }
     drop(grad);

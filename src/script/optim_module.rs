@@ -78,12 +78,14 @@ fn params_of(params: &Dynamic) -> Res<Vec<Tensor>> {
     items
         .iter()
         .map(|item| {
-            item.read_lock::<Tensor>().map(|t| t.clone()).ok_or_else(|| {
-                type_error(format!(
-                    "optimizer can only optimize Tensors, but one of the params is {}",
-                    python_type(item)
-                ))
-            })
+            item.read_lock::<Tensor>()
+                .map(|t| t.clone())
+                .ok_or_else(|| {
+                    type_error(format!(
+                        "optimizer can only optimize Tensors, but one of the params is {}",
+                        python_type(item)
+                    ))
+                })
         })
         .collect()
 }

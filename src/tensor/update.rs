@@ -60,8 +60,13 @@ impl Tensor {
     /// `self op= s` with no autograd and no leaf check (an optimizer's scalar updates).
     pub fn scalar_update_(&self, op: BinaryOp, s: f64) -> Result<()> {
         if self.numel() > 0 {
-            self.backend()
-                .binary_scalar(op, self.operand(), Scalar::Float(s), false, self.operand())?;
+            self.backend().binary_scalar(
+                op,
+                self.operand(),
+                Scalar::Float(s),
+                false,
+                self.operand(),
+            )?;
         }
         self.bump_version();
         Ok(())
