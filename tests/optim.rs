@@ -395,3 +395,21 @@ fn mistakes_give_pytorch_messages_and_the_session_goes_on() {
         )
     );
 }
+
+#[test]
+fn memory_holders_name_the_optimizer_state() {
+    let _gpu = common::exclusive();
+    let mut s = session();
+    let setup = "let w = randn(256, 1024, #{device: \"cuda\", requires_grad: true});
+                 let opt = optim::Adam([w]); w.sum().backward(); opt.step();";
+    run(&mut s, setup).unwrap();
+    for name in [
+        "w",
+        "w.grad",
+        "opt.state[0].exp_avg",
+        "opt.state[0].exp_avg_sq",
+    ] {
+        let count = format!("memory_holders().filter(|b| b.holders.contains(\"{name}\")).len()");
+        assert_eq!(run(&mut s, &count).unwrap(), "1", "{name}");
+    }
+}
