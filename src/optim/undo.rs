@@ -15,11 +15,16 @@ pub(crate) struct Undo {
 }
 
 impl Undo {
-    /// Copy the storages of `tensors` to the host (each storage once).
+    /// Copy the storages of `tensors` that are on a GPU to the host (each storage once).
+    ///
+    /// Host memory is not the caching allocator's and does not run out the way a GPU's does, so a
+    /// step on the CPU is not copied (which would double a CPU step's memory traffic); an
+    /// interrupt there leaves it half done, as it does PyTorch's.
     pub(crate) fn of<'a>(tensors: impl IntoIterator<Item = &'a Tensor>) -> Result<Undo> {
         let mut saved: Vec<(Tensor, Vec<u8>)> = Vec::new();
         for t in tensors {
-            if saved.iter().any(|(s, _)| s.storage_id() == t.storage_id()) {
+            let seen = saved.iter().any(|(s, _)| s.storage_id() == t.storage_id());
+            if seen || !t.device().is_cuda() {
                 continue;
             }
             saved.push((t.clone(), t.storage_bytes()?));
