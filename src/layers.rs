@@ -1,6 +1,6 @@
 //! The crate's import graph flows one way: every `crate::` import in `src/` (and every
 //! `torchlet::` one in the binary) names its own layer or one below it (front ends → session →
-//! script → tensor/autograd → device → alloc → types), front ends name nothing below session, and
+//! script → optim/nn → tensor/autograd → device → alloc → types), front ends name nothing below session, and
 //! `types`, the shared vocabulary, imports nothing of the crate at all.
 
 use std::path::Path;
@@ -11,6 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["alloc"],
     &["device"],
     &["tensor", "autograd"],
+    &["optim", "nn"],
     &["script"],
     &["session"],
     &["kernel", "repl", "runner", "main"],

@@ -671,6 +671,47 @@ const ROWS: &[(&str, &str, &str)] = &[
         "let kind = \"\"; cuda::set_per_process_memory_fraction(0.0001); try { let big = empty([1000, 1000, 10], gpu); } catch (e) { kind = e.kind; } cuda::set_per_process_memory_fraction(1.0); let after = empty([1000, 1000, 10], gpu); [kind, after.shape]",
         r#"["OutOfMemoryError", [1000, 1000, 10]]"#,
     ),
+    // ---- optimizers and parameters
+    (
+        "SGD",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::SGD([w], #{lr: 0.5}); (w * w).sum().backward(); opt.step(); vals(w)",
+        "[0.0, 0.0]",
+    ),
+    (
+        "Adam",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::Adam([w], #{lr: 0.1}); w.sum().backward(); opt.step(); vals(w)",
+        "[0.9, 1.9]",
+    ),
+    (
+        "AdamW",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::AdamW([w], #{lr: 0.1}); w.sum().backward(); opt.step(); vals(w)",
+        "[0.899, 1.898]",
+    ),
+    (
+        "step",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::SGD([w], #{lr: 1.0}); w.sum().backward(); opt.step(); vals(w)",
+        "[0.0, 1.0]",
+    ),
+    (
+        "zero_grad",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::SGD([w]); w.sum().backward(); opt.zero_grad(#{set_to_none: false}); let zeroed = vals(w.grad); opt.zero_grad(); [zeroed, w.grad == ()]",
+        "[[0.0, 0.0], true]",
+    ),
+    (
+        "t.state",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::SGD([w], #{momentum: 0.9}); let before = opt.state[w].len(); w.sum().backward(); opt.step(); [before, opt.state[w].keys(), vals(opt.state[w].momentum_buffer)]",
+        r#"[0, ["momentum_buffer"], [1.0, 1.0]]"#,
+    ),
+    (
+        "linear_params",
+        "let l = nn::linear_params(4, 3, dev); [l.weight.shape, l.bias.shape, l.weight.requires_grad, l.weight.device == devname || devname == \"cuda\", l.weight.abs().max().item() <= 0.5]",
+        "[[3, 4], [3], true, true, true]",
+    ),
+    (
+        "parameters",
+        "let l = nn::linear_params(4, 3, dev); nn::parameters([l, v]).map(|t| t.shape)",
+        "[[3, 4], [3], [3]]",
+    ),
     // ---- Python's spellings and the memory explainers
     ("range", "let s = 0; for i in range(4) { s += i; } s", "6"),
     ("exit", "let k = \"\"; try { exit(3) } catch (e) { k = e.kind; } k", "SystemExit"),

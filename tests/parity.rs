@@ -74,6 +74,7 @@ parity!(
     creation,
     cross_entropy_accum,
     elementwise,
+    grad_accumulation,
     half_roundtrip,
     inplace_activations,
     inplace_no_grad,
@@ -82,11 +83,16 @@ parity!(
     matmul_variants,
     mlp_mse_accum,
     mlp_sgd,
+    optim_adam,
+    optim_adamw,
+    optim_adamw_single,
+    optim_sgd,
     python_scoping,
     reductions,
     softmax_dims,
     tensor_arrays,
     views_and_copies,
+    zero_grad_modes,
 );
 
 #[test]

@@ -178,6 +178,10 @@ pub fn doc(name: &str) -> Option<&'static str> {
             .or_else(|| find(Kind::Property, member))
             .map(|entry| entry.doc.as_str());
     }
+    // `optim::SGD`, `nn::linear_params`: module members other than cuda's are functions.
+    if let Some((_, member)) = name.rsplit_once("::") {
+        return find(Kind::Function, member).map(|entry| entry.doc.as_str());
+    }
     let kinds = [
         Kind::Function,
         Kind::Keyword,

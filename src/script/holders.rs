@@ -1,11 +1,11 @@
 //! Who holds GPU memory: for every live block, the variables, gradients and autograd graphs that
 //! keep it alive.
 //!
-//! The session's variables are walked (into arrays and maps), and from each tensor its `.grad`
-//! and the graph behind it: every node's saved tensors and the leaves it points to. Each storage
-//! found is matched, by address, with the allocator's live blocks. A block nothing in the session
-//! reaches is named for what it is when torchlet knows (a cuBLAS workspace), else said to be
-//! held outside the session's variables.
+//! The session's variables are walked (into arrays, maps and optimizers' state), and from each
+//! tensor its `.grad` and the graph behind it: every node's saved tensors and the leaves it points
+//! to. Each storage found is matched, by address, with the allocator's live blocks. A block nothing
+//! in the session reaches is named for what it is when torchlet knows (a cuBLAS workspace), else
+//! said to be held outside the session's variables.
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -100,6 +100,14 @@ impl HolderMap {
                     format!("{path}[{key:?}]")
                 };
                 self.value(&path, item);
+            }
+        } else if let Some(opt) = value.read_lock::<super::optim_module::ScriptOptimizer>() {
+            // Indexed as PyTorch's `optimizer.state_dict()["state"]` numbers the parameters.
+            let opt = opt.0.borrow();
+            for i in 0..opt.params().len() {
+                for (name, t) in opt.state(i).tensors() {
+                    self.add(t.storage(), format!("{path}.state[{i}].{name}"));
+                }
             }
         }
     }

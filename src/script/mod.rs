@@ -8,7 +8,8 @@
 //! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
 //! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
 //! output sink), `display` (rich values), `picture` (charts), `interrupt` (the stop flag), `output`
-//! (`print`, `help`…).
+//! (`print`, `help`…). Training: `optim_module` (`optim::SGD`, `Adam`, `AdamW`) and `nn_module`
+//! (`nn::linear_params`, `nn::parameters`).
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
 pub mod checkpoint;
@@ -38,8 +39,10 @@ pub mod lifetimes;
 pub mod memory_plot;
 pub mod memory_timeline;
 pub mod nn_api;
+pub mod nn_module;
 pub mod numbers;
 pub mod operators;
+pub mod optim_module;
 pub mod output;
 pub mod picture;
 pub mod plot_api;
@@ -99,6 +102,8 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     numbers::register(&mut engine);
     truth::register(&mut engine);
     cuda_module::register(&mut engine);
+    optim_module::register(&mut engine);
+    nn_module::register(&mut engine);
     engine
 }
 

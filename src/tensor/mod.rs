@@ -4,7 +4,8 @@
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
 //! the device backend and record autograd nodes; `unary_list` is the list of elementwise methods
-//! the script registers and documents; `views` and `inplace` share storage; `grad` is the autograd
+//! the script registers and documents; `views` and `inplace` share storage; `update` holds the
+//! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
 //! surface of a tensor; `print` is PyTorch's repr. The tensor layer decides every allocation (the
 //! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
@@ -25,6 +26,7 @@ mod print;
 mod random;
 mod reduce;
 mod unary_list;
+mod update;
 mod views;
 
 pub use crate::types::{broadcast_shapes, Layout, OffsetIter};

@@ -120,6 +120,30 @@ binary_ops! {
         }
         /// SiLU's backward: `lhs * silu'(rhs)` with `rhs` the input.
         SiluBackward => "silu_bw" { float: |a, b| a * silu_backward(b), cuda: "(a * silu_d(b))", }
+        /// `a + alpha * b` (PyTorch's `add(b, alpha=…)`, as optimizers update with it).
+        AddScaled { alpha: f64 } => "add_alpha" {
+            params: (alpha, 0.0),
+            float: |a, b| a + alpha * b,
+            cuda: "(a + (X)p0 * b)",
+        }
+        /// `a + weight * (b - a)`, written as PyTorch's `lerp` kernels write it (from the nearer end).
+        Lerp { weight: f64 } => "lerp" {
+            params: (weight, 0.0),
+            float: |a, b| if weight.abs() < 0.5 { a + weight * (b - a) } else { b - (b - a) * (1.0 - weight) },
+            cuda: "((p0 > -0.5 && p0 < 0.5) ? a + (X)p0 * (b - a) : b - (b - a) * (X)(1.0 - p0))",
+        }
+        /// `a + value * b * b` (PyTorch's `addcmul(b, b, value=…)`, Adam's second moment).
+        AddSquared { value: f64 } => "addcmul_sq" {
+            params: (value, 0.0),
+            float: |a, b| a + value * b * b,
+            cuda: "(a + (X)p0 * b * b)",
+        }
+        /// The larger of `a` and `b`; NaN if either is (PyTorch's `maximum`).
+        Maximum => "maximum" {
+            float: |a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) },
+            int: |a, b| a.max(b),
+            cuda: "((a != a || b != b) ? a + b : (a > b ? a : b))",
+        }
     }
     compare {
         /// `a == b`, into a bool destination (as are the five comparisons below).
