@@ -6,6 +6,7 @@
 pub mod alloc;
 pub mod autograd;
 pub mod device;
+pub mod fit;
 pub mod kernel;
 pub mod repl;
 pub mod runner;

@@ -39,6 +39,21 @@ impl SimBackend {
     }
 }
 
+impl SimBackend {
+    /// The current cuBLAS handle's workspace, taken from the allocator at its first matmul.
+    pub(crate) fn take_workspace(&self) -> Result<()> {
+        let workspace = &self.workspaces[blas_handle::current() as usize];
+        if workspace.get().is_none() {
+            let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
+            if workspace.set(ptr).is_err() {
+                // Another thread made the workspace first; keep one, as a device has one handle.
+                let _ = self.allocator.free(ptr);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Backend for SimBackend {
     fn device(&self) -> Device {
         Device::Cuda(self.index)
@@ -81,14 +96,7 @@ impl Backend for SimBackend {
             .collect()
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        let workspace = &self.workspaces[blas_handle::current() as usize];
-        if workspace.get().is_none() {
-            let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
-            if workspace.set(ptr).is_err() {
-                // Another thread made the workspace first; keep one, as a device has one handle.
-                let _ = self.allocator.free(ptr);
-            }
-        }
+        self.take_workspace()?;
         crate::device::cpu::kernels::matmul(lhs, rhs, dst)
     }
     host_kernel_methods!();
