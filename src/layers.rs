@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["optim", "nn"],
     &["script"],
     &["session"],
-    &["kernel", "repl", "runner", "main"],
+    &["kernel", "repl", "runner", "fit", "main"],
 ];
 
 /// Top-level files of `src/` that are no layer: the crate root and this test.

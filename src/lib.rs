@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod autograd;
 pub mod device;
+pub mod fit;
 pub mod kernel;
 pub mod nn;
 pub mod optim;

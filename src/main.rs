@@ -23,6 +23,31 @@ enum Command {
     Run(RunArgs),
     /// Serve as a Jupyter kernel, or install the kernelspec.
     Kernel(KernelArgs),
+    /// Will it fit? Run a script shapes only on GPUs of given sizes and report peaks and OOMs.
+    Fit(FitCliArgs),
+}
+
+#[derive(Args, Debug)]
+struct FitCliArgs {
+    /// The script to run, shapes only.
+    file: PathBuf,
+    /// Arguments the script sees as `ARGS` (NAME=VALUE ones are read by `arg(name, default)`).
+    args: Vec<String>,
+    /// The size of each simulated GPU, e.g. 80GiB or 80GiB,24GiB.
+    #[arg(long, value_name = "SIZE[,SIZE…]")]
+    gpu: String,
+    /// Allocator settings to compare, in PyTorch's syntax (repeat the option for each).
+    #[arg(long = "alloc-conf", value_name = "CONF")]
+    alloc_conf: Vec<String>,
+    /// Find the largest value of argument NAME in a..b that fits.
+    #[arg(long, value_name = "NAME=a..b")]
+    sweep: Option<String>,
+    /// Run once here and write the report to this file (what `fit` runs in each child).
+    #[arg(long, hide = true)]
+    child_result: Option<PathBuf>,
+    /// With --child-result: drop what the script prints.
+    #[arg(long, hide = true)]
+    child_quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -67,6 +92,9 @@ enum KernelAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Fit(args)) = cli.command {
+        return finish(fit(args));
+    }
     if let Err(message) = torchlet::session::init_devices(cli.simulate_cuda.as_deref()) {
         eprintln!("torchlet: {message}");
         return ExitCode::from(2);
@@ -96,7 +124,27 @@ fn main() -> ExitCode {
         Some(Command::Kernel(_)) => {
             Err("kernel: pass --connection-file FILE, or `kernel install`".into())
         }
+        Some(Command::Fit(_)) => unreachable!("fit is dispatched before devices start"),
     };
+    finish(result)
+}
+
+/// `torchlet fit`: shapes-only devices of its own, so it starts before any other device setup.
+fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
+    let fit_args = torchlet::fit::FitArgs {
+        file: args.file,
+        args: args.args,
+        gpus: args.gpu,
+        alloc_confs: args.alloc_conf,
+        sweep: args.sweep,
+    };
+    match args.child_result {
+        Some(result) => torchlet::fit::child(&fit_args, &result, args.child_quiet),
+        None => torchlet::fit::fit(&fit_args),
+    }
+}
+
+fn finish(result: Result<ExitCode, String>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {

@@ -49,11 +49,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
         ..Default::default()
     };
     let mut session = Session::new(options, Rc::new(StdioFrontend));
-    let args: rhai::Array = args
-        .iter()
-        .map(|a| rhai::Dynamic::from(a.clone()))
-        .collect();
-    session.set_variable("ARGS", args.into());
+    session.set_args(args);
     if let Some(path) = &run.snapshot {
         if let Err(e) = crate::session::snapshot_dump::record_everywhere() {
             eprintln!("torchlet: --snapshot {}: {e}", path.display());

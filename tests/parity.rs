@@ -31,15 +31,7 @@ const CONTEXT: usize = 6;
 /// therefore compared on the simulated GPU only, whose addresses rise as the driver's do.
 const PLACEMENT_STATS: &str = "inactive_split";
 
-/// Differences torchlet still has: (program, first differing event, why). Each is asserted
-/// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
-/// checkpoints before it are still compared in full.
-const KNOWN: &[(&str, usize, &str)] = &[(
-    "autograd_ops",
-    136,
-    "clamp's backward: PyTorch builds two bool masks and a 0-d zero and calls where(); \
-     torchlet's fused kernel allocates only the result",
-)];
+use common::parity_known::KNOWN;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -42,6 +42,8 @@ pub(super) struct Inner<M> {
     pub window_peak: i64,
     /// What the last out-of-memory failure found, until someone takes it.
     pub last_oom: Option<super::oom_diagnosis::OomDiagnosis>,
+    /// Where the allocated and reserved peaks were reached.
+    pub peaks: super::peak_moments::PeakMoments,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -65,6 +67,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 fail_after: None,
                 window_peak: 0,
                 last_oom: None,
+                peaks: Default::default(),
             }),
         }
     }
@@ -356,7 +359,30 @@ impl<M: RawMemory> Inner<M> {
         if block_size >= self.config.max_split_size() {
             s.oversize_allocations.increase(1);
         }
+        // Cheap unless a peak is beaten: then one handle to the statement's name is cloned.
+        let (allocated, reserved) = (
+            s.allocated_bytes.all().current as u64,
+            s.reserved_bytes.all().current as u64,
+        );
+        if allocated > self.peaks.allocated.allocated || reserved > self.peaks.reserved.reserved {
+            let now = self.moment(self.arena.tag(idx).cloned());
+            self.peaks.observe(now);
+        }
         ptr
+    }
+
+    /// The allocator's state now, as made by a request from `site`.
+    pub(crate) fn moment(
+        &self,
+        site: Option<std::sync::Arc<str>>,
+    ) -> super::peak_moments::PeakMoment {
+        let s = &self.stats;
+        super::peak_moments::PeakMoment {
+            allocated: s.allocated_bytes.all().current as u64,
+            reserved: s.reserved_bytes.all().current as u64,
+            segments: s.segment.all().current as u64,
+            site,
+        }
     }
 
     /// Cuts block `idx` down to `size` bytes; the rest becomes a free block after it, cached in

@@ -69,6 +69,8 @@ pub trait DeviceAllocator: Send + Sync {
     /// The most bytes allocated at once since the last call (at least what is allocated now);
     /// a window of its own, so `max_memory_allocated` is untouched.
     fn take_window_peak(&self) -> u64;
+    /// Where the allocated and reserved peaks since the last peak reset were reached.
+    fn peak_moments(&self) -> super::PeakMoments;
     /// What the last out-of-memory failure on this device found, taken once.
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis>;
 }
@@ -125,7 +127,10 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
         super::summary::memory_summary(&self.memory_stats(), self.device, abbreviated)
     }
     fn reset_peak_memory_stats(&self) {
-        self.lock().stats.reset_peak();
+        let mut inner = self.lock();
+        inner.stats.reset_peak();
+        let now = inner.moment(super::site::current());
+        inner.peaks.reset(now);
     }
     fn reset_accumulated_memory_stats(&self) {
         self.lock().stats.reset_accumulated();
@@ -174,6 +179,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis> {
         self.lock().last_oom.take()
+    }
+    fn peak_moments(&self) -> super::PeakMoments {
+        self.lock().peaks.clone()
     }
     fn take_window_peak(&self) -> u64 {
         let mut inner = self.lock();

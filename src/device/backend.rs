@@ -128,6 +128,10 @@ pub trait Backend: Send + Sync {
         scalar_first: bool,
         dst: Operand,
     ) -> Result<()>;
+    /// Whether kernels compute values (false on the shapes-only GPU of `torchlet fit`).
+    fn has_values(&self) -> bool {
+        true
+    }
     /// What a reduction plan reads of the device (`None`: not a CUDA-like device, no plan).
     fn props(&self) -> Option<DeviceProps> {
         None

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod peer;
 pub mod reduce_plan;
 mod registry;
+pub mod shapes;
 pub mod sim;
 mod storage;
 
@@ -30,8 +31,8 @@ pub use backend::{
 };
 pub use registry::{
     backend, blas_workspaces, cuda_allocator, cuda_device_count, cuda_is_available, current_device,
-    get_device_name, is_simulated, parse_size, set_device, started_cuda_allocator,
-    started_cuda_allocators, synchronize,
+    get_device_name, init_shapes_only, is_simulated, parse_size, set_device, shapes_only,
+    started_cuda_allocator, started_cuda_allocators, synchronize,
 };
 pub use storage::Storage;
 

@@ -11,6 +11,7 @@ use crate::types::{Result, TensorError};
 
 use super::blas_handle::Workspace;
 use super::cpu::CpuBackend;
+use super::shapes::ShapesBackend;
 use super::sim::SimBackend;
 use super::{Backend, Device};
 
@@ -20,6 +21,8 @@ static SPEC: OnceLock<Option<String>> = OnceLock::new();
 static CUDA: OnceLock<std::result::Result<Vec<Arc<dyn Backend>>, String>> = OnceLock::new();
 static CPU: OnceLock<Arc<dyn Backend>> = OnceLock::new();
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
+/// Whether simulated devices compute nothing (`torchlet fit`); set once, before CUDA starts.
+static SHAPES_ONLY: OnceLock<bool> = OnceLock::new();
 
 /// Default size of a simulated GPU, as `--simulate-cuda` without a value gives.
 const DEFAULT_SIZE: &str = "16GiB";
@@ -100,6 +103,20 @@ pub fn init(simulate: Option<&str>) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Simulate the GPUs `sizes` (`"80GiB,24GiB"`) shapes only: they allocate as a real run does
+/// and compute nothing (see [`super::shapes`]). Must come before any other device setup.
+pub fn init_shapes_only(sizes: &str) -> std::result::Result<(), String> {
+    if SHAPES_ONLY.set(true).is_err() || CUDA.get().is_some() {
+        return Err("devices were already set up; a shapes-only run needs a fresh process".into());
+    }
+    init(Some(sizes))
+}
+
+/// Whether the simulated GPUs run shapes only (`torchlet fit`).
+pub fn shapes_only() -> bool {
+    SHAPES_ONLY.get().copied().unwrap_or(false)
+}
+
 fn describe(spec: &Option<String>) -> String {
     match spec {
         Some(s) => format!("simulated CUDA {s}"),
@@ -119,8 +136,12 @@ fn cuda_devices() -> &'static std::result::Result<Vec<Arc<dyn Backend>>, String>
             Ok(sizes
                 .into_iter()
                 .enumerate()
-                .map(|(i, bytes)| {
-                    Arc::new(SimBackend::new(i, bytes, config.clone())) as Arc<dyn Backend>
+                .map(|(i, bytes)| -> Arc<dyn Backend> {
+                    if shapes_only() {
+                        Arc::new(ShapesBackend::new(i, bytes, config.clone()))
+                    } else {
+                        Arc::new(SimBackend::new(i, bytes, config.clone()))
+                    }
                 })
                 .collect())
         }

@@ -95,7 +95,7 @@ impl Backend for SimBackend {
             .collect()
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
+        self.take_workspace()?;
         crate::device::cpu::kernels::matmul(lhs, rhs, dst)
     }
     fn addmm(
@@ -106,17 +106,27 @@ impl Backend for SimBackend {
         dst: Operand,
         lt: bool,
     ) -> Result<()> {
-        // PyTorch takes the cuBLAS handle (and its workspace) first, then cuBLASLt's workspace.
-        self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
-        if lt {
-            self.workspace(&self.lt_workspaces, CUBLASLT_WORKSPACE_BYTES)?;
-        }
+        self.take_addmm_workspaces(lt)?;
         crate::device::cpu::kernels::addmm(bias, lhs, rhs, dst)
     }
     host_kernel_methods!();
 }
 
 impl SimBackend {
+    /// The current cuBLAS handle's workspace, taken from the allocator at its first matmul.
+    pub(crate) fn take_workspace(&self) -> Result<()> {
+        self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)
+    }
+
+    /// An addmm's workspaces: PyTorch takes the cuBLAS handle's first, then cuBLASLt's.
+    pub(crate) fn take_addmm_workspaces(&self, lt: bool) -> Result<()> {
+        self.take_workspace()?;
+        if lt {
+            self.workspace(&self.lt_workspaces, CUBLASLT_WORKSPACE_BYTES)?;
+        }
+        Ok(())
+    }
+
     /// The current handle's workspace in `slots`, allocated (and kept) on its first use.
     fn workspace(&self, slots: &[OnceLock<DevicePtr>; HANDLES], bytes: usize) -> Result<()> {
         let slot = &slots[blas_handle::current() as usize];

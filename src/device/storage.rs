@@ -1,6 +1,6 @@
 //! `Storage`: one device allocation shared by a tensor and its views, freed with its last handle.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::alloc::DevicePtr;
@@ -18,6 +18,8 @@ pub struct Storage {
     /// Bumped by every in-place write, so autograd can tell when a saved tensor was modified.
     version: AtomicU64,
     backend: Arc<dyn Backend>,
+    /// Set on a host copy of a shapes-only tensor: its bytes are not the tensor's values.
+    valueless: AtomicBool,
 }
 
 impl Storage {
@@ -30,6 +32,7 @@ impl Storage {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             version: AtomicU64::new(0),
             backend,
+            valueless: AtomicBool::new(false),
         })
     }
     /// Address of the first byte (0 for empty storage).
@@ -59,6 +62,14 @@ impl Storage {
     /// The device the memory is on.
     pub fn device(&self) -> Device {
         self.backend.device()
+    }
+    /// Whether the bytes are the tensor's values (not so under `torchlet fit`, which computes none).
+    pub fn has_values(&self) -> bool {
+        !self.valueless.load(Ordering::Relaxed) && self.backend.has_values()
+    }
+    /// Note that the bytes are not values: a host copy of a tensor that has none.
+    pub fn mark_valueless(&self) {
+        self.valueless.store(true, Ordering::Relaxed);
     }
 }
 

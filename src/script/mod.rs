@@ -50,6 +50,7 @@ pub mod provenance;
 pub mod python_builtins;
 pub mod python_spelling;
 pub mod scoping;
+pub mod script_args;
 pub mod site_name;
 pub mod snapshot_dump;
 pub mod statement_names;
@@ -96,6 +97,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     indexing::register(&mut engine);
     creation::register(&mut engine);
     checkpoint::register(&mut engine);
+    script_args::register(&mut engine);
     operators::register(&mut engine);
     comparisons::register(&mut engine);
     compound_assign::register(&mut engine);

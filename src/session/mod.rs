@@ -12,6 +12,7 @@
 
 mod commands;
 mod complete;
+pub mod fit;
 mod inspect;
 pub mod memory;
 mod memplot;
@@ -43,6 +44,9 @@ use std::time::Instant;
 pub fn init_devices(simulate: Option<&str>) -> Result<(), String> {
     crate::device::init(simulate)
 }
+
+/// The environment variables that configure the allocator, in PyTorch's syntax.
+pub use crate::alloc::{CONF_ENV, CONF_ENV_ALIAS};
 
 /// The index that `cuda` without a number means now.
 pub fn current_device() -> usize {
@@ -297,6 +301,16 @@ impl Session {
         }
         seen.reverse();
         seen
+    }
+
+    /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.
+    pub fn set_args(&mut self, args: &[String]) {
+        crate::script::script_args::set(args);
+        let array: rhai::Array = args
+            .iter()
+            .map(|a| rhai::Dynamic::from(a.clone()))
+            .collect();
+        self.set_variable("ARGS", array.into());
     }
 
     /// Define (or replace) a variable, e.g. the script's `ARGS`.

@@ -49,6 +49,13 @@ impl Tensor {
         let target = device::backend(device)?;
         let out = if self.is_cuda() && device.is_cuda() {
             self.copy_to_gpu(target)?
+        } else if !self.inner.storage.has_values() {
+            // Shapes only (`torchlet fit`): the copy's memory is what matters, its bytes are not
+            // values, and reading them says so.
+            let out = Tensor::empty_with(target, self.dims(), self.dtype())?;
+            out.backend().fill(out.operand(), Scalar::Int(0))?;
+            out.inner.storage.mark_valueless();
+            out
         } else {
             // The copy goes through host bytes; only the result is allocated on a GPU.
             let bytes = self.host_bytes()?;
@@ -121,6 +128,9 @@ impl Tensor {
     /// permute) is read whole and reordered on the host, so reading it takes no device memory,
     /// as PyTorch's device-to-host copy of a dense view takes none.
     pub(crate) fn host_bytes(&self) -> Result<Vec<u8>> {
+        if !self.inner.storage.has_values() {
+            return Err(TensorError::runtime(device::shapes::NO_VALUES));
+        }
         let size = self.element_size();
         let l = self.layout();
         let mut bytes = vec![0u8; self.nbytes()];

@@ -114,6 +114,11 @@ impl Tensor {
         Ok(Self::from_parts(storage, Layout::contiguous(shape), dtype))
     }
 
+    /// Whether the tensor's memory holds its values (not under `torchlet fit`, which has none).
+    pub fn has_values(&self) -> bool {
+        self.inner.storage.has_values()
+    }
+
     /// A new uninitialised tensor like `self`'s shape on `self`'s device.
     pub(crate) fn empty_same(&self, shape: &[usize], dtype: DType) -> Result<Tensor> {
         super::check_interrupt()?;

@@ -109,7 +109,13 @@ impl Tensor {
                 targets.dims().first().copied().unwrap_or(0)
             )));
         }
-        for t in targets.to_scalars()? {
+        // A shapes-only run (`torchlet fit`) has no values to check.
+        let known = if targets.has_values() {
+            targets.to_scalars()?
+        } else {
+            Vec::new()
+        };
+        for t in known {
             let t = t.to_i64();
             if t < 0 || t as usize >= c {
                 return Err(TensorError::index(format!("Target {t} is out of bounds.")));
