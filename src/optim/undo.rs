@@ -24,7 +24,8 @@ impl Undo {
         let mut saved: Vec<(Tensor, Vec<u8>)> = Vec::new();
         for t in tensors {
             let seen = saved.iter().any(|(s, _)| s.storage_id() == t.storage_id());
-            if seen || !t.device().is_cuda() {
+            // Shapes only (`torchlet fit`) there are no values to put back.
+            if seen || !t.device().is_cuda() || !t.has_values() {
                 continue;
             }
             saved.push((t.clone(), t.storage_bytes()?));
