@@ -14,6 +14,7 @@ mod convert;
 mod creation;
 mod grad;
 mod handle;
+mod index_ops;
 mod inplace;
 mod interrupt;
 mod linalg;
@@ -22,6 +23,7 @@ mod math;
 mod print;
 mod random;
 mod reduce;
+mod shape_ops;
 mod unary_list;
 mod views;
 
