@@ -45,6 +45,7 @@ pub mod provenance;
 pub mod python_builtins;
 pub mod python_spelling;
 pub mod scoping;
+pub mod shape_api;
 pub mod site_name;
 pub mod snapshot_dump;
 pub mod statement_names;
@@ -88,6 +89,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     python_builtins::register(&mut engine);
     tensor_api::register(&mut engine);
     indexing::register(&mut engine);
+    shape_api::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);
     comparisons::register(&mut engine);
