@@ -176,7 +176,11 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
 }
 
 /// Run one node's backward function on its outputs' gradients: the gradients of its inputs.
-fn call(node: &Node, grads: Vec<Option<Tensor>>, retain_graph: bool) -> Result<Vec<Option<Tensor>>> {
+fn call(
+    node: &Node,
+    grads: Vec<Option<Tensor>>,
+    retain_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
     let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
     let mut out = {
         let func = node.func.lock().expect("autograd node lock");

@@ -61,8 +61,16 @@ fn array_of(parts: Vec<Tensor>) -> Array {
 fn register_joins(engine: &mut Engine) {
     type Join = fn(&[Tensor], isize) -> crate::tensor::Result<Tensor>;
     let joins: [(&str, &str, Join); 2] = [
-        ("cat", "cat(tensors, dim=0) — the tensors joined along dim (a new tensor; also #{dim})", Tensor::cat),
-        ("stack", "stack(tensors, dim=0) — equal-shaped tensors joined along a new dim", Tensor::stack),
+        (
+            "cat",
+            "cat(tensors, dim=0) — the tensors joined along dim (a new tensor; also #{dim})",
+            Tensor::cat,
+        ),
+        (
+            "stack",
+            "stack(tensors, dim=0) — equal-shaped tensors joined along a new dim",
+            Tensor::stack,
+        ),
     ];
     for (name, doc, op) in joins {
         engine

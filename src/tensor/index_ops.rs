@@ -56,8 +56,16 @@ impl Tensor {
         let shape = super::broadcast_shapes(&shape, b.dims())?;
         let dtype = result_type(a, b);
         // PyTorch converts an operand of another dtype first; the copies go when it returns.
-        let ca = if a.dtype() != dtype { a.copy_as(dtype)? } else { a.clone() };
-        let cb = if b.dtype() != dtype { b.copy_as(dtype)? } else { b.clone() };
+        let ca = if a.dtype() != dtype {
+            a.copy_as(dtype)?
+        } else {
+            a.clone()
+        };
+        let cb = if b.dtype() != dtype {
+            b.copy_as(dtype)?
+        } else {
+            b.clone()
+        };
         let out = a.empty_same(&shape, dtype)?;
         if out.numel() > 0 {
             let (lc, la, lb) = (
@@ -210,7 +218,11 @@ impl Tensor {
                 .triangle(self.operand(), diagonal, upper, out.operand())?;
         }
         if needs_grad(&[self]) {
-            let name = if upper { "TriuBackward0" } else { "TrilBackward0" };
+            let name = if upper {
+                "TriuBackward0"
+            } else {
+                "TrilBackward0"
+            };
             record(
                 &out,
                 name,
@@ -226,7 +238,11 @@ impl Tensor {
     fn check_index(&self, index: &Tensor, op: &str, allow_int32: bool) -> Result<()> {
         let ok = index.dtype() == DType::I64 || allow_int32 && index.dtype() == DType::I32;
         if !ok {
-            let expected = if allow_int32 { "int32 or int64" } else { "int64" };
+            let expected = if allow_int32 {
+                "int32 or int64"
+            } else {
+                "int64"
+            };
             return Err(TensorError::runtime(format!(
                 "{op}(): Expected dtype {expected} for index"
             )));
@@ -248,7 +264,11 @@ impl Tensor {
         }
         let d = wrap_dim(dim, self.dim().max(1))?;
         let size = if self.dim() == 0 { 1 } else { self.dims()[d] };
-        if index.index_values()?.iter().any(|&k| k < 0 || k as usize >= size) {
+        if index
+            .index_values()?
+            .iter()
+            .any(|&k| k < 0 || k as usize >= size)
+        {
             return Err(TensorError::index("index out of range in self"));
         }
         let out = self.index_select_raw(d, index)?;
@@ -291,15 +311,19 @@ impl Tensor {
         }
         let out = self.empty_same(&shape, self.dtype())?;
         if out.numel() > 0 {
-            let src = if self.dim() == 0 { self.reshape(&[1])? } else { self.clone() };
-            let out1 = if self.dim() == 0 { out.reshape(&[1])? } else { out.clone() };
+            let src = if self.dim() == 0 {
+                self.reshape(&[1])?
+            } else {
+                self.clone()
+            };
+            let out1 = if self.dim() == 0 {
+                out.reshape(&[1])?
+            } else {
+                out.clone()
+            };
             let li = Self::spread_index(index, out1.dims(), d);
-            self.backend().gather(
-                src.operand(),
-                index.operand_with(&li),
-                d,
-                out1.operand(),
-            )?;
+            self.backend()
+                .gather(src.operand(), index.operand_with(&li), d, out1.operand())?;
         }
         Ok(out)
     }
@@ -308,8 +332,12 @@ impl Tensor {
     pub(crate) fn index_add_raw(&self, d: usize, index: &Tensor, src: &Tensor) -> Result<()> {
         if src.numel() > 0 {
             let li = Self::spread_index(index, src.dims(), d);
-            self.backend()
-                .scatter_add(src.operand(), index.operand_with(&li), d, self.operand())?;
+            self.backend().scatter_add(
+                src.operand(),
+                index.operand_with(&li),
+                d,
+                self.operand(),
+            )?;
         }
         self.bump_version();
         Ok(())
@@ -387,7 +415,11 @@ impl Tensor {
             return Err(device_mismatch(weight.device(), index.device()));
         }
         let rows = weight.dims()[0];
-        if index.index_values()?.iter().any(|&k| k < 0 || k as usize >= rows) {
+        if index
+            .index_values()?
+            .iter()
+            .any(|&k| k < 0 || k as usize >= rows)
+        {
             return Err(TensorError::index("index out of range in self"));
         }
         let flat = index.reshape(&[-1])?;
@@ -411,7 +443,12 @@ impl Tensor {
     }
 
     /// `randint(low, high, shape)`: uniform integers in [low, high), int64 unless `opts` says.
-    pub fn randint(low: i64, high: i64, shape: &[usize], opts: &super::TensorOptions) -> Result<Tensor> {
+    pub fn randint(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        opts: &super::TensorOptions,
+    ) -> Result<Tensor> {
         use rand::{Rng, SeedableRng};
         if low >= high {
             return Err(TensorError::runtime(format!(
@@ -421,7 +458,9 @@ impl Tensor {
         let n = super::layout::numel_of_view(shape)?;
         let seed = super::random::next_seed(opts.device);
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let values = (0..n).map(|_| Scalar::Int(rng.random_range(low..high))).collect();
+        let values = (0..n)
+            .map(|_| Scalar::Int(rng.random_range(low..high)))
+            .collect();
         Tensor::from_values(values, shape.to_vec(), opts)
     }
 }
@@ -433,7 +472,11 @@ impl Tensor {
 fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor> {
     let n = index.numel();
     let width = g.dims().last().copied().unwrap_or(1);
-    let dense = if g.is_contiguous() { g.clone() } else { g.contiguous_copy()? };
+    let dense = if g.is_contiguous() {
+        g.clone()
+    } else {
+        g.contiguous_copy()?
+    };
     let g2 = dense.view_as_shape(&[n, width]);
     let full = Tensor::zeros(&[rows, width], &g.like_options())?;
     let flat = index.reshape(&[-1])?;

@@ -106,9 +106,7 @@ impl Tensor {
     /// `torch.stack`: equal-shaped inputs joined along a new dim `dim`.
     pub fn stack(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
         if tensors.is_empty() {
-            return Err(TensorError::runtime(
-                "stack expects a non-empty TensorList",
-            ));
+            return Err(TensorError::runtime("stack expects a non-empty TensorList"));
         }
         let d = wrap_dim(dim, tensors[0].dim() + 1)?;
         for (i, t) in tensors.iter().enumerate().skip(1) {
@@ -158,7 +156,11 @@ impl Tensor {
                 "split_size can only be 0 if dimension size is 0, but got dimension size of {len}"
             )));
         }
-        let count = if size == 0 { 1 } else { len.div_ceil(size).max(1) };
+        let count = if size == 0 {
+            1
+        } else {
+            len.div_ceil(size).max(1)
+        };
         let sizes: Vec<usize> = (0..count)
             .map(|i| size.min(len - (i * size).min(len)))
             .collect();

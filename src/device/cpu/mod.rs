@@ -153,7 +153,13 @@ macro_rules! host_kernel_methods {
         fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::gather(src, index, dim, dst)
         }
-        fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+        fn scatter_add(
+            &self,
+            src: Operand,
+            index: Operand,
+            dim: usize,
+            dst: Operand,
+        ) -> Result<()> {
             $crate::device::cpu::kernels::scatter_add(src, index, dim, dst)
         }
     };

@@ -270,7 +270,10 @@ impl Backend for CudaBackend {
     }
     fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()> {
         let (f, i) = scalar_parts(value);
-        Ok(self.dev.gpu().masked_fill(&view(&dst), &view(&mask), f, i)?)
+        Ok(self
+            .dev
+            .gpu()
+            .masked_fill(&view(&dst), &view(&mask), f, i)?)
     }
     fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()> {
         let gpu = self.dev.gpu();

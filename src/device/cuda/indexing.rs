@@ -21,7 +21,9 @@ impl Gpu<'_> {
             return Ok(());
         }
         if !dst.is_contiguous() || cond.elem != DType::Bool {
-            return Err(unsupported("where(): a contiguous output and a bool condition"));
+            return Err(unsupported(
+                "where(): a contiguous output and a bool condition",
+            ));
         }
         let (mut s1, mut s2) = (Vec::new(), Vec::new());
         let a = self.as_elem(a, dst.elem, 0, &mut s1)?;
@@ -56,7 +58,9 @@ impl Gpu<'_> {
             return Ok(());
         }
         if !dst.is_contiguous() || dst.shape.len() < 2 {
-            return Err(unsupported("triu/tril: a contiguous output of at least 2 dims"));
+            return Err(unsupported(
+                "triu/tril: a contiguous output of at least 2 dims",
+            ));
         }
         let mut s1 = Vec::new();
         let src = self.as_elem(src, dst.elem, 0, &mut s1)?;
