@@ -116,6 +116,20 @@ fn backwards_add_up_repeated_indices() {
 }
 
 #[test]
+fn zero_dim_inputs_pick_their_one_element() {
+    for device in common::devices() {
+        let x = Tensor::full(&[], Scalar::Float(2.5), &opts(DType::F64, device)).unwrap();
+        x.set_requires_grad(true).unwrap();
+        let zero = ints(&[0], &[], device);
+        let g = x.gather(0, &zero).unwrap();
+        let s = x.index_select(0, &zero).unwrap();
+        assert_eq!((vals(&g), vals(&s)), (vec![2.5], vec![2.5]));
+        g.add(&s).unwrap().backward(false).unwrap();
+        assert_eq!(vals(&x.grad().unwrap()), [2.0]);
+    }
+}
+
+#[test]
 fn randint_stays_in_range() {
     for device in common::devices() {
         let t = Tensor::randint(-3, 5, &[1000], &opts(DType::I64, device)).unwrap();

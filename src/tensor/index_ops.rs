@@ -8,9 +8,6 @@ use super::layout::wrap_dim;
 use super::math::{device_mismatch, result_type};
 use super::{DType, Layout, OffsetIter, Result, Scalar, Tensor, TensorError};
 
-/// Gradients up to this many indices take CUDA's direct embedding backward (no sort).
-const EMBEDDING_DIRECT_MAX: usize = 3072;
-
 fn dims_str(shape: &[usize]) -> String {
     let v: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     format!("[{}]", v.join(", "))
@@ -330,6 +327,11 @@ impl Tensor {
 
     /// `self[.., index[i], ..] += src[.., i, ..]` along `d`, in place, no autograd.
     pub(crate) fn index_add_raw(&self, d: usize, index: &Tensor, src: &Tensor) -> Result<()> {
+        if self.dim() == 0 {
+            // Kernels index a dim: a 0-d target takes its one element as a 1-element view.
+            let one = |t: &Tensor| t.data_handle().reshape(&[1]);
+            return one(self)?.index_add_raw(0, &one(index)?, &one(src)?);
+        }
         if src.numel() > 0 {
             let li = Self::spread_index(index, src.dims(), d);
             self.backend().scatter_add(
@@ -372,8 +374,15 @@ impl Tensor {
         }
         let out = self.empty_same(index.dims(), self.dtype())?;
         if out.numel() > 0 {
+            // Kernels index a dim: a 0-d gather runs on 1-element views.
+            let one = |t: &Tensor| t.data_handle().reshape(&[1]);
+            let (src, ix, dst) = if self.dim() == 0 {
+                (one(self)?, one(index)?, one(&out)?)
+            } else {
+                (self.clone(), index.clone(), out.clone())
+            };
             self.backend()
-                .gather(self.operand(), index.operand(), d, out.operand())?;
+                .gather(src.operand(), ix.operand(), d, dst.operand())?;
         }
         if needs_grad(&[self]) {
             let ix = SavedTensor::new(index)?;
@@ -388,8 +397,14 @@ impl Tensor {
                     let full = Tensor::zeros(&input, &g.like_options())?;
                     let ix = ix.get()?;
                     if g.numel() > 0 {
+                        let flat = |t: &Tensor| t.reshape(&[-1]);
+                        let (g, ix, dst) = if input.is_empty() {
+                            (flat(g)?, flat(ix)?, flat(&full)?)
+                        } else {
+                            (g.clone(), ix.clone(), full.clone())
+                        };
                         full.backend()
-                            .scatter_add(g.operand(), ix.operand(), d, full.operand())?;
+                            .scatter_add(g.operand(), ix.operand(), d, dst.operand())?;
                     }
                     Ok(vec![Some(full)])
                 }),
@@ -466,12 +481,19 @@ impl Tensor {
 }
 
 /// PyTorch's embedding_dense_backward: the gradient of each row is the sum of the gradients of
-/// the positions that picked it. On CUDA, up to 3072 indices PyTorch makes the gradient
-/// contiguous, allocates the zeroed result and frees the copy; beyond that it sorts the
-/// indices first, with temporaries this does not reproduce.
+/// the positions that picked it. On CUDA, up to 3072 indices, PyTorch makes the indices and then
+/// the gradient contiguous, allocates the zeroed result, and frees the copies newest first.
+/// Beyond 3072 it sorts the indices with cub first (the sorted and original indices, a range,
+/// cub's scratch, then segment tables): those temporaries are not reproduced here, only the
+/// direct path's, so a larger backward differs from PyTorch in its temporaries.
 fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor> {
     let n = index.numel();
     let width = g.dims().last().copied().unwrap_or(1);
+    let index = if index.is_contiguous() {
+        index.clone()
+    } else {
+        index.contiguous_copy()?
+    };
     let dense = if g.is_contiguous() {
         g.clone()
     } else {
@@ -479,11 +501,11 @@ fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor>
     };
     let g2 = dense.view_as_shape(&[n, width]);
     let full = Tensor::zeros(&[rows, width], &g.like_options())?;
-    let flat = index.reshape(&[-1])?;
+    let flat = index.view_as_shape(&[n]);
     full.index_add_raw(0, &flat, &g2)?;
     drop(flat);
     drop(g2);
     drop(dense);
-    let _ = EMBEDDING_DIRECT_MAX;
+    drop(index);
     Ok(full)
 }
