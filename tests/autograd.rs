@@ -184,14 +184,12 @@ fn shape_op_gradients() {
 #[test]
 fn index_op_gradients() {
     // Conditions and indices are made on the CPU and moved to each input's device.
-    let cond = Tensor::from_values(
-        [true, false, false, true, true, false]
-            .map(Scalar::Bool)
-            .to_vec(),
-        vec![2, 3],
-        &TensorOptions::default().dtype(DType::Bool),
-    )
-    .unwrap();
+    let cond_on_cpu = || {
+        let v = [true, false, false, true, true, false].map(Scalar::Bool);
+        let opts = TensorOptions::default().dtype(DType::Bool);
+        Tensor::from_values(v.to_vec(), vec![2, 3], &opts).unwrap()
+    };
+    let cond = cond_on_cpu();
     let idx = |v: &[i64], shape: &[usize]| {
         let opts = TensorOptions::default().dtype(DType::I64);
         let v = v.iter().map(|&i| Scalar::Int(i)).collect();
@@ -205,6 +203,12 @@ fn index_op_gradients() {
     });
     check_grad("masked_fill", &[&[2, 3]], move |t| {
         t[0].masked_fill(&on(&cond, &t[0])?, Scalar::Int(2))?.exp()
+    });
+    let c = cond_on_cpu();
+    check_grad("masked_fill_", &[&[2, 3]], move |t| {
+        let x = t[0].mul_scalar(Scalar::Int(3))?;
+        x.masked_fill_(&on(&c, &t[0])?, Scalar::Int(2))?;
+        x.mul(&t[0])
     });
     check_grad("triu", &[&[3, 3]], |t| t[0].triangle(0, true)?.exp());
     check_grad("tril", &[&[2, 3, 3]], |t| t[0].triangle(-1, false)?.exp());

@@ -188,15 +188,22 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `t.masked_fill_(mask, value)`: in place (not on a tensor that needs a gradient).
+    /// `t.masked_fill_(mask, value)`: in place; the gradient where the mask is true is zero.
     pub fn masked_fill_(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        self.check_inplace()?;
         self.check_mask(mask)?;
-        if needs_grad(&[self]) {
-            return Err(TensorError::runtime(
-                "masked_fill_ on a tensor that requires grad is not supported: use masked_fill",
-            ));
-        }
         self.masked_fill_raw(mask, value)?;
+        if needs_grad(&[self]) {
+            let m = SavedTensor::new(mask)?;
+            // The node's input is the tensor's history before the write, as for `fill_`.
+            record(
+                self,
+                "MaskedFillBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| Ok(vec![Some(g.masked_fill(m.get()?, Scalar::Int(0))?)])),
+            );
+        }
         Ok(self.clone())
     }
 
