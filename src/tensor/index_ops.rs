@@ -80,28 +80,7 @@ impl Tensor {
         drop(cb);
         drop(ca);
         if needs_grad(&[a, b]) {
-            let c = SavedTensor::new(cond)?;
-            let (sa, sb) = (a.shape(), b.shape());
-            record(
-                &out,
-                "WhereBackward0",
-                &[a, b],
-                true,
-                Box::new(move |g, m| {
-                    let c = c.get()?;
-                    let gb = if m[1] {
-                        Some(g.where_zero(c, false)?.sum_to_size(&sb)?)
-                    } else {
-                        None
-                    };
-                    let ga = if m[0] {
-                        Some(g.where_zero(c, true)?.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
-                    Ok(vec![ga, gb])
-                }),
-            );
+            record_where(&out, cond, a, b)?;
         }
         Ok(out)
     }
@@ -399,22 +378,7 @@ impl Tensor {
                 "GatherBackward0",
                 &[self],
                 true,
-                Box::new(move |g, _| {
-                    // PyTorch's gather_backward: zeros, then scatter_add_ of the gradient.
-                    let full = Tensor::zeros(&input, &g.like_options())?;
-                    let ix = ix.get()?;
-                    if g.numel() > 0 {
-                        let flat = |t: &Tensor| t.reshape(&[-1]);
-                        let (g, ix, dst) = if input.is_empty() {
-                            (flat(g)?, flat(ix)?, flat(&full)?)
-                        } else {
-                            (g.clone(), ix.clone(), full.clone())
-                        };
-                        full.backend()
-                            .scatter_add(g.operand(), ix.operand(), d, dst.operand())?;
-                    }
-                    Ok(vec![Some(full)])
-                }),
+                Box::new(move |g, _| Ok(vec![Some(gather_backward(g, ix.get()?, d, &input)?)])),
             );
         }
         Ok(out)
@@ -485,6 +449,51 @@ impl Tensor {
             .collect();
         Tensor::from_values(values, shape.to_vec(), opts)
     }
+}
+
+/// `where`'s node: the gradient goes to `a` where `cond` holds and to `b` elsewhere, each
+/// through `where` with a 0-d zero (`b`'s first, as PyTorch's formulas run last input first).
+fn record_where(out: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    let c = SavedTensor::new(cond)?;
+    let (sa, sb) = (a.shape(), b.shape());
+    record(
+        out,
+        "WhereBackward0",
+        &[a, b],
+        true,
+        Box::new(move |g, m| {
+            let c = c.get()?;
+            let gb = if m[1] {
+                Some(g.where_zero(c, false)?.sum_to_size(&sb)?)
+            } else {
+                None
+            };
+            let ga = if m[0] {
+                Some(g.where_zero(c, true)?.sum_to_size(&sa)?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gb])
+        }),
+    );
+    Ok(())
+}
+
+/// PyTorch's gather_backward: zeros of the input's shape, then scatter_add_ of the gradient.
+fn gather_backward(g: &Tensor, ix: &Tensor, d: usize, input: &[usize]) -> Result<Tensor> {
+    let full = Tensor::zeros(input, &g.like_options())?;
+    if g.numel() > 0 {
+        // Kernels index a dim: a 0-d input scatters through 1-element views.
+        let flat = |t: &Tensor| t.reshape(&[-1]);
+        let (g, ix, dst) = if input.is_empty() {
+            (flat(g)?, flat(ix)?, flat(&full)?)
+        } else {
+            (g.clone(), ix.clone(), full.clone())
+        };
+        full.backend()
+            .scatter_add(g.operand(), ix.operand(), d, dst.operand())?;
+    }
+    Ok(full)
 }
 
 /// PyTorch's embedding_dense_backward: the gradient of each row is the sum of the gradients of
