@@ -163,6 +163,68 @@ fn matmul_and_view_gradients() {
 }
 
 #[test]
+fn shape_op_gradients() {
+    check_grad("cat", &[&[2, 3], &[2, 2]], |t| {
+        Tensor::cat(&[t[0].clone(), t[1].clone()], -1)?.exp()
+    });
+    check_grad("stack", &[&[3], &[3]], |t| {
+        Tensor::stack(&[t[0].clone(), t[1].clone()], 1)?.exp()
+    });
+    check_grad("split", &[&[5, 2]], |t| {
+        let p = t[0].split(2, 0)?;
+        p[0].exp()?
+            .sum(None, false)?
+            .add(&p[2].mul(&p[2])?.sum(None, false)?)
+    });
+    check_grad("chunk", &[&[2, 6]], |t| t[0].chunk(3, 1)?[1].exp());
+    check_grad("expand", &[&[1, 3]], |t| t[0].expand(&[4, 3])?.exp());
+    check_grad("repeat", &[&[2, 3]], |t| t[0].repeat(&[2, 2, 1])?.exp());
+}
+
+#[test]
+fn index_op_gradients() {
+    // Conditions and indices are made on the CPU and moved to each input's device.
+    let cond_on_cpu = || {
+        let v = [true, false, false, true, true, false].map(Scalar::Bool);
+        let opts = TensorOptions::default().dtype(DType::Bool);
+        Tensor::from_values(v.to_vec(), vec![2, 3], &opts).unwrap()
+    };
+    let cond = cond_on_cpu();
+    let idx = |v: &[i64], shape: &[usize]| {
+        let opts = TensorOptions::default().dtype(DType::I64);
+        let v = v.iter().map(|&i| Scalar::Int(i)).collect();
+        Tensor::from_values(v, shape.to_vec(), &opts).unwrap()
+    };
+    let on = |x: &Tensor, like: &Tensor| x.to_device(like.device());
+    let (i1, i2) = (idx(&[2, 0, 2], &[3]), idx(&[1, 1, 0, 2], &[2, 2]));
+    let c = cond.clone();
+    check_grad("where", &[&[2, 3], &[3]], move |t| {
+        Tensor::where_(&on(&c, &t[0])?, &t[0], &t[1])?.exp()
+    });
+    check_grad("masked_fill", &[&[2, 3]], move |t| {
+        t[0].masked_fill(&on(&cond, &t[0])?, Scalar::Int(2))?.exp()
+    });
+    let c = cond_on_cpu();
+    check_grad("masked_fill_", &[&[2, 3]], move |t| {
+        let x = t[0].mul_scalar(Scalar::Int(3))?;
+        x.masked_fill_(&on(&c, &t[0])?, Scalar::Int(2))?;
+        x.mul(&t[0])
+    });
+    check_grad("triu", &[&[3, 3]], |t| t[0].triangle(0, true)?.exp());
+    check_grad("tril", &[&[2, 3, 3]], |t| t[0].triangle(-1, false)?.exp());
+    check_grad("index_select", &[&[3, 2]], move |t| {
+        t[0].index_select(0, &on(&i1, &t[0])?)?.exp()
+    });
+    let i = i2.clone();
+    check_grad("gather", &[&[2, 3]], move |t| {
+        t[0].gather(1, &on(&i, &t[0])?)?.exp()
+    });
+    check_grad("embedding", &[&[3, 2]], move |t| {
+        Tensor::embedding(&on(&i2, &t[0])?, &t[0])?.exp()
+    });
+}
+
+#[test]
 fn loss_gradients() {
     check_grad("mse_loss", &[&[3, 2], &[3, 2]], |t| t[0].mse_loss(&t[1]));
     check_grad("cross_entropy", &[&[3, 4]], |t| {

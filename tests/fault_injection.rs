@@ -15,6 +15,7 @@ let t = zeros(64, #{device: "cuda", dtype: "int64"});
 let w = randn(96, 32, #{device: "cuda", requires_grad: true});
 let h = randn(64, 96, #{device: "cuda", dtype: "float16"});
 let big = randn(2048, 2048, dev);
+let ix = tensor([3, 0, 3], #{device: "cuda", dtype: "int64"});
 "#;
 
 /// What the inputs look like: values, gradients and flags (compared before and after).
@@ -52,6 +53,17 @@ const OPS: &[&str] = &[
     "let r = a.matmul(w).relu().sum();",
     "a.matmul(w).relu().sum().backward(); let r = w.grad;",
     "no_grad { w.sub_(w * 0.1); } let r = 0;",
+    "let r = cat([a, b], 1);",
+    "let r = stack([a, b]);",
+    "let r = a.repeat(2, 1);",
+    "let r = where(a > 0, a, b);",
+    "let r = a.masked_fill(a > 0, 0.5);",
+    "let r = triu(a, 1);",
+    "let r = index_select(a, 0, ix);",
+    "let r = gather(a, 0, ix.unsqueeze(1));",
+    "let r = embedding(ix, w);",
+    "embedding(ix, w).sum().backward(); let r = w.grad;",
+    "let r = w.split(40)[1].exp().sum();",
 ];
 
 fn run(s: &mut Session, code: &str) -> Result<String, (String, String)> {

@@ -752,6 +752,66 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("t.le", "tensor([1.0, 2.0], dev).le(1.0).tolist()", "[true, false]"),
     ("t.lt", "tensor([1.0, 2.0], dev).lt(2.0).tolist()", "[true, false]"),
     ("t.ne", "tensor([1.0, 2.0], dev).ne(1.0).tolist()", "[false, true]"),
+    // ---- shape and index ops
+    (
+        "cat",
+        "desc(cat([m, m], #{dim: -1}))",
+        r#"[[2, 6], "float32", [1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 4.0, 5.0, 6.0]]"#,
+    ),
+    (
+        "stack",
+        "desc(stack([v, v], 1))",
+        r#"[[3, 2], "float32", [-1.5, -1.5, 0.0, 0.0, 2.0, 2.0]]"#,
+    ),
+    (
+        "split",
+        "split(m, [1, 2], 1).map(|p| p.shape)",
+        "[[2, 1], [2, 2]]",
+    ),
+    (
+        "chunk",
+        "chunk(m, 2, #{dim: 1}).map(|p| vals(p))",
+        "[[1.0, 2.0, 4.0, 5.0], [3.0, 6.0]]",
+    ),
+    ("where", "vals(where(v > 0, v, 9))", "[9.0, 9.0, 2.0]"),
+    ("triu", "vals(triu(m, 1))", "[0.0, 2.0, 3.0, 0.0, 0.0, 6.0]"),
+    ("tril", "vals(tril(m))", "[1.0, 0.0, 0.0, 4.0, 5.0, 0.0]"),
+    (
+        "index_select",
+        "vals(index_select(m, 1, tensor([2, 0], dev)))",
+        "[3.0, 1.0, 6.0, 4.0]",
+    ),
+    ("gather", "vals(gather(m, 1, tensor([[2], [0]], dev)))", "[3.0, 4.0]"),
+    (
+        "embedding",
+        "desc(embedding(tensor([1, 0, 1], dev), m))",
+        r#"[[3, 3], "float32", [4.0, 5.0, 6.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]"#,
+    ),
+    (
+        "randint",
+        "let r = randint(0, 3, [50], dev); [r.dtype, r.shape, r.min().item() >= 0, r.max().item() < 3]",
+        r#"["int64", [50], true, true]"#,
+    ),
+    (
+        "t.expand",
+        "let x = v.expand(2, -1); [x.shape, vals(x), x.data_ptr() == v.data_ptr()]",
+        "[[2, 3], [-1.5, 0.0, 2.0, -1.5, 0.0, 2.0], true]",
+    ),
+    (
+        "t.repeat",
+        "desc(v.repeat(2))",
+        r#"[[6], "float32", [-1.5, 0.0, 2.0, -1.5, 0.0, 2.0]]"#,
+    ),
+    (
+        "t.masked_fill",
+        "vals(m.masked_fill(m > 4, 0))",
+        "[1.0, 2.0, 3.0, 4.0, 0.0, 0.0]",
+    ),
+    (
+        "t.masked_fill_",
+        "let x = m.clone(); x.masked_fill_(x < 3, -1); vals(x)",
+        "[-1.0, -1.0, 3.0, 4.0, 5.0, 6.0]",
+    ),
 ];
 
 /// The key a help entry's row is filed under.

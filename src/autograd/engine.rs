@@ -85,7 +85,7 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
     let grad = root.ones_like()?;
     let result = match root.grad_fn() {
         None => accumulate(root, grad.clone()),
-        Some(node) => run(node, grad.clone(), retain_graph),
+        Some(node) => run(node, root.meta().output_nr, grad.clone(), retain_graph),
     };
     drop(grad);
     result
@@ -110,30 +110,35 @@ fn dependencies(root: &Arc<Node>) -> HashMap<*const (), usize> {
     deps
 }
 
-fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
+fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result<()> {
     let mut deps = dependencies(&root);
-    let mut buffers: HashMap<*const (), Tensor> = HashMap::new();
+    // One slot per output of the node (one for a leaf), as PyTorch's InputBuffer.
+    let mut buffers: HashMap<*const (), Vec<Option<Tensor>>> = HashMap::new();
     let mut ready = BinaryHeap::new();
     let mut pushed = 0u64;
+    let mut first = vec![None; root.outputs];
+    first[slot] = Some(grad);
     let root = Task::Node(root);
-    buffers.insert(root.key(), grad);
+    buffers.insert(root.key(), first);
     ready.push(Ready {
         task: root,
         order: std::cmp::Reverse(0),
     });
     while let Some(Ready { task, .. }) = ready.pop() {
         crate::tensor::check_interrupt()?;
-        let Some(grad) = buffers.remove(&task.key()) else {
+        let Some(grads) = buffers.remove(&task.key()) else {
             continue;
         };
         let node = match task {
             Task::Leaf(leaf) => {
-                accumulate(&leaf, grad)?;
+                if let Some(grad) = grads.into_iter().next().flatten() {
+                    accumulate(&leaf, grad)?;
+                }
                 continue;
             }
             Task::Node(node) => node,
         };
-        let grads = call(&node, grad, retain_graph)?;
+        let grads = call(&node, grads, retain_graph)?;
         // Gradients added into another's buffer stay alive until every output has moved on:
         // PyTorch's engine adds through a reference into the node's output list.
         let mut spent = Vec::new();
@@ -148,15 +153,20 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
             let next = Task::of(edge);
             let k = next.key();
             if let Some(g) = g {
-                let merged = match buffers.remove(&k) {
+                let slots = match edge {
+                    Edge::Node(n) => n.outputs,
+                    Edge::Leaf(_) => 1,
+                };
+                let buffer = buffers.entry(k).or_insert_with(|| vec![None; slots]);
+                let slot = &mut buffer[node.slots[i]];
+                *slot = Some(match slot.take() {
                     Some(old) => {
                         let sum = accumulate_input(old, &g)?;
                         spent.push(g);
                         sum
                     }
                     None => g,
-                };
-                buffers.insert(k, merged);
+                });
             }
             let d = deps.get_mut(&k).expect("dependency counted");
             *d -= 1;
@@ -173,24 +183,28 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
     Ok(())
 }
 
-/// Run one node's backward function on `grad`: the gradients of its inputs.
-fn call(node: &Node, grad: Tensor, retain_graph: bool) -> Result<Vec<Option<Tensor>>> {
+/// Run one node's backward function on its outputs' gradients: the gradients of its inputs.
+fn call(
+    node: &Node,
+    grads: Vec<Option<Tensor>>,
+    retain_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
     let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
-    let mut grads = {
+    let mut out = {
         let func = node.func.lock().expect("autograd node lock");
         let f = func
             .as_ref()
             .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
-        f(&grad, &mask)?
+        f(&grads, &mask)?
     };
     // PyTorch's order: the incoming gradient goes when the node's call returns, then the node
     // releases its saved tensors, then its outputs move on to the next nodes.
-    drop(grad);
+    drop(grads);
     if !retain_graph && node.saves {
         *node.func.lock().expect("autograd node lock") = None;
     }
-    grads.resize_with(node.next.len(), || None);
-    Ok(grads)
+    out.resize_with(node.next.len(), || None);
+    Ok(out)
 }
 
 /// Add a second gradient for the same input, as PyTorch's `InputBuffer::accumulate` does: into

@@ -11,6 +11,11 @@ use crate::tensor::{DType, Result, Tensor, TensorError};
 /// A backward function: from the output's gradient and which inputs need one, each input's gradient.
 pub(crate) type GradFn = dyn Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
+/// A backward function of a node with several outputs (`split`, `chunk`): one gradient per
+/// output, `None` where that output got none, as PyTorch hands undefined tensors to the formula.
+pub(crate) type MultiGradFn =
+    dyn Fn(&[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Where an input's gradient goes.
@@ -27,10 +32,14 @@ pub enum Edge {
 /// nodes, as PyTorch destroys a node's saved variables before its `next_edges_`.
 pub struct Node {
     /// `None` once released after backward (its saved tensors freed).
-    pub(crate) func: Mutex<Option<Box<GradFn>>>,
+    pub(crate) func: Mutex<Option<Box<MultiGradFn>>>,
     name: &'static str,
     /// One entry per input; `None` where the input needs no gradient.
     pub(crate) next: Vec<Option<Edge>>,
+    /// For each input, which output of its node it is (its gradient's slot there).
+    pub(crate) slots: Vec<usize>,
+    /// How many outputs the op made (1 except for `split`/`chunk`).
+    pub(crate) outputs: usize,
     /// The dtype each input's gradient must have.
     pub(crate) input_dtypes: Vec<DType>,
     /// Whether `func` holds saved tensors (only then is it released after backward).
@@ -161,6 +170,11 @@ pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
     super::is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
+/// Which output of its node `t` is (0 for leaves and single-output ops).
+fn slot_of(t: &Tensor) -> usize {
+    t.meta().output_nr
+}
+
 /// The edge an input contributes to a new node.
 pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
     if !t.requires_grad() {
@@ -180,14 +194,44 @@ pub(crate) fn record(
     saves: bool,
     func: Box<GradFn>,
 ) {
-    let node = Arc::new(Node {
+    let single: Box<MultiGradFn> = Box::new(move |grads, mask| match &grads[0] {
+        Some(g) => func(g, mask),
+        None => Ok(Vec::new()),
+    });
+    let node = new_node(name, inputs, saves, single, 1);
+    out.set_history(node, 0);
+}
+
+/// Build one node for an op with several outputs (`outs[i]` is output `i`).
+pub(crate) fn record_multi(
+    outs: &[Tensor],
+    name: &'static str,
+    inputs: &[&Tensor],
+    saves: bool,
+    func: Box<MultiGradFn>,
+) {
+    let node = new_node(name, inputs, saves, func, outs.len());
+    for (i, out) in outs.iter().enumerate() {
+        out.set_history(node.clone(), i);
+    }
+}
+
+fn new_node(
+    name: &'static str,
+    inputs: &[&Tensor],
+    saves: bool,
+    func: Box<MultiGradFn>,
+    outputs: usize,
+) -> Arc<Node> {
+    Arc::new(Node {
         name,
         next: inputs.iter().map(|t| edge_of(t)).collect(),
+        slots: inputs.iter().map(|t| slot_of(t)).collect(),
+        outputs,
         input_dtypes: inputs.iter().map(|t| t.dtype()).collect(),
         func: Mutex::new(Some(func)),
         saves,
         seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),
         saved: PENDING_SAVES.with(|p| std::mem::take(&mut *p.borrow_mut())),
-    });
-    out.set_history(node);
+    })
 }

@@ -209,4 +209,19 @@ pub trait Backend: Send + Sync {
     /// `dst[.., index[..], ..] = src[..]` along `dim` (`index` int64, shaped like `src`);
     /// other elements of `dst` are left as they are.
     fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// `dst = cond ? a : b` elementwise; `cond` (bool), `a`, `b` broadcast to the contiguous
+    /// `dst`'s shape, `a` and `b` of `dst`'s dtype.
+    fn where_select(&self, cond: Operand, a: Operand, b: Operand, dst: Operand) -> Result<()>;
+    /// `dst[i] = value` where `mask[i]` (bool, broadcast to `dst`'s shape); in place.
+    fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()>;
+    /// The contiguous `dst` = `src` (same shape, at least 2 dims) with the elements outside
+    /// the triangle of its last two dims zeroed: `upper` keeps `col - row >= diagonal`, else
+    /// `col - row <= diagonal`.
+    fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()>;
+    /// `dst[p] = src[p with dim replaced by index[p]]`; `index` (int64, every value in range)
+    /// has `dst`'s shape (stride 0 where an index is shared, as index_select's).
+    fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// `dst[p with dim replaced by index[p]] += src[p]`; `index` (int64, in range) has `src`'s
+    /// shape; repeated indices add up (index_add, scatter_add, embedding's backward).
+    fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
 }

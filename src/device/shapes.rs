@@ -171,4 +171,19 @@ impl Backend for ShapesBackend {
     fn scatter(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
         Ok(())
     }
+    fn where_select(&self, _cond: Operand, _a: Operand, _b: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn masked_fill(&self, _dst: Operand, _mask: Operand, _value: Scalar) -> Result<()> {
+        Ok(())
+    }
+    fn triangle(&self, _src: Operand, _diagonal: i64, _upper: bool, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn gather(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn scatter_add(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
 }

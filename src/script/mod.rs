@@ -51,6 +51,7 @@ pub mod python_builtins;
 pub mod python_spelling;
 pub mod scoping;
 pub mod script_args;
+pub mod shape_api;
 pub mod site_name;
 pub mod snapshot_dump;
 pub mod statement_names;
@@ -95,6 +96,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     tensor_api::register(&mut engine);
     nn_api::register(&mut engine);
     indexing::register(&mut engine);
+    shape_api::register(&mut engine);
     creation::register(&mut engine);
     checkpoint::register(&mut engine);
     script_args::register(&mut engine);

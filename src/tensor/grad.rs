@@ -88,10 +88,11 @@ impl Tensor {
         self.meta().grad_fn.is_none()
     }
 
-    pub(crate) fn set_history(&self, node: Arc<Node>) {
+    pub(crate) fn set_history(&self, node: Arc<Node>, output_nr: usize) {
         let mut m = self.meta();
         m.requires_grad = true;
         m.grad_fn = Some(node);
+        m.output_nr = output_nr;
     }
 
     /// Compute gradients of this scalar with respect to the leaves that require grad.

@@ -56,6 +56,8 @@ impl TensorOptions {
 pub(crate) struct AutogradMeta {
     pub requires_grad: bool,
     pub grad_fn: Option<Arc<Node>>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: usize,
     pub grad: Option<Tensor>,
 }
 

@@ -13,7 +13,7 @@ fn dims_str(shape: &[usize]) -> String {
 
 impl Tensor {
     /// The checks every in-place op makes before writing.
-    fn check_inplace(&self) -> Result<()> {
+    pub(super) fn check_inplace(&self) -> Result<()> {
         super::check_interrupt()?;
         if is_grad_enabled() && self.requires_grad() && self.is_leaf() {
             return Err(TensorError::runtime(

@@ -2,6 +2,7 @@
 
 mod compare;
 mod elementwise;
+mod indexing;
 mod matmul;
 mod norm;
 mod parallel;
@@ -64,6 +65,7 @@ pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
 /// The host kernels, shared by every backend whose memory the host can address.
 pub mod kernels {
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
+    pub use super::indexing::{gather, masked_fill, scatter_add, triangle, where_select};
     pub use super::matmul::matmul;
     pub use super::norm::{addmm, dropout, dropout_backward, layer_norm, layer_norm_backward};
     pub use super::random::random;
@@ -182,6 +184,27 @@ macro_rules! host_kernel_methods {
             out: Operand,
         ) -> Result<()> {
             $crate::device::cpu::kernels::dropout_backward(grad, mask, scale, out)
+        }
+        fn where_select(&self, cond: Operand, a: Operand, b: Operand, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::where_select(cond, a, b, dst)
+        }
+        fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()> {
+            $crate::device::cpu::kernels::masked_fill(dst, mask, value)
+        }
+        fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::triangle(src, diagonal, upper, dst)
+        }
+        fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::gather(src, index, dim, dst)
+        }
+        fn scatter_add(
+            &self,
+            src: Operand,
+            index: Operand,
+            dim: usize,
+            dst: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::scatter_add(src, index, dim, dst)
         }
     };
 }

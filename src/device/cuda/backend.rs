@@ -369,4 +369,27 @@ impl Backend for CudaBackend {
             .gpu()
             .scatter(&view(&src), &view(&index), dim, &view(&dst))?)
     }
+    fn where_select(&self, cond: Operand, a: Operand, b: Operand, dst: Operand) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.where_select(&view(&cond), &view(&a), &view(&b), &view(&dst))?)
+    }
+    fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()> {
+        let (f, i) = scalar_parts(value);
+        Ok(self
+            .dev
+            .gpu()
+            .masked_fill(&view(&dst), &view(&mask), f, i)?)
+    }
+    fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.triangle(&view(&src), diagonal, upper, &view(&dst))?)
+    }
+    fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.gather(&view(&src), &view(&index), dim, &view(&dst))?)
+    }
+    fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.scatter_add(&view(&src), &view(&index), dim, &view(&dst))?)
+    }
 }

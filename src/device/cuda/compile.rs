@@ -16,6 +16,7 @@ const ELEMENTWISE: &str = include_str!("kernels/elementwise.cu");
 const REDUCE: &str = include_str!("kernels/reduce.cu");
 const SOFTMAX: &str = include_str!("kernels/softmax.cu");
 const NORM: &str = include_str!("kernels/norm.cu");
+const INDEXING: &str = include_str!("kernels/indexing.cu");
 
 /// The complete CUDA C source of one element type's module.
 pub fn module_source(elem: DType) -> String {
@@ -26,6 +27,7 @@ pub fn module_source(elem: DType) -> String {
         REDUCE,
         SOFTMAX,
         NORM,
+        INDEXING,
     ]
     .join("\n")
 }

@@ -11,6 +11,7 @@ pub mod device;
 pub mod elem;
 pub mod error;
 pub mod functors;
+pub mod indexing;
 pub mod layout;
 pub mod memory;
 pub mod module;

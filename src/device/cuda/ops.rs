@@ -40,7 +40,13 @@ impl Gpu<'_> {
         grid_for(n, self.ctx.info.sm_count)
     }
 
-    fn run(&self, elem: DType, name: &str, n: usize, params: &mut [*mut c_void]) -> CudaResult<()> {
+    pub(crate) fn run(
+        &self,
+        elem: DType,
+        name: &str,
+        n: usize,
+        params: &mut [*mut c_void],
+    ) -> CudaResult<()> {
         let f = self.kernels.function(self.ctx, elem, name)?;
         launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
     }
