@@ -3,7 +3,7 @@
 //! Map: `new_engine` below registers everything. Values: `tensor_api` (the `Tensor` type),
 //! `creation`, `operators`, `comparisons`, `compound_assign`, `indexing`, `numbers`, `truth`,
 //! `convert` (script values ↔ tensor arguments). Statements and Python's spellings: `syntax`
-//! (grad-mode blocks), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
+//! (grad-mode blocks), `autocast_block` (mixed precision), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
 //! `hints`, `floordiv_hint`, `errors`. Lifetimes: `lifetimes` (CPython's temporaries),
 //! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
 //! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
@@ -11,6 +11,7 @@
 //! (`print`, `help`…).
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
+pub mod autocast_block;
 pub mod comparisons;
 pub mod compound_assign;
 pub mod convert;
@@ -77,6 +78,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
     errors::register(&mut engine);
     syntax::register(&mut engine);
+    autocast_block::register(&mut engine);
     del::register(&mut engine);
     globals::register(&mut engine);
     holders_api::register(&mut engine);

@@ -5,9 +5,11 @@
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
 //! the device backend and record autograd nodes; `unary_list` is the list of elementwise methods
 //! the script registers and documents; `views` and `inplace` share storage; `grad` is the autograd
-//! surface of a tensor; `print` is PyTorch's repr. The tensor layer decides every allocation (the
+//! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
+//! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
 //! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
+pub mod autocast;
 pub mod collective;
 mod compare;
 mod convert;
