@@ -791,11 +791,18 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
         let wsp = ws.ptr;
         let dev = g.dev.clone();
         dev.blas[0]
-            .matmul(&dev.gpu(), &a.view(), &rhs.view(), &out.view(), &|size| {
-                requested.set(requested.get() + size);
-                assert!(size <= 32 << 20);
-                Ok(wsp)
-            })
+            .matmul(
+                &dev.gpu(),
+                &a.view(),
+                &rhs.view(),
+                &out.view(),
+                false,
+                &|size| {
+                    requested.set(requested.get() + size);
+                    assert!(size <= 32 << 20);
+                    Ok(wsp)
+                },
+            )
             .unwrap();
         let mut want = vec![0.0; b * m * n];
         for bb in 0..b {

@@ -137,6 +137,9 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
             Task::Node(node) => node,
         };
         let grads = call(&node, grad, retain_graph)?;
+        // Gradients added into another's buffer stay alive until every output has moved on:
+        // PyTorch's engine adds through a reference into the node's output list.
+        let mut spent = Vec::new();
         for (i, (edge, g)) in node.next.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
             let g = match g {
@@ -149,7 +152,11 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
             let k = next.key();
             if let Some(g) = g {
                 let merged = match buffers.remove(&k) {
-                    Some(old) => accumulate_input(old, g)?,
+                    Some(old) => {
+                        let sum = accumulate_input(old, &g)?;
+                        spent.push(g);
+                        sum
+                    }
                     None => g,
                 };
                 buffers.insert(k, merged);
@@ -164,6 +171,7 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
                 });
             }
         }
+        drop(spent);
     }
     Ok(())
 }
@@ -189,16 +197,16 @@ fn call(node: &Node, grad: Tensor, retain_graph: bool) -> Result<Vec<Option<Tens
 }
 
 /// Add a second gradient for the same input, as PyTorch's `InputBuffer::accumulate` does: into
-/// `old` itself when nothing else holds it, else into a new tensor.
-fn accumulate_input(old: Tensor, g: Tensor) -> Result<Tensor> {
-    if old.is_uniquely_owned() && old.is_contiguous() && old.shape() == g.shape() {
-        old.add_grad_in_place(&g)?;
-        drop(g);
+/// `old` itself when nothing else holds its memory (a view never qualifies: PyTorch's view keeps
+/// its base, so the memory has two holders), else into a new tensor.
+fn accumulate_input(old: Tensor, g: &Tensor) -> Result<Tensor> {
+    if old.is_uniquely_owned() && !old.is_view() && old.is_contiguous() && old.shape() == g.shape()
+    {
+        old.add_grad_in_place(g)?;
         Ok(old)
     } else {
-        let sum = old.add(&g)?;
+        let sum = old.add(g)?;
         drop(old);
-        drop(g);
         Ok(sum)
     }
 }

@@ -76,6 +76,19 @@ pub enum Distribution {
     Normal,
 }
 
+/// Where layer norm's backward writes: each gradient only when asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerNormGrads<'a> {
+    /// The input's gradient [rows, n], contiguous.
+    pub dx: Option<Operand<'a>>,
+    /// The weight's gradient as `parts` partial sums [parts, n] over consecutive row blocks.
+    pub dweight: Option<Operand<'a>>,
+    /// The bias's gradient, laid out as `dweight`.
+    pub dbias: Option<Operand<'a>>,
+    /// How many row blocks `dweight`/`dbias` hold (1: the finished gradient).
+    pub parts: usize,
+}
+
 /// One device's memory and kernels. Implemented by `cpu`, `sim` and `cuda`.
 pub trait Backend: Send + Sync {
     /// The device this backend computes on.
@@ -129,6 +142,51 @@ pub trait Backend: Send + Sync {
     }
     /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
+    /// `dst = bias + lhs × rhs` ([1, m, k] × [1, k, n], `bias` already broadcast to `dst`):
+    /// PyTorch's addmm with beta 1. `lt`: PyTorch takes the cuBLASLt route with a bias epilogue,
+    /// whose handle keeps a workspace of its own in the caching allocator.
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()>;
+    /// Layer norm of each row of the contiguous `x` [rows, n] into `y`, with the per-row `mean`
+    /// and `rstd` [rows] (float32, float64 for float64 input); `weight`/`bias` [n] contiguous.
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm(
+        &self,
+        x: Operand,
+        weight: Option<Operand>,
+        bias: Option<Operand>,
+        eps: f64,
+        y: Operand,
+        mean: Operand,
+        rstd: Operand,
+    ) -> Result<()>;
+    /// Layer norm's backward from the contiguous `dy`, the forward's `x`, `mean`, `rstd`, `weight`.
+    fn layer_norm_backward(
+        &self,
+        dy: Operand,
+        x: Operand,
+        mean: Operand,
+        rstd: Operand,
+        weight: Option<Operand>,
+        grads: LayerNormGrads,
+    ) -> Result<()>;
+    /// Dropout of `src` into the contiguous `out`, keeping each element with probability `1 - p`
+    /// (a hash of `seed` and the index decides) and recording it in the bool `mask`.
+    fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()>;
+    /// Dropout's backward: `out = grad * mask * scale` (`out` contiguous).
+    fn dropout_backward(
+        &self,
+        grad: Operand,
+        mask: Operand,
+        scale: f64,
+        out: Operand,
+    ) -> Result<()>;
     /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.
     fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()>;
     /// Softmax's backward from `grad` and the forward `output`, into a same-shaped `dst`.

@@ -21,10 +21,15 @@ pub struct SimBackend {
     /// The cuBLAS-like workspace of each handle, allocated at the handle's first matrix product
     /// and kept, as PyTorch does.
     workspaces: [OnceLock<DevicePtr>; HANDLES],
+    /// The cuBLASLt workspace of each handle, taken at its first addmm with a bias epilogue.
+    lt_workspaces: [OnceLock<DevicePtr>; HANDLES],
 }
 
 /// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
 pub const CUBLAS_WORKSPACE_BYTES: usize = 32 << 20;
+
+/// PyTorch's cuBLASLt workspace (`CUBLASLT_WORKSPACE_SIZE`, 1024 KiB by default), one per handle.
+pub const CUBLASLT_WORKSPACE_BYTES: usize = 1 << 20;
 
 impl SimBackend {
     /// Simulated `cuda:index` with `capacity` bytes.
@@ -35,6 +40,7 @@ impl SimBackend {
             capacity,
             allocator: Arc::new(CachingAllocator::new(index, memory, config)),
             workspaces: Default::default(),
+            lt_workspaces: Default::default(),
         }
     }
 }
@@ -68,28 +74,59 @@ impl Backend for SimBackend {
         Some(DeviceProps::H200)
     }
     fn blas_workspaces(&self) -> Vec<Workspace> {
-        [BlasHandle::Caller, BlasHandle::Autograd]
+        let kinds = [
+            (&self.workspaces, CUBLAS_WORKSPACE_BYTES),
+            (&self.lt_workspaces, CUBLASLT_WORKSPACE_BYTES),
+        ];
+        kinds
             .into_iter()
-            .filter_map(|handle| {
-                let ptr = *self.workspaces[handle as usize].get()?;
-                Some(Workspace {
-                    handle,
-                    ptr,
-                    bytes: CUBLAS_WORKSPACE_BYTES as u64,
-                })
+            .flat_map(|(slots, bytes)| {
+                [BlasHandle::Caller, BlasHandle::Autograd]
+                    .into_iter()
+                    .filter_map(move |handle| {
+                        let ptr = *slots[handle as usize].get()?;
+                        Some(Workspace {
+                            handle,
+                            ptr,
+                            bytes: bytes as u64,
+                        })
+                    })
             })
             .collect()
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        let workspace = &self.workspaces[blas_handle::current() as usize];
-        if workspace.get().is_none() {
-            let ptr = self.allocator.malloc(CUBLAS_WORKSPACE_BYTES, 0, None)?;
-            if workspace.set(ptr).is_err() {
+        self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
+        crate::device::cpu::kernels::matmul(lhs, rhs, dst)
+    }
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()> {
+        // PyTorch takes the cuBLAS handle (and its workspace) first, then cuBLASLt's workspace.
+        self.workspace(&self.workspaces, CUBLAS_WORKSPACE_BYTES)?;
+        if lt {
+            self.workspace(&self.lt_workspaces, CUBLASLT_WORKSPACE_BYTES)?;
+        }
+        crate::device::cpu::kernels::addmm(bias, lhs, rhs, dst)
+    }
+    host_kernel_methods!();
+}
+
+impl SimBackend {
+    /// The current handle's workspace in `slots`, allocated (and kept) on its first use.
+    fn workspace(&self, slots: &[OnceLock<DevicePtr>; HANDLES], bytes: usize) -> Result<()> {
+        let slot = &slots[blas_handle::current() as usize];
+        if slot.get().is_none() {
+            let ptr = self.allocator.malloc(bytes, 0, None)?;
+            if slot.set(ptr).is_err() {
                 // Another thread made the workspace first; keep one, as a device has one handle.
                 let _ = self.allocator.free(ptr);
             }
         }
-        crate::device::cpu::kernels::matmul(lhs, rhs, dst)
+        Ok(())
     }
-    host_kernel_methods!();
 }

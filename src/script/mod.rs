@@ -37,6 +37,7 @@ pub mod ledger;
 pub mod lifetimes;
 pub mod memory_plot;
 pub mod memory_timeline;
+pub mod nn_api;
 pub mod numbers;
 pub mod operators;
 pub mod output;
@@ -89,6 +90,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     output::register(&mut engine, frontend);
     python_builtins::register(&mut engine);
     tensor_api::register(&mut engine);
+    nn_api::register(&mut engine);
     indexing::register(&mut engine);
     creation::register(&mut engine);
     operators::register(&mut engine);

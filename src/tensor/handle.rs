@@ -65,6 +65,9 @@ pub(crate) struct TensorImpl {
     pub layout: Layout,
     pub dtype: DType,
     pub inference: bool,
+    /// Made by a view op from another tensor, which PyTorch keeps alive as the view's `_base`:
+    /// its memory is then never held by this tensor alone.
+    pub view: bool,
 }
 
 /// A cheap handle to a tensor; clones are the same tensor (as Python references are).
@@ -76,6 +79,10 @@ pub struct Tensor {
 impl Tensor {
     /// A tensor over `storage` with this layout and no autograd history.
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Self::new_impl(storage, layout, dtype, false)
+    }
+
+    fn new_impl(storage: Arc<Storage>, layout: Layout, dtype: DType, view: bool) -> Tensor {
         Tensor {
             inner: Arc::new(TensorImpl {
                 storage,
@@ -83,6 +90,7 @@ impl Tensor {
                 dtype,
                 meta: Mutex::new(AutogradMeta::default()),
                 inference: crate::autograd::is_inference_mode(),
+                view,
             }),
         }
     }
@@ -114,7 +122,12 @@ impl Tensor {
 
     /// Another view of the same storage (no autograd history).
     pub(crate) fn view_as_layout(&self, layout: Layout) -> Tensor {
-        Self::from_parts(self.inner.storage.clone(), layout, self.inner.dtype)
+        Self::new_impl(self.inner.storage.clone(), layout, self.inner.dtype, true)
+    }
+
+    /// Whether a view op made this tensor (PyTorch's `._base` is set).
+    pub(crate) fn is_view(&self) -> bool {
+        self.inner.view
     }
 
     /// The same data without autograd state (what autograd saves, and `detach`).

@@ -1,7 +1,7 @@
 //! In-place ops (`add_`, `mul_`, `zero_`, ...): PyTorch's leaf and dtype checks, history rebasing.
 
 use crate::autograd::{is_grad_enabled, is_inference_mode, needs_grad, record, SavedTensor};
-use crate::device::BinaryOp;
+use crate::device::{BinaryOp, UnaryOp};
 
 use super::math::{device_mismatch, result_type, result_type_scalar};
 use super::{broadcast_shapes, DType, Result, Scalar, Tensor, TensorError};
@@ -26,6 +26,32 @@ impl Tensor {
             ));
         }
         Ok(())
+    }
+
+    /// `relu_()`: `max(self, 0)` written into `self`; in a graph its backward keeps the result
+    /// (`self` after the write), as PyTorch's threshold_backward reads it.
+    pub fn relu_(&self) -> Result<Tensor> {
+        self.check_inplace()?;
+        if self.numel() > 0 {
+            self.backend()
+                .unary(UnaryOp::Relu, self.operand(), self.operand())?;
+        }
+        self.bump_version();
+        if needs_grad(&[self]) {
+            let result = SavedTensor::new(self)?;
+            record(
+                self,
+                "ReluBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    Ok(vec![Some(
+                        g.binary_raw(result.get()?, BinaryOp::ReluBackward)?,
+                    )])
+                }),
+            );
+        }
+        Ok(self.clone())
     }
 
     fn check_cast(&self, result: DType) -> Result<()> {

@@ -56,8 +56,31 @@ fn as_batched(t: &Tensor, batch: &[usize]) -> Option<Layout> {
     })
 }
 
+/// Whether a 2-D `t` is laid out column by column (PyTorch's test in mm's backward, which then
+/// computes that input's gradient transposed so that it comes out in the same layout).
+fn column_major(t: &Tensor) -> bool {
+    let l = t.layout();
+    l.ndim() == 2 && l.strides[0] == 1 && l.strides[1] == l.shape[0]
+}
+
+/// PyTorch's `mm_mat1_backward`: the first operand's gradient from `grad` and the second operand.
+pub(crate) fn mat1_grad(grad: &Tensor, mat2: &Tensor, col_major: bool) -> Result<Tensor> {
+    if col_major {
+        return mat2.bmm_raw(&grad.transpose(-1, -2)?)?.transpose(-1, -2);
+    }
+    grad.bmm_raw(&mat2.transpose(-1, -2)?)
+}
+
+/// PyTorch's `mm_mat2_backward`: the second operand's gradient from `grad` and the first operand.
+pub(crate) fn mat2_grad(grad: &Tensor, mat1: &Tensor, col_major: bool) -> Result<Tensor> {
+    if col_major {
+        return grad.transpose(-1, -2)?.bmm_raw(mat1)?.transpose(-1, -2);
+    }
+    mat1.transpose(-1, -2)?.bmm_raw(grad)
+}
+
 impl Tensor {
-    fn check_matmul_operands(&self, other: &Tensor) -> Result<()> {
+    pub(crate) fn check_matmul_operands(&self, other: &Tensor) -> Result<()> {
         super::check_interrupt()?;
         if self.device() != other.device() {
             return Err(device_mismatch(self.device(), other.device()));
@@ -73,7 +96,7 @@ impl Tensor {
     }
 
     /// Batched product of operands of at least 2 dims, broadcasting batch dims; no autograd.
-    fn bmm_raw(&self, other: &Tensor) -> Result<Tensor> {
+    pub(crate) fn bmm_raw(&self, other: &Tensor) -> Result<Tensor> {
         let (a, b) = (self.dims(), other.dims());
         let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
         let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
@@ -150,11 +173,28 @@ impl Tensor {
             ))),
             (1, 1) => self.dot(other),
             (2, 1) => self.mv(other),
-            (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze(Some(-2)),
-            (_, 1) => self.matmul(&other.unsqueeze(-1)?)?.squeeze(Some(-1)),
+            (1, 2) => self.unsqueeze(0)?.matmul(other)?.squeeze(Some(-2)),
             (2, 2) => self.mm_named(other, "MmBackward0"),
-            _ => self.mm_named(other, "BmmBackward0"),
+            _ => super::batched::matmul_nd(self, other),
         }
+    }
+
+    /// Batched matrix product of two 3-D tensors with the same batch size (`bmm`).
+    pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        self.check_matmul_operands(other)?;
+        for (t, name) in [(self, "batch1"), (other, "batch2")] {
+            if t.dim() != 3 {
+                return Err(TensorError::runtime(format!("{name} must be a 3D tensor")));
+            }
+        }
+        let (a, b) = (self.dims(), other.dims());
+        if b[0] != a[0] || b[1] != a[2] {
+            return Err(TensorError::runtime(format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                a[0], a[2], b[0], b[1]
+            )));
+        }
+        self.mm_named(other, "BmmBackward0")
     }
 
     /// 2-D matrix product (`mm`).
@@ -173,10 +213,11 @@ impl Tensor {
         self.mm_named(other, "MmBackward0")
     }
 
-    fn mm_named(&self, other: &Tensor, name: &'static str) -> Result<Tensor> {
+    pub(crate) fn mm_named(&self, other: &Tensor, name: &'static str) -> Result<Tensor> {
         let out = self.bmm_raw(other)?;
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
+            let (col_a, col_b) = (column_major(self), column_major(other));
             let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
             let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
@@ -185,17 +226,13 @@ impl Tensor {
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    // PyTorch's MmBackward0 computes the second operand's gradient first.
+                    // PyTorch's MmBackward0/BmmBackward0 compute the second operand's gradient first.
                     let gb = match (&keep_a, m[1]) {
-                        (Some(a), true) => {
-                            Some(a.get()?.transpose(-1, -2)?.bmm_raw(g)?.sum_to_size(&sb)?)
-                        }
+                        (Some(a), true) => Some(mat2_grad(g, a.get()?, col_b)?.sum_to_size(&sb)?),
                         _ => None,
                     };
                     let ga = match (&keep_b, m[0]) {
-                        (Some(b), true) => {
-                            Some(g.bmm_raw(&b.get()?.transpose(-1, -2)?)?.sum_to_size(&sa)?)
-                        }
+                        (Some(b), true) => Some(mat1_grad(g, b.get()?, col_a)?.sum_to_size(&sa)?),
                         _ => None,
                     };
                     Ok(vec![ga, gb])

@@ -10,6 +10,7 @@
 //! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
 pub mod autocast;
+mod batched;
 pub mod collective;
 mod compare;
 mod convert;
@@ -21,6 +22,7 @@ mod interrupt;
 mod linalg;
 mod loss;
 mod math;
+mod nn;
 mod print;
 mod random;
 mod reduce;

@@ -104,7 +104,7 @@ impl Tensor {
         Ok(out)
     }
 
-    fn view_shape(&self, shape: &[usize], name: &'static str) -> Result<Option<Tensor>> {
+    pub(crate) fn view_shape(&self, shape: &[usize], name: &'static str) -> Result<Option<Tensor>> {
         let l = self.layout();
         let Some(strides) = view_strides(&l.shape, &l.strides, shape) else {
             return Ok(None);

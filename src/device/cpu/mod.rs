@@ -3,6 +3,7 @@
 mod compare;
 mod elementwise;
 mod matmul;
+mod norm;
 mod parallel;
 mod random;
 mod reduce;
@@ -64,6 +65,7 @@ pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
 pub mod kernels {
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
     pub use super::matmul::matmul;
+    pub use super::norm::{addmm, dropout, dropout_backward, layer_norm, layer_norm_backward};
     pub use super::random::random;
     pub use super::reduce::{
         nll_loss, nll_loss_backward, reduce, scatter, softmax, softmax_backward,
@@ -139,6 +141,48 @@ macro_rules! host_kernel_methods {
         fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::scatter(src, index, dim, dst)
         }
+        fn layer_norm(
+            &self,
+            x: Operand,
+            weight: Option<Operand>,
+            bias: Option<Operand>,
+            eps: f64,
+            y: Operand,
+            mean: Operand,
+            rstd: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::layer_norm(x, weight, bias, eps, y, mean, rstd)
+        }
+        fn layer_norm_backward(
+            &self,
+            dy: Operand,
+            x: Operand,
+            mean: Operand,
+            rstd: Operand,
+            weight: Option<Operand>,
+            grads: $crate::device::backend::LayerNormGrads,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::layer_norm_backward(dy, x, mean, rstd, weight, grads)
+        }
+        fn dropout(
+            &self,
+            src: Operand,
+            p: f64,
+            seed: u64,
+            mask: Operand,
+            out: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::dropout(src, p, seed, mask, out)
+        }
+        fn dropout_backward(
+            &self,
+            grad: Operand,
+            mask: Operand,
+            scale: f64,
+            out: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::dropout_backward(grad, mask, scale, out)
+        }
     };
 }
 
@@ -167,6 +211,16 @@ impl Backend for CpuBackend {
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         kernels::matmul(lhs, rhs, dst)
+    }
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        _: bool,
+    ) -> Result<()> {
+        kernels::addmm(bias, lhs, rhs, dst)
     }
     host_kernel_methods!();
 }

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
+use std::sync::OnceLock;
+
 use crate::device::backend::{
-    Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
+    Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
-use crate::device::blas_handle::{BlasHandle, Workspace};
+use crate::device::blas_handle::{BlasHandle, Workspace, HANDLES};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::types::{DType, ErrorKind, Result, Scalar, TensorError};
@@ -23,7 +25,13 @@ pub struct CudaBackend {
     index: usize,
     dev: Arc<CudaDevice>,
     allocator: Arc<CachingAllocator<CudaMemory>>,
+    /// Each handle's cuBLASLt workspace, taken at its first addmm with a bias epilogue and kept,
+    /// as PyTorch's (its own product runs through cuBLAS, which needs none).
+    lt_workspaces: [OnceLock<u64>; HANDLES],
 }
+
+/// PyTorch's cuBLASLt workspace (`CUBLASLT_WORKSPACE_SIZE`, 1024 KiB by default).
+const CUBLASLT_WORKSPACE_BYTES: usize = 1 << 20;
 
 impl CudaBackend {
     /// The backend of real device `index`, with its own caching allocator.
@@ -34,7 +42,29 @@ impl CudaBackend {
             index,
             dev,
             allocator: Arc::new(CachingAllocator::new(index, memory, config)),
+            lt_workspaces: Default::default(),
         })
+    }
+
+    /// `dst = lhs × rhs` (plus `dst` when `accumulate`) through the current handle's cuBLAS.
+    fn product(&self, lhs: Operand, rhs: Operand, dst: Operand, accumulate: bool) -> Result<()> {
+        // The workspace comes from the caching allocator and stays allocated for the life of the
+        // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
+        let workspace = |bytes: usize| {
+            self.allocator
+                .malloc(bytes, 0, None)
+                .map_err(|e| CudaError::OutOfMemory(e.to_string()))
+        };
+        let dev = &self.dev;
+        let blas = &dev.blas[crate::device::blas_handle::current() as usize];
+        Ok(blas.matmul(
+            &dev.gpu(),
+            &view(&lhs),
+            &view(&rhs),
+            &view(&dst),
+            accumulate,
+            &workspace,
+        )?)
     }
 
     /// The device's context, kernels and libraries.
@@ -200,35 +230,110 @@ impl Backend for CudaBackend {
         )?)
     }
     fn blas_workspaces(&self) -> Vec<Workspace> {
-        [BlasHandle::Caller, BlasHandle::Autograd]
-            .into_iter()
-            .filter_map(|handle| {
-                let (ptr, bytes) = self.dev.blas[handle as usize].workspace()?;
-                Some(Workspace {
-                    handle,
-                    ptr,
-                    bytes: bytes as u64,
-                })
+        let handles = [BlasHandle::Caller, BlasHandle::Autograd];
+        let blas = handles.into_iter().filter_map(|handle| {
+            let (ptr, bytes) = self.dev.blas[handle as usize].workspace()?;
+            Some(Workspace {
+                handle,
+                ptr,
+                bytes: bytes as u64,
             })
-            .collect()
+        });
+        let lt = handles.into_iter().filter_map(|handle| {
+            Some(Workspace {
+                handle,
+                ptr: *self.lt_workspaces[handle as usize].get()?,
+                bytes: CUBLASLT_WORKSPACE_BYTES as u64,
+            })
+        });
+        blas.chain(lt).collect()
+    }
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()> {
+        let gpu = self.dev.gpu();
+        gpu.copy(&view(&bias), &view(&dst))?;
+        self.product(lhs, rhs, dst, true)?;
+        let slot = &self.lt_workspaces[crate::device::blas_handle::current() as usize];
+        if lt && slot.get().is_none() {
+            let ptr = self.allocator.malloc(CUBLASLT_WORKSPACE_BYTES, 0, None)?;
+            if slot.set(ptr).is_err() {
+                let _ = self.allocator.free(ptr);
+            }
+        }
+        Ok(())
+    }
+    fn layer_norm(
+        &self,
+        x: Operand,
+        weight: Option<Operand>,
+        bias: Option<Operand>,
+        eps: f64,
+        y: Operand,
+        mean: Operand,
+        rstd: Operand,
+    ) -> Result<()> {
+        let (w, b) = (weight.as_ref().map(view), bias.as_ref().map(view));
+        Ok(self.dev.gpu().layer_norm(
+            &view(&x),
+            w.as_ref(),
+            b.as_ref(),
+            eps,
+            &view(&y),
+            &view(&mean),
+            &view(&rstd),
+        )?)
+    }
+    fn layer_norm_backward(
+        &self,
+        dy: Operand,
+        x: Operand,
+        mean: Operand,
+        rstd: Operand,
+        weight: Option<Operand>,
+        grads: LayerNormGrads,
+    ) -> Result<()> {
+        let w = weight.as_ref().map(view);
+        let g = super::norm::NormGrads {
+            dx: grads.dx.as_ref().map(view),
+            dweight: grads.dweight.as_ref().map(view),
+            dbias: grads.dbias.as_ref().map(view),
+            parts: grads.parts,
+        };
+        Ok(self.dev.gpu().layer_norm_backward(
+            &view(&dy),
+            &view(&x),
+            &view(&mean),
+            &view(&rstd),
+            w.as_ref(),
+            &g,
+        )?)
+    }
+    fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .dropout(&view(&src), p, seed, &view(&mask), &view(&out))?)
+    }
+    fn dropout_backward(
+        &self,
+        grad: Operand,
+        mask: Operand,
+        scale: f64,
+        out: Operand,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .dropout_backward(&view(&grad), &view(&mask), scale, &view(&out))?)
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
-        // The workspace comes from the caching allocator and stays allocated for the life of the
-        // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
-        let workspace = |bytes: usize| {
-            self.allocator
-                .malloc(bytes, 0, None)
-                .map_err(|e| CudaError::OutOfMemory(e.to_string()))
-        };
-        let dev = &self.dev;
-        let blas = &dev.blas[crate::device::blas_handle::current() as usize];
-        Ok(blas.matmul(
-            &dev.gpu(),
-            &view(&lhs),
-            &view(&rhs),
-            &view(&dst),
-            &workspace,
-        )?)
+        self.product(lhs, rhs, dst, false)
     }
     fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
         Ok(self.dev.gpu().softmax(&view(&src), dim, log, &view(&dst))?)

@@ -102,14 +102,16 @@ impl Blas {
         state.as_ref().and_then(|(_, ws)| *ws)
     }
 
-    /// `dst` [b, m, n] (contiguous) = `lhs` [b, m, k] × `rhs` [b, k, n]. `workspace` allocates
-    /// the cuBLAS workspace through the caching allocator on first use.
+    /// `dst` [b, m, n] (contiguous) = `lhs` [b, m, k] × `rhs` [b, k, n], plus what `dst` holds
+    /// when `accumulate` (beta 1). `workspace` allocates the cuBLAS workspace through the caching
+    /// allocator on first use.
     pub fn matmul(
         &self,
         gpu: &Gpu,
         lhs: &View,
         rhs: &View,
         dst: &View,
+        accumulate: bool,
         workspace: &dyn Fn(usize) -> CudaResult<u64>,
     ) -> CudaResult<()> {
         let (b, m, k, n) = (dst.shape[0], dst.shape[1], lhs.shape[2], dst.shape[2]);
@@ -141,7 +143,11 @@ impl Blas {
             return Ok(());
         }
         if k == 0 {
-            return gpu.fill(dst, 0.0, 0);
+            return if accumulate {
+                Ok(())
+            } else {
+                gpu.fill(dst, 0.0, 0)
+            };
         }
         let (mut sa, mut sb, mut ca, mut cb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let lhs = gpu.as_elem(lhs, dst.elem, 0, &mut ca)?;
@@ -157,7 +163,12 @@ impl Blas {
                 bsys::cublasOperation_t::CUBLAS_OP_N
             }
         };
-        let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+        let (one32, one64) = (1f32, 1f64);
+        let (zero32, zero64) = if accumulate {
+            (1f32, 1f64)
+        } else {
+            (0f32, 0f64)
+        };
         let (alpha, beta): (*const c_void, *const c_void) = if dst.elem == DType::F64 {
             (
                 (&one64 as *const f64).cast(),

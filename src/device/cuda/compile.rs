@@ -15,6 +15,7 @@ const PRELUDE: &str = include_str!("kernels/prelude.cuh");
 const ELEMENTWISE: &str = include_str!("kernels/elementwise.cu");
 const REDUCE: &str = include_str!("kernels/reduce.cu");
 const SOFTMAX: &str = include_str!("kernels/softmax.cu");
+const NORM: &str = include_str!("kernels/norm.cu");
 
 /// The complete CUDA C source of one element type's module.
 pub fn module_source(elem: DType) -> String {
@@ -24,6 +25,7 @@ pub fn module_source(elem: DType) -> String {
         &super::functors::fill(ELEMENTWISE),
         REDUCE,
         SOFTMAX,
+        NORM,
     ]
     .join("\n")
 }

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod memory;
 pub mod module;
 pub mod nccl;
+pub mod norm;
 pub mod ops;
 pub mod peer;
 pub mod reduce;

@@ -1,0 +1,103 @@
+// Layer norm (forward and backward) over rows of a contiguous [rows, n] input, and dropout.
+// mean/rstd are A (float, double for double). One block per row; shared memory sums.
+#if IS_FP
+__device__ __forceinline__ A ln_block_sum(A v) {
+  __shared__ A s[256];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  A r = s[0];
+  __syncthreads();
+  return r;
+}
+
+extern "C" __global__ void KNAME(layer_norm_)(T* y, A* mean, A* rstd, const T* x, const T* w,
+                                              const T* b, i64 rows, i64 n, double eps) {
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * n;
+    A s = 0;
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) s += (A)ld(xr[j]);
+    A mu = ln_block_sum(s) / (A)n;
+    A q = 0;
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) { A d = (A)ld(xr[j]) - mu; q += d * d; }
+    A var = ln_block_sum(q) / (A)n;
+    A rs = (A)1 / m_sqrt(var + (A)eps);
+    if (threadIdx.x == 0) { mean[row] = mu; rstd[row] = rs; }
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
+      A v = ((A)ld(xr[j]) - mu) * rs;
+      if (w) v *= (A)ld(w[j]);
+      if (b) v += (A)ld(b[j]);
+      y[row * n + j] = Cv<T>::from(v);
+    }
+  }
+}
+
+// dx = rstd / n * (n * g * w - sum(g * w) - xhat * sum(g * w * xhat)) per row.
+extern "C" __global__ void KNAME(layer_norm_dx_)(T* dx, const T* dy, const T* x, const A* mean,
+                                                 const A* rstd, const T* w, i64 rows, i64 n) {
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* gr = dy + row * n;
+    const T* xr = x + row * n;
+    A mu = mean[row], rs = rstd[row];
+    A s1 = 0, s2 = 0;
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
+      A gw = (A)ld(gr[j]) * (w ? (A)ld(w[j]) : (A)1);
+      s1 += gw;
+      s2 += gw * ((A)ld(xr[j]) - mu) * rs;
+    }
+    s1 = ln_block_sum(s1);
+    s2 = ln_block_sum(s2);
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
+      A gw = (A)ld(gr[j]) * (w ? (A)ld(w[j]) : (A)1);
+      A xh = ((A)ld(xr[j]) - mu) * rs;
+      dx[row * n + j] = Cv<T>::from(((A)n * gw - s1 - xh * s2) * rs / (A)n);
+    }
+  }
+}
+
+// dw[p, j] = sum over rows of block p of g * xhat, db[p, j] = sum of g; one thread per (p, j).
+extern "C" __global__ void KNAME(layer_norm_dwb_)(T* dw, T* db, const T* dy, const T* x,
+                                                  const A* mean, const A* rstd, i64 rows, i64 n,
+                                                  i64 parts, i64 per_part) {
+  for (i64 c = gtid(); c < parts * n; c += gstride()) {
+    i64 p = c / n, j = c % n;
+    i64 end = (p + 1) * per_part < rows ? (p + 1) * per_part : rows;
+    A sw = 0, sb = 0;
+    for (i64 r = p * per_part; r < end; r++) {
+      A g = ld(dy[r * n + j]);
+      sw += g * ((A)ld(x[r * n + j]) - mean[r]) * rstd[r];
+      sb += g;
+    }
+    if (dw) dw[c] = Cv<T>::from(sw);
+    if (db) db[c] = Cv<T>::from(sb);
+  }
+}
+
+// The same keep/drop decision as the host kernel's (a splitmix64 hash of seed and index).
+__device__ __forceinline__ bool dropout_keep(unsigned long long seed, unsigned long long i, double p) {
+  unsigned long long z = seed ^ (i * 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (double)(z >> 40) / 16777216.0 >= p;
+}
+
+extern "C" __global__ void KNAME(dropout_)(T* out, bool* mask, const T* x, double p,
+                                           unsigned long long seed, i64 n) {
+  A scale = (A)(1.0 / (1.0 - p));
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    bool keep = dropout_keep(seed, (unsigned long long)i, p);
+    mask[i] = keep;
+    out[i] = Cv<T>::from(keep ? (A)ld(x[i]) * scale : (A)0);
+  }
+}
+
+extern "C" __global__ void KNAME(dropout_bw_)(T* out, const T* g, const bool* mask, double scale, i64 n) {
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    out[i] = Cv<T>::from(mask[i] ? (A)ld(g[i]) * (A)scale : (A)0);
+  }
+}
+#endif
