@@ -181,6 +181,9 @@ impl Tensor {
 
     /// Batched matrix product of two 3-D tensors with the same batch size (`bmm`).
     pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("bmm", &[self, other])? {
+            return cast[0].bmm(&cast[1]);
+        }
         self.check_matmul_operands(other)?;
         for (t, name) in [(self, "batch1"), (other, "batch2")] {
             if t.dim() != 3 {
