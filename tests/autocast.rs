@@ -224,3 +224,36 @@ fn a_line_after_the_block_starts_a_new_statement() {
         "[1, 2]"
     );
 }
+
+#[test]
+fn linear_bmm_and_layer_norm_follow_their_lists() {
+    let _gpu = common::exclusive();
+    let mut s = session_on("cuda");
+    let code = r#"
+        let b = zeros(64, #{device: "cuda", requires_grad: true});
+        autocast(#{dtype: "bfloat16"}) {
+            let l = linear(x, w, b);
+            let n = layer_norm(l, 64);
+            let m = x.unsqueeze(0).bmm(w.unsqueeze(0));
+        }
+        [l.dtype, n.dtype, m.dtype, linear(x, w, b).dtype]"#;
+    assert_eq!(
+        value(s.execute(code)),
+        r#"["bfloat16", "float32", "bfloat16", "float32"]"#
+    );
+}
+
+#[test]
+fn pythons_with_autocast_gets_the_block_spelling_as_a_hint() {
+    common::setup();
+    let (mut s, _) = Session::captured("<test>");
+    let e = s
+        .execute("with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    y = 2")
+        .error
+        .expect("Python's with is not torchlet");
+    let hint = e.hint.clone().unwrap_or_default();
+    assert!(
+        hint.starts_with("autocast is a block: autocast(#{dtype: \"bfloat16\"}) { … }"),
+        "{e}"
+    );
+}
