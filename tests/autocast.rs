@@ -72,6 +72,11 @@ fn blocks_nest_restore_the_outer_state_and_enabled_false_is_a_plain_block() {
         value(s.execute(code)),
         r#"["bfloat16", "float32", "bfloat16", "float16", "bfloat16", "float32"]"#
     );
+    // A block that names no dtype takes the current one, as torch.autocast does.
+    let code = r#"autocast(#{dtype: "bfloat16"}) { autocast { let g = x.matmul(w); } }
+        autocast { let k = x.matmul(w); }
+        [g.dtype, k.dtype]"#;
+    assert_eq!(value(s.execute(code)), r#"["bfloat16", "float16"]"#);
 }
 
 #[test]

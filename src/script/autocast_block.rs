@@ -61,7 +61,7 @@ fn eval(
     super::syntax::eval_in_callers_scope(context, block)
 }
 
-/// Enter autocast as `options` say (unit: CUDA autocast with its default dtype).
+/// Enter autocast as `options` say (unit: CUDA autocast in its current dtype).
 fn enter(options: &Dynamic) -> Result<AutocastGuard, Box<EvalAltResult>> {
     let map = if options.is_unit() {
         Map::new()
@@ -79,7 +79,9 @@ fn enter(options: &Dynamic) -> Result<AutocastGuard, Box<EvalAltResult>> {
         Some(v) => DeviceType::parse(&text(v, "device_type")?).or_raise()?,
         None => DeviceType::Cuda,
     };
-    let mut dtype = device_type.default_dtype();
+    // As `torch.autocast`: without a dtype, the device type's current one (float16 for CUDA and
+    // bfloat16 for the CPU at first; a nested block inherits its outer block's).
+    let mut dtype = autocast::autocast_dtype(device_type);
     let (mut enabled, mut cache_enabled) = (true, true);
     for (key, value) in &map {
         match key.as_str() {

@@ -86,14 +86,6 @@ impl DeviceType {
         }
     }
 
-    /// PyTorch's default low-precision dtype for this device type.
-    pub fn default_dtype(self) -> DType {
-        match self {
-            DeviceType::Cuda => DType::F16,
-            DeviceType::Cpu => DType::BF16,
-        }
-    }
-
     fn of(device: Device) -> DeviceType {
         if device.is_cuda() {
             DeviceType::Cuda
@@ -128,6 +120,7 @@ thread_local! {
     static STATE: RefCell<State> = const {
         RefCell::new(State {
             enabled: [false, false],
+            // PyTorch's initial autocast dtypes: float16 for CUDA, bfloat16 for the CPU.
             dtype: [DType::F16, DType::BF16],
             cache_enabled: true,
             nesting: 0,
@@ -145,11 +138,6 @@ pub fn is_autocast_enabled(device_type: DeviceType) -> bool {
 /// The low-precision dtype autocast uses for `device_type` (`torch.get_autocast_dtype`).
 pub fn autocast_dtype(device_type: DeviceType) -> DType {
     STATE.with(|s| s.borrow().dtype[device_type.index()])
-}
-
-/// How many casts the cache holds now (for tests and `:mem`-style inspection).
-pub fn cached_cast_count() -> usize {
-    STATE.with(|s| s.borrow().cache.len())
 }
 
 /// The dtype check PyTorch makes when a block is entered; torchlet refuses instead of warning.
@@ -220,10 +208,9 @@ impl Drop for AutocastGuard {
                 Vec::new()
             }
         });
-        // Dropped outside the borrow: freeing a cast may run code that reads the state.
-        for entry in dropped {
-            drop(entry);
-        }
+        // Dropped outside the borrow (freeing a cast may run code that reads the state), first
+        // cast first.
+        drop(dropped);
     }
 }
 
