@@ -30,8 +30,9 @@ pub enum Policy {
     Promote,
 }
 
-/// PyTorch's lists (aten/src/ATen/autocast_mode.cpp) for the ops torchlet has: the op, its policy
-/// under CUDA autocast, its policy under CPU autocast. An op on no list runs in its inputs' dtype.
+/// PyTorch's lists (aten/src/ATen/autocast_mode.cpp) for the ops torchlet has or is about to have
+/// (an op calls [`cast_inputs`] or [`fp32_output`] with its name): the op, its policy under CUDA
+/// autocast, its policy under CPU autocast. An op on no list runs in its inputs' dtype.
 /// `cross_entropy_loss` is on the CPU list only: under CUDA autocast its `log_softmax` keeps the
 /// logits' dtype and only `nll_loss` casts up.
 const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
@@ -45,6 +46,7 @@ const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
     ("log", Some(Policy::Fp32), None),
     ("reciprocal", Some(Policy::Fp32), None),
     ("rsqrt", Some(Policy::Fp32), None),
+    ("softplus", Some(Policy::Fp32), None),
     ("pow", Some(Policy::Fp32), None),
     ("layer_norm", Some(Policy::Fp32), None),
     ("mse_loss", Some(Policy::Fp32), Some(Policy::Fp32)),
