@@ -1,5 +1,5 @@
 //! `autocast(#{dtype, enabled, device_type}) { … }`: PyTorch's mixed precision, its lists and its cast cache.
-use torchlet::session::{Outcome, Session};
+use torchlet::session::{Completeness, Outcome, Session};
 
 mod common;
 
@@ -260,5 +260,21 @@ fn pythons_with_autocast_gets_the_block_spelling_as_a_hint() {
     assert!(
         hint.starts_with("autocast is a block: autocast(#{dtype: \"bfloat16\"}) { … }"),
         "{e}"
+    );
+}
+
+#[test]
+fn an_open_block_waits_for_more_lines() {
+    let (s, _) = Session::captured("<test>");
+    for code in [
+        "autocast(#{dtype: \"bfloat16\"}) {",
+        "autocast {\n  let y = 1;",
+        "autocast(#{dtype:",
+    ] {
+        assert_eq!(s.is_complete(code), Completeness::Incomplete, "{code:?}");
+    }
+    assert_eq!(
+        s.is_complete("autocast(#{dtype: \"bfloat16\"}) { let y = 1; }"),
+        Completeness::Complete
     );
 }
