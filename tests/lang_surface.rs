@@ -222,6 +222,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "let w = v.clone().requires_grad_(); let y = (); let inside = true; inference_mode { inside = is_grad_enabled(); y = w * 2; }; [inside, y.requires_grad, vals(y), is_grad_enabled()]",
         "[false, false, [-3.0, 0.0, 4.0], true]",
     ),
+    (
+        "autocast",
+        r#"let kind = if devname.starts_with("cuda") { "cuda" } else { "cpu" }; let a = (); autocast #{dtype: "bfloat16", device_type: kind} { a = m.matmul(m.t()); }; [a.dtype, m.matmul(m.t()).dtype]"#,
+        r#"["bfloat16", "float32"]"#,
+    ),
     // ---- tensor methods
     (
         "t.cuda",

@@ -56,6 +56,7 @@ parity!(
     article_del_empty_cache,
     article_empty_cache,
     article_no_grad,
+    autocast_bf16,
     autograd_ops,
     bare_statements,
     batched_matmul,

@@ -77,6 +77,9 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
         ));
     }
     let _mode = super::set_grad_enabled(false);
+    // Backward formulas run in the dtypes the forward pass saved: a pass started inside an
+    // autocast block does not cast again (PyTorch's backward kernels sit below autocast).
+    let _autocast = crate::tensor::autocast::suspend();
     // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
     let _handle =
         crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);

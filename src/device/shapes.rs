@@ -183,7 +183,13 @@ impl Backend for ShapesBackend {
     fn gather(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
         Ok(())
     }
-    fn scatter_add(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
+    fn scatter_add(
+        &self,
+        _src: Operand,
+        _index: Operand,
+        _dim: usize,
+        _dst: Operand,
+    ) -> Result<()> {
         Ok(())
     }
 }

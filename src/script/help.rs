@@ -41,6 +41,7 @@ pub static KEYWORDS: &[(&str, &str)] = &[
     ("no_grad", "no_grad { … } — run the block without recording the autograd graph"),
     ("enable_grad", "enable_grad { … } — record the autograd graph inside the block, even under no_grad"),
     ("inference_mode", "inference_mode { … } — like no_grad; tensors made inside are inference tensors"),
+    ("autocast", "autocast(#{dtype: \"bfloat16\"}) { … } — mixed precision for CUDA ops in the block (dtype float16 by default; also enabled, device_type, cache_enabled)"),
     ("import", "import torch (or import torch.nn.functional as F) — accepted and ignored: torch.NAME, torch.cuda.NAME and F.NAME are NAME and cuda::NAME"),
 ];
 

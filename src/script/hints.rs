@@ -198,6 +198,10 @@ fn with(code: &str, toks: &[Token], i: usize) -> Option<String> {
     if !toks[i].is_ident(code, "with") || !starts_statement(code, toks, i) {
         return None;
     }
+    let line = on_line(toks, toks[i].line);
+    if line.iter().any(|t| t.is_ident(code, "autocast")) {
+        return Some("autocast is a block: autocast(#{dtype: \"bfloat16\"}) { … } (variables assigned inside stay visible after it, as with Python's with)".into());
+    }
     Some(match grad_mode_on_line(code, toks, i) {
         Some(mode) => format!(
             "grad modes are blocks: {mode} {{ … }} (variables assigned inside stay visible after it, as with Python's with)"

@@ -3,7 +3,7 @@
 //! Map: `new_engine` below registers everything. Values: `tensor_api` (the `Tensor` type),
 //! `creation`, `operators`, `comparisons`, `compound_assign`, `indexing`, `numbers`, `truth`,
 //! `convert` (script values ↔ tensor arguments). Statements and Python's spellings: `syntax`
-//! (grad-mode blocks), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
+//! (grad-mode blocks), `autocast_block` (mixed precision), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
 //! `hints`, `floordiv_hint`, `errors`. Lifetimes: `lifetimes` (CPython's temporaries),
 //! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
 //! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
@@ -12,6 +12,7 @@
 //! (`nn::linear_params`, `nn::parameters`).
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
+pub mod autocast_block;
 pub mod checkpoint;
 pub mod comparisons;
 pub mod compound_assign;
@@ -84,6 +85,7 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
     errors::register(&mut engine);
     syntax::register(&mut engine);
+    autocast_block::register(&mut engine);
     del::register(&mut engine);
     globals::register(&mut engine);
     holders_api::register(&mut engine);

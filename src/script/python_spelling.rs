@@ -408,19 +408,23 @@ fn python_word(code: &str, toks: &[Token], i: usize, edits: &mut Vec<Edit>) {
     });
 }
 
-/// After a grad-mode block that closes at the end of its line, a `;` ends the statement, so a
-/// next line that starts with `[`, `(`, `-` or `.` begins a new statement, as in Python.
+/// After a grad-mode or autocast block that closes at the end of its line, a `;` ends the
+/// statement, so a next line that starts with `[`, `(`, `-` or `.` begins a new statement, as in
+/// Python.
 fn grad_block_end(code: &str, toks: &[Token], i: usize, edits: &mut Vec<Edit>) {
     let t = &toks[i];
-    let keyword = matches!(t.text(code), "no_grad" | "enable_grad" | "inference_mode");
+    let keyword = matches!(
+        t.text(code),
+        "no_grad" | "enable_grad" | "inference_mode" | "autocast"
+    );
     if t.kind != Kind::Ident || !keyword || after_member_access(code, toks, i) {
         return;
     }
-    if !toks.get(i + 1).is_some_and(|n| n.is(code, "{")) {
+    let Some(open) = block_start(code, toks, i) else {
         return;
-    }
+    };
     let mut depth = 0usize;
-    for (k, b) in toks.iter().enumerate().skip(i + 1) {
+    for (k, b) in toks.iter().enumerate().skip(open) {
         match b.text(code) {
             "{" | "#{" if b.kind == Kind::Symbol => depth += 1,
             "}" if b.kind == Kind::Symbol => {
@@ -444,6 +448,31 @@ fn grad_block_end(code: &str, toks: &[Token], i: usize, edits: &mut Vec<Edit>) {
             _ => {}
         }
     }
+}
+
+/// The index of the `{` that opens the block of the statement keyword at `i`: the next token,
+/// or for `autocast(…) { … }` the one after the options' closing parenthesis.
+fn block_start(code: &str, toks: &[Token], i: usize) -> Option<usize> {
+    let mut open = i + 1;
+    if toks[i].text(code) == "autocast" && toks.get(open).is_some_and(|n| n.is(code, "(")) {
+        let mut depth = 0usize;
+        for (k, b) in toks.iter().enumerate().skip(open) {
+            match b.text(code) {
+                "(" if b.kind == Kind::Symbol => depth += 1,
+                ")" if b.kind == Kind::Symbol => {
+                    depth -= 1;
+                    if depth == 0 {
+                        open = k + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    toks.get(open)
+        .is_some_and(|n| n.is(code, "{"))
+        .then_some(open)
 }
 
 /// Python's `'text'` → `"text"`; a one-character `'c'` stays Rhai's character literal.
@@ -565,6 +594,11 @@ mod tests {
             "no_grad { z }\nlet y = 1;"
         );
         assert_eq!(spelled("no_grad { z } [1]"), "no_grad { z } [1]");
+        assert_eq!(
+            spelled("autocast(#{dtype: \"bfloat16\"}) { let z = 1; }\n[z]"),
+            "autocast(#{dtype: \"bfloat16\"}) { let z = 1; };\n[z]"
+        );
+        assert_eq!(spelled("autocast { z }\n-z"), "autocast { z };\n-z");
     }
 
     #[test]

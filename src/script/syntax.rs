@@ -214,7 +214,7 @@ fn eval_unshadow(
 }
 
 /// Run a block's statements in the caller's scope (Python's `with`): `let` inside stays visible.
-fn eval_in_callers_scope(
+pub(crate) fn eval_in_callers_scope(
     context: &mut EvalContext,
     block: &Expression,
 ) -> Result<Dynamic, Box<EvalAltResult>> {

@@ -163,6 +163,11 @@ impl Tensor {
     /// `F.linear(self, weight, bias)`: `self @ weight.T + bias`, built as PyTorch builds it (one
     /// fused addmm for 2-D and contiguous inputs with a 1-D bias, else matmul then an in-place add).
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let mut inputs = vec![self, weight];
+        inputs.extend(bias);
+        if let Some((cast, _off)) = super::autocast::cast_inputs("linear", &inputs)? {
+            return cast[0].linear(&cast[1], cast.get(2));
+        }
         self.check_matmul_operands(weight)?;
         if let Some(b) = bias {
             self.check_matmul_operands(b)?;
@@ -197,6 +202,10 @@ impl Tensor {
 
     /// `bias + self @ mat2` for a 2-D `self` and `mat2` (PyTorch's addmm with beta = alpha = 1).
     pub fn addmm_bias(&self, bias: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        // PyTorch's argument order, `addmm(bias, mat1, mat2)`, decides the order of the casts.
+        if let Some((cast, _off)) = super::autocast::cast_inputs("addmm", &[bias, self, mat2])? {
+            return cast[1].addmm_bias(&cast[0], &cast[2]);
+        }
         let (m, k) = (self.dims()[0], self.dims()[1]);
         if mat2.dim() != 2 || mat2.dims()[0] != k {
             let d = mat2.dims();

@@ -161,6 +161,9 @@ impl Tensor {
 
     /// Matrix product with PyTorch's rules for 1-D, 2-D and batched operands.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("matmul", &[self, other])? {
+            return cast[0].matmul(&cast[1]);
+        }
         self.check_matmul_operands(other)?;
         match (self.dim(), other.dim()) {
             (0, _) | (_, 0) => Err(TensorError::runtime(format!(
@@ -178,6 +181,9 @@ impl Tensor {
 
     /// Batched matrix product of two 3-D tensors with the same batch size (`bmm`).
     pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("bmm", &[self, other])? {
+            return cast[0].bmm(&cast[1]);
+        }
         self.check_matmul_operands(other)?;
         for (t, name) in [(self, "batch1"), (other, "batch2")] {
             if t.dim() != 3 {
@@ -196,6 +202,9 @@ impl Tensor {
 
     /// 2-D matrix product (`mm`).
     pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("mm", &[self, other])? {
+            return cast[0].mm(&cast[1]);
+        }
         self.check_matmul_operands(other)?;
         if self.dim() != 2 || other.dim() != 2 {
             return Err(TensorError::runtime(format!(

@@ -9,6 +9,9 @@ use super::{DType, Result, Scalar, Tensor, TensorError};
 impl Tensor {
     /// Mean squared error between `self` and `target`.
     pub fn mse_loss(&self, target: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("mse_loss", &[self, target])? {
+            return cast[0].mse_loss(&cast[1]);
+        }
         let shape = super::broadcast_shapes(self.dims(), target.dims())?;
         let dtype = super::math::result_type(self, target);
         if !dtype.is_float() {
@@ -79,6 +82,10 @@ impl Tensor {
     /// Cross-entropy of logits [N, C] (or [C]) against int64 class indices [N] (or []), mean.
     pub fn cross_entropy(&self, targets: &Tensor) -> Result<Tensor> {
         super::check_interrupt()?;
+        let cast = super::autocast::cast_inputs("cross_entropy_loss", &[self, targets])?;
+        if let Some((cast, _off)) = cast {
+            return cast[0].cross_entropy(&cast[1]);
+        }
         if self.device() != targets.device() {
             return Err(device_mismatch(self.device(), targets.device()));
         }
@@ -121,8 +128,13 @@ impl Tensor {
                 return Err(TensorError::index(format!("Target {t} is out of bounds.")));
             }
         }
-        let logp = logits.log_softmax(1)?;
-        logp.nll_loss(&targets)
+        // PyTorch's `cross_entropy_loss` asks for the logits' own dtype, so autocast leaves this
+        // log_softmax alone; `nll_loss` is on the float32 list and casts its result up.
+        let logp = logits.softmax_as(1, true, Some(logits.dtype()))?;
+        match super::autocast::cast_inputs("nll_loss", &[&logp, &targets])? {
+            Some((cast, _off)) => cast[0].nll_loss(&cast[1]),
+            None => logp.nll_loss(&targets),
+        }
     }
 
     /// Mean negative log-likelihood of `self` (log-probabilities [N, C]) at `targets`.

@@ -280,6 +280,9 @@ impl Tensor {
 
     /// `self ** other` elementwise.
     pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("pow", &[self, other])? {
+            return cast[0].pow(&cast[1]);
+        }
         let out = self.binary_raw(other, BinaryOp::Pow)?;
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
@@ -368,6 +371,9 @@ impl Tensor {
 
     /// `1 / self`.
     pub fn reciprocal(&self) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("reciprocal", &[self])? {
+            return cast[0].reciprocal();
+        }
         let out = self.scalar_raw(BinaryOp::Div, Scalar::Float(1.0), true)?;
         if needs_grad(&[self]) {
             let r = SavedTensor::new(&out)?;
@@ -423,10 +429,16 @@ impl Tensor {
     }
     /// `e^self`; backward keeps the output.
     pub fn exp(&self) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("exp", &[self])? {
+            return cast[0].exp();
+        }
         self.unary_op(UnaryOp::Exp, "ExpBackward0", true, |g, r| g.mul(r))
     }
     /// Natural log; backward keeps the input.
     pub fn log(&self) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("log", &[self])? {
+            return cast[0].log();
+        }
         self.unary_op(UnaryOp::Log, "LogBackward0", false, |g, x| g.div(x))
     }
     /// Square root; backward keeps the output.
@@ -521,6 +533,9 @@ impl Tensor {
     }
     /// `self ** exponent`; backward keeps the input.
     pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        if let Some((cast, _off)) = super::autocast::cast_inputs("pow", &[self])? {
+            return cast[0].pow_scalar(exponent);
+        }
         self.unary_op(
             UnaryOp::PowScalar { exponent },
             "PowBackward0",

@@ -6,9 +6,11 @@
 //! the device backend and record autograd nodes; `unary_list` is the list of elementwise methods
 //! the script registers and documents; `views` and `inplace` share storage; `update` holds the
 //! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
-//! surface of a tensor; `print` is PyTorch's repr. The tensor layer decides every allocation (the
+//! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
+//! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
 //! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
 
+pub mod autocast;
 mod batched;
 pub mod collective;
 mod compare;

@@ -55,6 +55,17 @@ fn check_layer_norm(
     Ok((m, n))
 }
 
+/// The weight and bias among `cast` (input, then the weight and bias that were given).
+fn layer_norm_params(
+    cast: &[Tensor],
+    weight: bool,
+    bias: bool,
+) -> (Option<&Tensor>, Option<&Tensor>) {
+    let w = weight.then(|| &cast[1]);
+    let b = bias.then(|| &cast[1 + weight as usize]);
+    (w, b)
+}
+
 /// The dtype of layer norm's saved statistics (PyTorch's accumulate type on CUDA).
 fn stat_dtype(t: DType) -> DType {
     if t == DType::F64 {
@@ -90,6 +101,13 @@ impl Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         super::check_interrupt()?;
+        let mut inputs = vec![self];
+        inputs.extend(weight);
+        inputs.extend(bias);
+        if let Some((cast, _off)) = super::autocast::cast_inputs("layer_norm", &inputs)? {
+            let (w, b) = layer_norm_params(&cast, weight.is_some(), bias.is_some());
+            return cast[0].layer_norm(shape, w, b, eps);
+        }
         let (m, n) = check_layer_norm(self, shape, weight, bias)?;
         let x = expect_contiguous(self)?;
         let w = weight.map(expect_contiguous).transpose()?;

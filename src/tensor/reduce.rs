@@ -205,13 +205,15 @@ impl Tensor {
         g.expand(input_shape)
     }
 
-    /// Sum of all elements, or along `dim`. Integers sum to int64.
+    /// Sum of all elements, or along `dim`. Integers sum to int64; under autocast, a float16 or
+    /// bfloat16 input sums into float32 (read as it is, as PyTorch's GPU kernel does).
     pub fn sum(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
         let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        let dtype = if self.dtype().is_float() {
-            self.dtype()
-        } else {
-            DType::I64
+        let autocast = super::autocast::fp32_output("sum", self);
+        let dtype = match &autocast {
+            Some((d, _)) => *d,
+            None if self.dtype().is_float() => self.dtype(),
+            None => DType::I64,
         };
         let out = self
             .reduce_raw(ReduceOp::Sum, &dims, dtype)?
@@ -393,7 +395,9 @@ impl Tensor {
         self.view_as_layout(l)
     }
 
-    fn softmax_impl(&self, dim: isize, log: bool) -> Result<Tensor> {
+    /// (Log-)softmax into a new tensor of `out_dtype`: `self`'s dtype, or float32 from float16
+    /// (PyTorch's `half_to_float` kernel, which reads the input as it is).
+    fn softmax_impl(&self, dim: isize, log: bool, out_dtype: DType) -> Result<Tensor> {
         super::check_interrupt()?;
         if !self.dtype().is_float() {
             return Err(TensorError::runtime(format!(
@@ -407,7 +411,8 @@ impl Tensor {
             )));
         }
         let d = wrap_dim(dim, self.dim())?.min(self.dim().saturating_sub(1));
-        let out = self.empty_same(self.dims(), self.dtype())?;
+        let out = self.empty_same(self.dims(), out_dtype)?;
+        let in_dtype = self.dtype();
         if self.numel() > 0 {
             if self.dim() == 0 {
                 let v = if log { 0.0 } else { 1.0 };
@@ -431,7 +436,8 @@ impl Tensor {
                 true,
                 Box::new(move |g, _| {
                     let y = r.get()?;
-                    let dx = g.empty_same(g.dims(), y.dtype())?;
+                    // `_softmax_backward_data` makes the input's gradient in the input's dtype.
+                    let dx = g.empty_same(g.dims(), in_dtype)?;
                     // PyTorch's kernel reads a dense gradient: an expanded one (from `sum()`) is
                     // copied after the output is allocated, and freed once the kernel has run.
                     let dense;
@@ -461,11 +467,32 @@ impl Tensor {
 
     /// Softmax along `dim`; backward keeps the output.
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
-        self.softmax_impl(dim, false)
+        self.softmax_as(dim, false, None)
     }
 
     /// Log-softmax along `dim`; backward keeps the output.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
-        self.softmax_impl(dim, true)
+        self.softmax_as(dim, true, None)
+    }
+
+    /// (Log-)softmax with PyTorch's optional `dtype`: the input converted first (a recorded
+    /// cast), except float16 to float32 on a GPU, which one kernel does. Under autocast, with no
+    /// dtype given, the result is float32 (the `fp32_set_opt_dtype` policy).
+    pub(crate) fn softmax_as(&self, dim: isize, log: bool, dtype: Option<DType>) -> Result<Tensor> {
+        let op = if log { "log_softmax" } else { "softmax" };
+        let auto = match dtype {
+            Some(_) => None,
+            None => super::autocast::fp32_output(op, self),
+        };
+        let dtype = dtype.or(auto.as_ref().map(|(d, _)| *d));
+        match dtype {
+            Some(d) if d != self.dtype() => {
+                if self.is_cuda() && self.dtype() == DType::F16 && d == DType::F32 {
+                    return self.softmax_impl(dim, log, d);
+                }
+                self.to_dtype(d)?.softmax_impl(dim, log, d)
+            }
+            _ => self.softmax_impl(dim, log, self.dtype()),
+        }
     }
 }
