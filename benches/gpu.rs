@@ -1,7 +1,8 @@
 //! GPU benchmarks on the real device, run beside `.gpu/torch_anchor.py` in the same GPU run so
 //! RESULTS.md can give ratios: `x * 2` over 2^28 float32, sgemm 4096³, `randn(1000, 1000)` on the
 //! GPU, a script-level `empty` + `del` pair, a 10×10 op (tensor API and script), and the random
-//! fill kernels. Without a GPU it says so and measures nothing.
+//! fill kernels; layer_norm, gelu and softmax over 4096×4096 float32 and a transformer block's
+//! training step beside `benches/model_ops_torch.py`. Without a GPU it says so and measures nothing.
 
 use std::time::{Duration, Instant};
 
@@ -132,6 +133,53 @@ fn random_kernels(c: &mut Criterion) {
     g.finish();
 }
 
+/// The model ops of `benches/model_ops_torch.py`, on 4096×4096 float32 (bytes read and written).
+fn model_ops(c: &mut Criterion) {
+    let mut g = c.benchmark_group("gpu_model_ops");
+    let x = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
+    let w = Tensor::randn(&[4096], &on_cuda()).unwrap();
+    let b = Tensor::randn(&[4096], &on_cuda()).unwrap();
+    g.throughput(Throughput::Bytes(2 * 4 * 4096 * 4096));
+    g.bench_function("layer_norm_4096x4096_f32", |bn| {
+        bn.iter_custom(|n| {
+            timed(n, || {
+                drop(x.layer_norm(&[4096], Some(&w), Some(&b), 1e-5).unwrap())
+            })
+        })
+    });
+    g.bench_function("gelu_4096x4096_f32", |bn| {
+        bn.iter_custom(|n| timed(n, || drop(x.gelu("none").unwrap())))
+    });
+    g.bench_function("softmax_4096x4096_f32", |bn| {
+        bn.iter_custom(|n| timed(n, || drop(x.softmax(1).unwrap())))
+    });
+    drop((x, w, b));
+    // One training step of scripts/10_transformer_block.rhai's block (forward, backward, AdamW).
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/10_transformer_block.rhai"
+    ))
+    .unwrap();
+    let (setup, _) = script
+        .split_once("for step in 0..3 {")
+        .expect("the script's loop");
+    let body = script.split_once("for step in 0..3 {").unwrap().1;
+    let step = body
+        .split_once("    report(`forward")
+        .unwrap()
+        .0
+        .replace("enabled: step == 2", "enabled: false")
+        + "loss.backward(); opt.step(); opt.zero_grad();";
+    let (mut s, _) = Session::captured("<bench>");
+    assert!(s.execute(&setup).error.is_none());
+    assert!(s.execute(&step).error.is_none());
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("transformer_block_step", |bn| {
+        bn.iter_custom(|n| timed(n, || assert!(s.execute(&step).error.is_none())))
+    });
+    g.finish();
+}
+
 fn all(c: &mut Criterion) {
     device::init(None).unwrap();
     if !cuda::is_available() {
@@ -155,6 +203,7 @@ fn all(c: &mut Criterion) {
     tensor_ops(c);
     script_level(c);
     random_kernels(c);
+    model_ops(c);
 }
 
 criterion_group! {

@@ -11,7 +11,7 @@ if [[ -z "${TORCHLET_SIMULATE_CUDA:-}" ]] && ! command -v nvidia-smi >/dev/null 
 fi
 
 cargo build --release --quiet
-for script in scripts/0*.rhai; do
+for script in scripts/[0-9]*.rhai; do
     echo "=== $script"
     if [[ "$script" == *08_two_gpus* && ${#simulate[@]} -gt 0 ]]; then
         # Two simulated devices; on real GPUs the script itself says when it needs two.

@@ -86,6 +86,7 @@ parity!(
     shape_ops,
     softmax_dims,
     tensor_arrays,
+    transformer_block,
     views_and_copies,
     zero_grad_modes,
 );

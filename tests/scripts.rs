@@ -354,3 +354,68 @@ fn two_gpus_on_two_simulated_devices() {
         assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
     }
 }
+
+/// `after LABEL: allocated=A reserved=R peak=P` lines, each followed by a `why:` line.
+fn figures_with_peaks(output: &str) -> BTreeMap<String, [u64; 3]> {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut found = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some((label, figures)) = line
+            .strip_prefix("after ")
+            .and_then(|rest| rest.rsplit_once(": allocated="))
+        else {
+            continue;
+        };
+        let (allocated, rest) = figures.split_once(" reserved=").expect("reserved= follows");
+        let (reserved, peak) = rest.split_once(" peak=").expect("peak= follows");
+        let parse = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{line}"));
+        found.insert(
+            label.to_string(),
+            [parse(allocated), parse(reserved), parse(peak)],
+        );
+        assert!(
+            lines.get(i + 1).is_some_and(|n| n.starts_with("  why: ")),
+            "{label:?} has no `why:` line"
+        );
+    }
+    found
+}
+
+/// A script's figures equal, label by label, what its PyTorch twin printed on the H200
+/// (`tests/data/torch-scripts-h200.json`, recorded by `tests/data/record_script_twins.py`).
+fn check_against_twin(script: &str) {
+    let twins: Value = serde_json::from_str(include_str!("data/torch-scripts-h200.json"))
+        .expect("torch-scripts-h200.json is JSON");
+    let name = script.trim_end_matches(".rhai");
+    let want = twins["scripts"][name]
+        .as_object()
+        .expect("the twin was recorded");
+    let printed = figures_with_peaks(&run(script));
+    let labels: Vec<&String> = want.keys().collect();
+    assert_eq!(
+        printed.keys().collect::<Vec<_>>().len(),
+        labels.len(),
+        "{script} prints {:?}; PyTorch's twin printed {labels:?}",
+        printed.keys().collect::<Vec<_>>()
+    );
+    for (label, figures) in want {
+        let got = printed
+            .get(label)
+            .unwrap_or_else(|| panic!("{script} prints no `after {label}:` line"));
+        let want = ["allocated", "reserved", "peak"].map(|k| figures[k].as_u64().unwrap());
+        assert_eq!(
+            got, &want,
+            "{script}, after {label}: [allocated, reserved, peak]"
+        );
+    }
+}
+
+#[test]
+fn five_more_ways_match_pytorch() {
+    check_against_twin("09_more_ways.rhai");
+}
+
+#[test]
+fn transformer_block_matches_pytorch() {
+    check_against_twin("10_transformer_block.rhai");
+}
