@@ -39,26 +39,6 @@ fn instrumented(program: &Path, dir: &Path) -> PathBuf {
     path
 }
 
-/// `peak allocated: N B` and `peak reserved: N B` of a fit report's first device.
-fn fit_peaks(report: &str) -> (u64, u64) {
-    let number = |key: &str| -> u64 {
-        let line = report
-            .lines()
-            .find(|l| l.trim_start().starts_with(key))
-            .unwrap_or_else(|| panic!("no {key} in\n{report}"));
-        line.split(':')
-            .nth(1)
-            .unwrap()
-            .trim()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
-    (number("peak allocated:"), number("peak reserved:"))
-}
-
 /// The line a fit report says the run stopped at for want of values.
 fn stopped_for_values(report: &str) -> Option<usize> {
     let line = report
@@ -172,4 +152,161 @@ fn every_parity_program_allocates_as_pytorch_and_as_with_data() {
         stopped.join("\n")
     );
     assert!(stopped.iter().all(|s| s.contains(".item()")), "{stopped:?}");
+}
+
+/// Write `text` as a script in `dir`.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const MLP: &str = "let n = arg(\"n\", 4096);
+let x = randn(n, 1024, #{device: \"cuda\"});
+let w1 = randn(1024, 4096, #{device: \"cuda\", requires_grad: true});
+let w2 = randn(4096, 10, #{device: \"cuda\", requires_grad: true});
+let loss = x.matmul(w1).relu().matmul(w2).pow(2).mean();
+loss.backward();
+";
+
+#[test]
+fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (ok, report, _) = output(
+        torchlet()
+            .arg("fit")
+            .arg(&path)
+            .args(["n=100000", "--gpu", "1GiB"]),
+    );
+    assert!(!ok, "exit status 1 when it does not fit");
+    assert!(
+        report.contains("does not fit: the first out-of-memory error, at "),
+        "{report}"
+    );
+    assert!(
+        report.contains("mlp.rhai:5:"),
+        "the line of the failing statement: {report}"
+    );
+    assert!(
+        report.contains("CUDA out of memory. Tried to allocate 1.53 GiB"),
+        "{report}"
+    );
+    assert!(
+        report.contains("the biggest holders: `x` 409600000 B"),
+        "{report}"
+    );
+}
+
+#[test]
+fn allocator_settings_are_compared_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args([
+        "--gpu",
+        "1GiB",
+        "--alloc-conf",
+        "expandable_segments:True",
+        "--alloc-conf",
+        "max_split_size_mb:64",
+    ]));
+    assert!(ok, "{report}{err}");
+    let table = report.split_once("setting").expect("a comparison table").1;
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].starts_with("alloc conf expandable_segments:True") && rows[0].ends_with("yes"));
+    assert!(rows[1].starts_with("alloc conf max_split_size_mb:64") && rows[1].ends_with("yes"));
+    // Each row is what a run with that setting alone reports.
+    for (row, conf) in rows
+        .iter()
+        .zip(["expandable_segments:True", "max_split_size_mb:64"])
+    {
+        let (_, alone, _) =
+            output(
+                torchlet()
+                    .arg("fit")
+                    .arg(&path)
+                    .args(["--gpu", "1GiB", "--alloc-conf", conf]),
+            );
+        let reserved = row.split_whitespace().rev().nth(1).unwrap();
+        assert!(
+            alone.contains(&format!("peak reserved:  {reserved} B")),
+            "{conf}: {row}\n{alone}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_finds_the_largest_value_that_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (_, report, err) =
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["--gpu", "1GiB", "--sweep", "n=1..200000"]),
+        );
+    let best: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("the largest n that fits: "))
+        .unwrap_or_else(|| panic!("{report}{err}"))
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let fits = |n: u64| {
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .arg(format!("n={n}"))
+                .args(["--gpu", "1GiB"]),
+        )
+        .0
+    };
+    assert!(fits(best), "n={best} fits");
+    assert!(!fits(best + 1), "n={} does not", best + 1);
+}
+
+#[test]
+fn a_line_that_needs_values_stops_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "let x = randn(4, 4, #{device: \"cuda\"});\nlet s = fit_value(x.sum(), 1.5);\nprint(s * 2);\nprint(x.sum().item());\n";
+    let path = script(dir.path(), "values.rhai", text);
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
+    assert!(!ok);
+    assert!(
+        report.contains("3.0"),
+        "fit_value gave its default under fit: {report}"
+    );
+    assert!(
+        report.contains("stopped at ") && report.contains("values.rhai:4"),
+        "{report}"
+    );
+    assert!(report.contains("fit_value(x, default)"), "{report}");
+    // With data, fit_value is the value itself.
+    let (ok, out, err) = output(torchlet().args(["--simulate-cuda", "run"]).arg(&path));
+    assert!(ok, "{err}");
+    assert!(!out.lines().next().unwrap().contains("3.0"), "{out}");
+}
+
+#[test]
+fn twenty_gib_of_parameters_need_no_host_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "let ws = [];\nfor i in 0..20 { ws.push(randn(1 << 28, #{device: \"cuda\", requires_grad: true})); }\nlet total = ws.reduce(|sum, w| sum + w.nbytes, 0);\nprint(`total ${total}`);\n";
+    let path = script(dir.path(), "big.rhai", text);
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "80GiB"]));
+    assert!(ok, "{report}{err}");
+    assert!(report.contains("total 21474836480"), "{report}");
+    let host = report
+        .lines()
+        .find_map(|l| l.split_once("at most ")?.1.strip_suffix(" of host memory)"))
+        .expect("the host memory line");
+    let mib: f64 = host.trim_end_matches(" MiB").parse().unwrap();
+    assert!(
+        mib < 200.0,
+        "host memory {mib} MiB for 20 GiB of parameters"
+    );
 }

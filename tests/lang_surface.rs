@@ -227,6 +227,21 @@ const ROWS: &[(&str, &str, &str)] = &[
         r#"let kind = if devname.starts_with("cuda") { "cuda" } else { "cpu" }; let a = (); autocast #{dtype: "bfloat16", device_type: kind} { a = m.matmul(m.t()); }; [a.dtype, m.matmul(m.t()).dtype]"#,
         r#"["bfloat16", "float32"]"#,
     ),
+    (
+        "checkpoint",
+        r#"let w = m.t().clone().requires_grad_(); let y = checkpoint(|a, b| matmul(a, b).relu(), m, w); y.sum().backward(); [desc(y), desc(w.grad)]"#,
+        r#"[[[2, 2], "float32", [14.0, 32.0, 32.0, 77.0]], [[3, 2], "float32", [5.0, 5.0, 7.0, 7.0, 9.0, 9.0]]]"#,
+    ),
+    (
+        "arg",
+        r#"[arg("batch", 8), arg("name", "gpt2")]"#,
+        r#"[8, "gpt2"]"#,
+    ),
+    (
+        "fit_value",
+        r#"[fit_value(m.sum(), 0.5), fit_value(3, 4)]"#,
+        r#"[21.0, 3]"#,
+    ),
     // ---- tensor methods
     (
         "t.cuda",

@@ -419,3 +419,41 @@ fn five_more_ways_match_pytorch() {
 fn transformer_block_matches_pytorch() {
     check_against_twin("10_transformer_block.rhai");
 }
+
+/// `torchlet fit` on `script` (in scripts/) with `args`: (success, stdout).
+fn fit(script: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .arg("fit")
+        .arg(repo().join("scripts").join(script))
+        .args(args)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .output()
+        .expect("the torchlet binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn gpt2_will_it_fit_finds_the_largest_batch_for_24_gib() {
+    let script = "11_will_it_fit.rhai";
+    let (_, report) = fit(script, &["--gpu", "24GiB", "--sweep", "batch=1..64"]);
+    let best: u32 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("the largest batch that fits: "))
+        .unwrap_or_else(|| panic!("{report}"))
+        .parse()
+        .unwrap();
+    assert!((1..64).contains(&best), "{report}");
+    let (fits, _) = fit(script, &[&format!("batch={best}"), "--gpu", "24GiB"]);
+    let (one_more, oom) = fit(script, &[&format!("batch={}", best + 1), "--gpu", "24GiB"]);
+    assert!(
+        fits && !one_more,
+        "batch {best} fits, {} does not:\n{oom}",
+        best + 1
+    );
+    assert!(oom.contains("CUDA out of memory"), "{oom}");
+}

@@ -119,6 +119,11 @@ fn describe(report: &Value) -> String {
             100.0 * pr["fragmentation"].as_f64().unwrap_or(0.0)
         );
     }
+    out += &format!(
+        "(the shapes-only run took {:.2} s and at most {} of host memory)\n",
+        report["seconds"].as_f64().unwrap_or(0.0),
+        mib(report["max_rss_bytes"].as_u64().unwrap_or(0))
+    );
     match &report["error"] {
         Value::Null => out += "fits: the script ran to its end\n",
         e if e["oom"] == true => {

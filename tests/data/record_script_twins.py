@@ -36,7 +36,7 @@ def figures(twin):
 def main():
     record = {
         "recorded_with": {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)},
-        "scripts": {twin.stem: figures(twin) for twin in sorted(TWINS.glob("*.py"))},
+        "scripts": {t.stem: figures(t) for t in sorted(TWINS.glob("[0-9]*.py"))},
     }
     json.dump(record, sys.stdout, indent=1)
     print()
