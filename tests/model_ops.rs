@@ -124,6 +124,8 @@ fn block_events(f: impl FnOnce()) -> Vec<i64> {
 
 #[test]
 fn layer_norm_backward_of_many_short_rows_sums_partial_blocks() {
+    // The devices must be set up (simulated unless a real GPU is asked for) before any tensor.
+    common::setup();
     use torchlet::device::Device;
     use torchlet::tensor::{Tensor, TensorOptions};
     let opts = TensorOptions::default()
