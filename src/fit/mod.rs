@@ -54,8 +54,9 @@ fn run_child(
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run the script: {e}"))?;
-    let text = std::fs::read_to_string(&result)
-        .map_err(|_| format!("the shapes-only run stopped without a report ({status})"))?;
+    let text = std::fs::read_to_string(&result).map_err(|_| {
+        format!("the shapes-only run stopped before its report ({status}); its error is above")
+    })?;
     let _ = std::fs::remove_file(&result);
     serde_json::from_str(&text).map_err(|e| format!("unreadable report: {e}"))
 }
@@ -156,6 +157,8 @@ fn conf_name(conf: Option<&str>) -> String {
 
 /// `torchlet fit …`: one report per allocator setting (or a sweep per setting), then a comparison.
 pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
+    // Say so before any run starts, rather than once per child.
+    std::fs::metadata(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
     let confs: Vec<Option<&str>> = if a.alloc_confs.is_empty() {
         vec![None]
     } else {

@@ -10,7 +10,9 @@ use crate::alloc::PeakMoment;
 
 /// Simulate GPUs of `sizes` (`"80GiB,24GiB"`) shapes only; before anything else touches devices.
 pub fn init_shapes_only(sizes: &str) -> Result<(), String> {
+    // The registry words its errors for --simulate-cuda; here the sizes came from --gpu.
     crate::device::init_shapes_only(sizes)
+        .map_err(|e| e.trim_start_matches("--simulate-cuda: ").to_string())
 }
 
 /// Run `text` (named `source`) with `args` shapes only; the report as JSON. With `quiet`, what
