@@ -100,10 +100,9 @@ fn spellings_and_keywords() {
     );
 }
 
-/// The sizes of the blocks cuda:0 allocated (`+`) and freed (`-`) while `f` ran, in order.
-fn block_events(f: impl FnOnce()) -> Vec<i64> {
+/// The sizes of the blocks `a` allocated (`+`) and freed (`-`) while `f` ran, in order.
+fn block_events(a: &dyn torchlet::alloc::DeviceAllocator, f: impl FnOnce()) -> Vec<i64> {
     use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
-    let (_g, a) = common::gpu();
     a.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 100_000,
@@ -124,8 +123,8 @@ fn block_events(f: impl FnOnce()) -> Vec<i64> {
 
 #[test]
 fn layer_norm_backward_of_many_short_rows_sums_partial_blocks() {
-    // The devices must be set up (simulated unless a real GPU is asked for) before any tensor.
-    common::setup();
+    // Every tensor of this test is made under the lock: the other tests read cuda:0's totals.
+    let (_g, a) = common::gpu();
     use torchlet::device::Device;
     use torchlet::tensor::{Tensor, TensorOptions};
     let opts = TensorOptions::default()
@@ -138,7 +137,7 @@ fn layer_norm_backward_of_many_short_rows_sums_partial_blocks() {
     );
     let y = x.layer_norm(&[64], Some(&w), Some(&b), 1e-5).unwrap();
     let loss = y.sum(None, false).unwrap();
-    let events = block_events(|| loss.backward(false).unwrap());
+    let events = block_events(a.as_ref(), || loss.backward(false).unwrap());
     // PyTorch's LaunchGammaBetaBackwardCUDAKernel for M > 64Ki and N / 32 < SMs / 2: dX, dgamma,
     // dbeta, the contiguous dY, then [ceil(M / 32), N] partial sums for each.
     let (rows, partial) = (70_000 * 64 * 4, 2188 * 64 * 4);
