@@ -42,6 +42,10 @@ struct FitCliArgs {
     /// Find the largest value of argument NAME in a..b that fits.
     #[arg(long, value_name = "NAME=a..b")]
     sweep: Option<String>,
+    /// Run with values (real math on simulated GPUs) instead of shapes only: slower and needs host
+    /// memory for every tensor, but checks the shapes-only answer.
+    #[arg(long)]
+    values: bool,
     /// Run once here and write the report to this file (what `fit` runs in each child).
     #[arg(long, hide = true)]
     child_result: Option<PathBuf>,
@@ -137,6 +141,7 @@ fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
         gpus: args.gpu,
         alloc_confs: args.alloc_conf,
         sweep: args.sweep,
+        with_values: args.values,
     };
     match args.child_result {
         Some(result) => torchlet::fit::child(&fit_args, &result, args.child_quiet),

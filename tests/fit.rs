@@ -310,3 +310,119 @@ fn twenty_gib_of_parameters_need_no_host_memory() {
         "host memory {mib} MiB for 20 GiB of parameters"
     );
 }
+
+/// What a fit report says about the devices and the end of the run: the lines a shapes-only run
+/// and a run with values must agree on.
+fn verdict(report: &str) -> Vec<&str> {
+    report
+        .lines()
+        .filter(|l| {
+            (l.starts_with("cuda:") && l.ends_with("):"))
+                || l.starts_with("  peak ")
+                || l.starts_with("  at the reserved peak")
+                || l.starts_with("fits:")
+                || l.starts_with("does not fit")
+                || l.starts_with("stopped at")
+        })
+        .collect()
+}
+
+/// `text` with each `x.item()` and `x.tolist()` (`x` a name, perhaps indexed: `parts[0]`)
+/// written `fit_value(x, 0.0)`, as a user would write a value read for `fit`.
+fn through_fit_value(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((at, call)) = [".item()", ".tolist()"]
+        .iter()
+        .filter_map(|c| rest.find(c).map(|at| (at, *c)))
+        .min()
+    {
+        let before = &rest[..at];
+        let start = value_start(before);
+        out += &before[..start];
+        out += &format!("fit_value({}, 0.0)", &before[start..]);
+        rest = &rest[at + call.len()..];
+    }
+    out + rest
+}
+
+/// Where the name (with its `[…]` indexes) that `before` ends with starts.
+fn value_start(before: &str) -> usize {
+    let bytes = before.as_bytes();
+    let mut i = bytes.len();
+    let mut depth = 0;
+    while i > 0 {
+        let c = bytes[i - 1];
+        match c {
+            b']' => depth += 1,
+            b'[' if depth > 0 => depth -= 1,
+            _ if depth > 0 || c.is_ascii_alphanumeric() || c == b'_' => {}
+            _ => break,
+        }
+        i -= 1;
+    }
+    i
+}
+
+/// Every script in `scripts/` reaches, shapes only, the peaks it reaches with values on the
+/// simulated GPU: the same bytes, at the same statements, with the same segments. A script's
+/// reads of values (`x.item()`, `x.tolist()`) go through `fit_value`. Scripts 09 and 10 print
+/// PyTorch's figures shapes only and with values (`tests/scripts.rs`); run with values again here,
+/// 09 would compute for minutes.
+#[test]
+fn every_script_peaks_shapes_only_where_it_peaks_with_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rhai"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11);
+    for path in names {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("09_") || name.starts_with("10_") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let copy = script(dir.path(), &name, &through_fit_value(&text));
+        let fit = |values: bool| {
+            let mut cmd = torchlet();
+            cmd.arg("fit").arg(&copy).args(["--gpu", "80GiB,80GiB"]);
+            if name.starts_with("11_") {
+                // GPT-2 small with values needs 17 GB of host memory: a smaller model, same code.
+                cmd.args([
+                    "batch=2",
+                    "seq=64",
+                    "layers=2",
+                    "width=64",
+                    "heads=2",
+                    "vocab=1000",
+                ]);
+            }
+            if values {
+                cmd.arg("--values");
+            }
+            let (_, report, err) = output(&mut cmd);
+            assert!(
+                report.contains("cuda:1 (80.00 GiB):"),
+                "{name}: {report}{err}"
+            );
+            report
+        };
+        let (shapes, values) = (fit(false), fit(true));
+        assert!(
+            shapes.contains("fits: the script ran to its end"),
+            "{name}: {shapes}"
+        );
+        assert!(
+            values.contains("(the run, with values, took"),
+            "{name}: {values}"
+        );
+        assert_eq!(
+            verdict(&shapes),
+            verdict(&values),
+            "{name}: shapes only, then with values"
+        );
+    }
+}

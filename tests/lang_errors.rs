@@ -229,3 +229,15 @@ fn unknown_and_read_only_attributes() {
     assert_eq!(e.kind, "TypeError");
     assert!(e.message.contains("(Tensor, string)"), "{}", e.message);
 }
+
+/// Rhai gives an error raised inside a module's function (`cuda::…`) no position: it is placed at
+/// the statement that was running.
+#[test]
+fn an_error_in_a_module_function_names_its_statement() {
+    let _gpu = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let a = 1;\nlet b = 2;\ncuda::all_reduce([x, 5]);");
+    assert_eq!(e.kind, "TypeError");
+    assert_eq!(e.line, Some(3), "{e:?}");
+    assert_eq!(e.source_line.as_deref(), Some("cuda::all_reduce([x, 5]);"));
+}

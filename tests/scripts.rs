@@ -384,13 +384,18 @@ fn figures_with_peaks(output: &str) -> BTreeMap<String, [u64; 3]> {
 /// A script's figures equal, label by label, what its PyTorch twin printed on the H200
 /// (`tests/data/torch-scripts-h200.json`, recorded by `tests/data/record_script_twins.py`).
 fn check_against_twin(script: &str) {
+    check_printed_against_twin(script, &run(script));
+}
+
+/// What `script` printed (`printed`, from a run with values or shapes only) against its twin.
+fn check_printed_against_twin(script: &str, printed: &str) {
     let twins: Value = serde_json::from_str(include_str!("data/torch-scripts-h200.json"))
         .expect("torch-scripts-h200.json is JSON");
     let name = script.trim_end_matches(".rhai");
     let want = twins["scripts"][name]
         .as_object()
         .expect("the twin was recorded");
-    let printed = figures_with_peaks(&run(script));
+    let printed = figures_with_peaks(printed);
     let labels: Vec<&String> = want.keys().collect();
     assert_eq!(
         printed.keys().collect::<Vec<_>>().len(),
@@ -418,6 +423,18 @@ fn five_more_ways_match_pytorch() {
 #[test]
 fn transformer_block_matches_pytorch() {
     check_against_twin("10_transformer_block.rhai");
+}
+
+/// Shapes only, under `torchlet fit`, scripts 09 and 10 print PyTorch's figures too (which
+/// `tests/fit.rs` does not check by a run with values: 09 computes for minutes in a debug build).
+#[test]
+fn five_more_ways_and_the_block_match_pytorch_shapes_only() {
+    for script in ["09_more_ways.rhai", "10_transformer_block.rhai"] {
+        let (ok, printed) = fit(script, &["--gpu", "80GiB"]);
+        assert!(ok, "{printed}");
+        assert!(printed.contains("(the run, shapes only,"), "{printed}");
+        check_printed_against_twin(script, &printed);
+    }
 }
 
 /// `torchlet fit` on `script` (in scripts/) with `args`: (success, stdout).

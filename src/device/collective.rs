@@ -68,6 +68,12 @@ impl Buffer {
     }
 }
 
+/// Whether every buffer's device holds values: on shapes-only GPUs (`torchlet fit`) a collective
+/// moves nothing, as it allocates nothing.
+fn hold_values(buffers: &[Buffer]) -> bool {
+    buffers.iter().all(|b| b.backend.has_values())
+}
+
 /// Whether the buffers live on real GPUs (so NCCL runs the collective).
 fn on_real_gpus(buffers: &[Buffer]) -> bool {
     !is_simulated() && buffers.iter().all(|b| b.backend.device().is_cuda())
@@ -130,7 +136,7 @@ fn combine(acc: &mut [u8], x: &[u8], dtype: DType, count: usize, op: AllReduceOp
 
 /// In place: every buffer (`count` elements of `dtype`) becomes the reduction of all of them.
 pub fn all_reduce(buffers: &[Buffer], dtype: DType, count: usize, op: AllReduceOp) -> Result<()> {
-    if buffers.is_empty() || count == 0 {
+    if buffers.is_empty() || count == 0 || !hold_values(buffers) {
         return Ok(());
     }
     if on_real_gpus(buffers) {
@@ -158,7 +164,7 @@ pub fn broadcast(buffers: &[Buffer], dtype: DType, count: usize, root: usize) ->
             buffers.len()
         )));
     }
-    if count == 0 {
+    if count == 0 || !hold_values(buffers) {
         return Ok(());
     }
     if on_real_gpus(buffers) {
@@ -180,7 +186,7 @@ pub fn broadcast(buffers: &[Buffer], dtype: DType, count: usize, root: usize) ->
 
 /// `outputs[r]` (`inputs.len() * count` elements) receives every input in order.
 pub fn all_gather(inputs: &[Buffer], outputs: &[Buffer], dtype: DType, count: usize) -> Result<()> {
-    if count == 0 || inputs.is_empty() {
+    if count == 0 || inputs.is_empty() || !hold_values(inputs) {
         return Ok(());
     }
     if on_real_gpus(inputs) {

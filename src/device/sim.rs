@@ -131,7 +131,9 @@ impl SimBackend {
     fn workspace(&self, slots: &[OnceLock<DevicePtr>; HANDLES], bytes: usize) -> Result<()> {
         let slot = &slots[blas_handle::current() as usize];
         if slot.get().is_none() {
-            let ptr = self.allocator.malloc(bytes, 0, None)?;
+            // Tagged with the statement, so a peak it makes (and its snapshot block) names one.
+            let site = crate::alloc::site::current();
+            let ptr = self.allocator.malloc_tagged(bytes, 0, site)?;
             if slot.set(ptr).is_err() {
                 // Another thread made the workspace first; keep one, as a device has one handle.
                 let _ = self.allocator.free(ptr);

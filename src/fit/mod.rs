@@ -25,6 +25,19 @@ pub struct FitArgs {
     pub alloc_confs: Vec<String>,
     /// `NAME=a..b`: the largest value of argument NAME that fits.
     pub sweep: Option<String>,
+    /// Run with values on simulated GPUs instead of shapes only (`--values`).
+    pub with_values: bool,
+}
+
+impl FitArgs {
+    /// How the runs compute, as the report says it.
+    fn mode(&self) -> &'static str {
+        if self.with_values {
+            "with values"
+        } else {
+            "shapes only"
+        }
+    }
 }
 
 /// One child run: the report `session::fit::run` wrote.
@@ -43,6 +56,9 @@ fn run_child(
         .arg("--gpu")
         .arg(&a.gpus);
     cmd.arg("--child-result").arg(&result);
+    if a.with_values {
+        cmd.arg("--values");
+    }
     if quiet {
         cmd.arg("--child-quiet").stdout(Stdio::null());
     }
@@ -55,15 +71,23 @@ fn run_child(
         .status()
         .map_err(|e| format!("cannot run the script: {e}"))?;
     let text = std::fs::read_to_string(&result).map_err(|_| {
-        format!("the shapes-only run stopped before its report ({status}); its error is above")
+        format!(
+            "the {} run stopped before its report ({status}); its error is above",
+            a.mode()
+        )
     })?;
     let _ = std::fs::remove_file(&result);
     serde_json::from_str(&text).map_err(|e| format!("unreadable report: {e}"))
 }
 
-/// `--child-result FILE`: run once here, shapes only, and write the report.
+/// `--child-result FILE`: run once here (shapes only unless `--values`) and write the report.
 pub fn child(a: &FitArgs, result: &Path, quiet: bool) -> Result<ExitCode, String> {
-    crate::session::fit::init_shapes_only(&a.gpus).map_err(|e| format!("--gpu: {e}"))?;
+    let devices = if a.with_values {
+        crate::session::fit::init_with_values(&a.gpus)
+    } else {
+        crate::session::fit::init_shapes_only(&a.gpus)
+    };
+    devices.map_err(|e| format!("--gpu: {e}"))?;
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
     let report = crate::session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet);
@@ -121,7 +145,8 @@ fn describe(report: &Value) -> String {
         );
     }
     out += &format!(
-        "(the shapes-only run took {:.2} s and at most {} of host memory)\n",
+        "(the run, {}, took {:.2} s and at most {} of host memory)\n",
+        report["mode"].as_str().unwrap_or("shapes only"),
         report["seconds"].as_f64().unwrap_or(0.0),
         mib(report["max_rss_bytes"].as_u64().unwrap_or(0))
     );
@@ -168,9 +193,10 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
     let mut rows = Vec::new();
     for &conf in &confs {
         println!(
-            "== {} on {} (shapes only, {})",
+            "== {} on {} ({}, {})",
             a.file.display(),
             a.gpus,
+            a.mode(),
             conf_name(conf)
         );
         let report = match &a.sweep {

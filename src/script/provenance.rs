@@ -12,6 +12,8 @@ struct Input {
     source: String,
     code: String,
     names: HashMap<(i64, i64), Arc<str>>,
+    /// The statement entered last: where an error with no position of its own happened.
+    last: Option<(i64, i64)>,
 }
 
 thread_local! {
@@ -30,20 +32,25 @@ pub fn begin_input(source: &str, code: &str) {
             source: source.to_string(),
             code: code.to_string(),
             names: HashMap::new(),
+            last: None,
         })
     });
 }
 
-/// The input is done: allocations made now belong to no statement.
-pub fn end_input() {
-    INPUT.with(|i| *i.borrow_mut() = None);
+/// The input is done: allocations made now belong to no statement. The (line, column) of the
+/// statement that ran last, for an error Rhai gives no position (one raised in a module's
+/// function, such as `cuda::all_reduce`).
+pub fn end_input() -> Option<(usize, usize)> {
+    let last = INPUT.with(|i| i.borrow_mut().take().and_then(|i| i.last));
     crate::alloc::site::set(None);
+    last.map(|(line, col)| (line as usize, col as usize))
 }
 
 fn enter(line: rhai::INT, col: rhai::INT) {
     let site = INPUT.with(|i| {
         let mut input = i.borrow_mut();
         let input = input.as_mut()?;
+        input.last = Some((line, col));
         let name = input.names.entry((line, col)).or_insert_with(|| {
             let text = input
                 .code

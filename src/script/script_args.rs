@@ -52,13 +52,15 @@ fn arg(name: &str, default: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
     }
 }
 
-/// `fit_value(x, default)`: `default` in a shapes-only run, else `x` (a one-element tensor's value).
+/// `fit_value(x, default)`: `default` in a shapes-only run, else `x`'s value: a one-element
+/// tensor's `item()`, another tensor's `tolist()`.
 fn fit_value(x: Dynamic, default: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
     if crate::device::shapes_only() {
         return Ok(default);
     }
     match x.clone().try_cast::<Tensor>() {
-        Some(t) => Ok(dynamic_of_scalar(t.item().or_raise()?)),
+        Some(t) if t.numel() == 1 => Ok(dynamic_of_scalar(t.item().or_raise()?)),
+        Some(t) => super::convert::to_list(&t),
         None => Ok(x),
     }
 }
@@ -73,7 +75,7 @@ pub(crate) fn register(engine: &mut Engine) {
         )
         .register_doc(
             "fit_value",
-            &["fit_value(x, default) — x's value (a one-element tensor's item()), or default under torchlet fit, which computes no values"],
+            &["fit_value(x, default) — x's value (item() of a one-element tensor, tolist() of another), or default under torchlet fit, which computes no values"],
             fit_value,
         );
 }

@@ -1,4 +1,4 @@
-//! One shapes-only run of a script for `torchlet fit`: each device's peaks, where they were
+//! One run of a script for `torchlet fit` (shapes only, or with values to check it): each
 //! reached, and the first out-of-memory error, as JSON the `fit` front end reads.
 use std::rc::Rc;
 use std::time::Instant;
@@ -15,7 +15,13 @@ pub fn init_shapes_only(sizes: &str) -> Result<(), String> {
         .map_err(|e| e.trim_start_matches("--simulate-cuda: ").to_string())
 }
 
-/// Run `text` (named `source`) with `args` shapes only; the report as JSON. With `quiet`, what
+/// Simulate GPUs of `sizes` with values (`torchlet fit --values`), to check a shapes-only run.
+pub fn init_with_values(sizes: &str) -> Result<(), String> {
+    crate::device::init(Some(sizes))
+        .map_err(|e| e.trim_start_matches("--simulate-cuda: ").to_string())
+}
+
+/// Run `text` (named `source`) with `args` on the devices set up; the report as JSON. With `quiet`, what
 /// the script prints is dropped (a sweep runs it many times).
 pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
     let started = Instant::now();
@@ -54,6 +60,7 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
         .collect();
     drop(session);
     json!({
+        "mode": if crate::device::shapes_only() { "shapes only" } else { "with values" },
         "devices": devices,
         "error": error,
         "seconds": started.elapsed().as_secs_f64(),

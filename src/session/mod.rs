@@ -213,9 +213,11 @@ impl Session {
         let program = self.functions.merge(&ast);
         crate::script::provenance::begin_input(source.unwrap_or("<input>"), shown);
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
-        crate::script::provenance::end_input();
-        let value: rhai::Dynamic = result
-            .map_err(|e| ScriptError::from_eval(&e, shown, source, &self.function_sources))?;
+        let last_statement = crate::script::provenance::end_input();
+        let value: rhai::Dynamic = result.map_err(|e| {
+            ScriptError::from_eval(&e, shown, source, &self.function_sources)
+                .or_at(last_statement, shown)
+        })?;
         Ok(DisplayData::of_value(&value))
     }
 

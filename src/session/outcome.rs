@@ -93,6 +93,16 @@ impl ScriptError {
         error_at
     }
 
+    /// This error placed at `statement` (line, column of `code`) when it has no place of its own.
+    pub fn or_at(mut self, statement: Option<(usize, usize)>, code: &str) -> Self {
+        if let (None, Some((line, column))) = (self.line, statement) {
+            self.line = Some(line);
+            self.column = Some(column);
+            self.source_line = code.lines().nth(line.saturating_sub(1)).map(str::to_string);
+        }
+        self
+    }
+
     /// Python's traceback, innermost call last, then `Kind: message`; `None` when the error did
     /// not happen inside a function.
     pub fn traceback(&self) -> Option<String> {

@@ -52,7 +52,7 @@ impl CudaBackend {
         // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
         let workspace = |bytes: usize| {
             self.allocator
-                .malloc(bytes, 0, None)
+                .malloc_tagged(bytes, 0, crate::alloc::site::current())
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
@@ -261,7 +261,10 @@ impl Backend for CudaBackend {
         self.product(lhs, rhs, dst, true)?;
         let slot = &self.lt_workspaces[crate::device::blas_handle::current() as usize];
         if lt && slot.get().is_none() {
-            let ptr = self.allocator.malloc(CUBLASLT_WORKSPACE_BYTES, 0, None)?;
+            let site = crate::alloc::site::current();
+            let ptr = self
+                .allocator
+                .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)?;
             if slot.set(ptr).is_err() {
                 let _ = self.allocator.free(ptr);
             }
