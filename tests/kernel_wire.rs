@@ -36,6 +36,11 @@ impl Drop for Kernel {
 }
 
 fn start_kernel() -> Kernel {
+    start_kernel_logging_to(None)
+}
+
+/// A kernel whose stdout and stderr go to `logs/stdout` and `logs/stderr` (or nowhere).
+fn start_kernel_logging_to(logs: Option<&std::path::Path>) -> Kernel {
     let listeners: Vec<TcpListener> = (0..5)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
         .collect();
@@ -60,8 +65,8 @@ fn start_kernel() -> Kernel {
         .args(["kernel", "--connection-file"])
         .arg(&file)
         .env_remove("TORCHLET_SIMULATE_CUDA")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log_file(logs, "stdout"))
+        .stderr(log_file(logs, "stderr"))
         .spawn()
         .expect("start the kernel");
     Kernel {
@@ -69,6 +74,12 @@ fn start_kernel() -> Kernel {
         info,
         _dir: dir,
     }
+}
+
+fn log_file(logs: Option<&std::path::Path>, name: &str) -> Stdio {
+    logs.map_or_else(Stdio::null, |dir| {
+        std::fs::File::create(dir.join(name)).unwrap().into()
+    })
 }
 
 async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
@@ -593,4 +604,386 @@ async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
 
     let ran = execute(&mut shell, "1 + 1").await;
     assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
+}
+
+/// A header for `msg_type` with a fresh msg_id.
+fn header(msg_type: &str) -> String {
+    serde_json::json!({"msg_id": uuid::Uuid::new_v4().to_string(), "username": "t",
+        "session": "s", "date": "2026-01-01T00:00:00Z", "msg_type": msg_type, "version": "5.3"})
+    .to_string()
+}
+
+/// The four JSON frames after the delimiter and a signature with KEY, then `buffers` extra frames.
+fn signed(header: &str, content: &[u8], buffers: usize) -> zeromq::ZmqMessage {
+    let parts: [&[u8]; 4] = [header.as_bytes(), b"{}", b"{}", content];
+    let mut message = zeromq::ZmqMessage::from(b"<IDS|MSG>".to_vec());
+    message.push_back(hmac_hex(KEY.as_bytes(), &parts).into_bytes().into());
+    for part in parts {
+        message.push_back(part.to_vec().into());
+    }
+    for i in 0..buffers {
+        message.push_back(format!("buffer {i}").into_bytes().into());
+    }
+    message
+}
+
+/// The first `n` frames of `message`.
+fn cut(message: &zeromq::ZmqMessage, n: usize) -> zeromq::ZmqMessage {
+    let mut frames = message.iter().take(n).cloned();
+    let mut cut = zeromq::ZmqMessage::from(frames.next().unwrap());
+    for frame in frames {
+        cut.push_back(frame);
+    }
+    cut
+}
+
+/// A DEALER on shell with a routing identity, so the kernel's replies reach it.
+async fn raw_shell(info: &ConnectionInfo) -> zeromq::DealerSocket {
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut options = zeromq::SocketOptions::default();
+    options.peer_identity(peer_identity_for_session(&session).unwrap());
+    let mut raw = zeromq::DealerSocket::with_options(options);
+    raw.connect(&info.shell_url()).await.unwrap();
+    raw
+}
+
+/// Send a signed kernel_info_request on `raw` and wait for its reply: everything sent on `raw`
+/// before it has been read by then, since one connection's frames arrive in order.
+async fn still_answers(raw: &mut zeromq::DealerSocket) {
+    raw.send(signed(&header("kernel_info_request"), b"{}", 0))
+        .await
+        .unwrap();
+    let reply = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(raw))
+        .await
+        .expect("kernel_info answered after the bad input")
+        .unwrap();
+    assert!(reply
+        .iter()
+        .any(|f| String::from_utf8_lossy(f).contains("kernel_info_reply")));
+}
+
+fn execution_count(reply: &JupyterMessage) -> usize {
+    match &reply.content {
+        JupyterMessageContent::ExecuteReply(r) => r.execution_count.0,
+        other => panic!("expected an execute_reply, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_runs() {
+    let kernel = start_kernel();
+    let mut raw = raw_shell(&kernel.info).await;
+    still_answers(&mut raw).await;
+
+    let cell = br#"{"code": "let leaked = 1;"}"#;
+    let whole = signed(&header("execute_request"), cell, 0);
+    // Cut after the delimiter, after the signature, after the header, and one frame short.
+    for n in [1, 2, 3, 5] {
+        raw.send(cut(&whole, n)).await.unwrap();
+    }
+    // Signed, but the header lacks what every header has.
+    for fields in [
+        r#"{"msg_type": "execute_request"}"#,
+        r#"{"msg_id": "x", "msg_type": "execute_request"}"#,
+        "{}",
+        "[]",
+        "null",
+    ] {
+        raw.send(signed(fields, cell, 0)).await.unwrap();
+    }
+    still_answers(&mut raw).await;
+
+    let mut shell = shell(&kernel.info).await;
+    let after = execute(&mut shell, "leaked").await;
+    assert_eq!(
+        reply_status(&after),
+        (ReplyStatus::Error, Some("NameError".into())),
+        "no broken request ran its cell"
+    );
+    assert_eq!(execution_count(&after), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_frames_and_thousands_of_frames_are_answered_or_dropped() {
+    let kernel = start_kernel();
+    let mut raw = raw_shell(&kernel.info).await;
+    still_answers(&mut raw).await;
+
+    let padding = "x".repeat(64 << 20);
+    // 64 MiB with a wrong signature: dropped, and its cell does not run.
+    let code = format!(r#"{{"code": "let leaked = 1; // {padding}"}}"#);
+    let mut forged = signed(&header("execute_request"), code.as_bytes(), 0);
+    forged = {
+        let mut frames: Vec<_> = forged.into_vec();
+        frames[1] = b"00".to_vec().into();
+        zeromq::ZmqMessage::try_from(frames).unwrap()
+    };
+    raw.send(forged).await.unwrap();
+    // 64 MiB, signed: answered.
+    let big = format!(r#"{{"padding": "{padding}"}}"#);
+    raw.send(signed(&header("kernel_info_request"), big.as_bytes(), 0))
+        .await
+        .unwrap();
+    drop((big, code, padding));
+    let reply = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(&mut raw))
+        .await
+        .expect("the 64 MiB request answered")
+        .unwrap();
+    assert!(reply
+        .iter()
+        .any(|f| String::from_utf8_lossy(f).contains("kernel_info_reply")));
+    // Five thousand buffer frames after a signed request: answered.
+    raw.send(signed(&header("kernel_info_request"), b"{}", 5000))
+        .await
+        .unwrap();
+    let reply = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(&mut raw))
+        .await
+        .expect("the request with 5000 frames answered")
+        .unwrap();
+    assert!(reply
+        .iter()
+        .any(|f| String::from_utf8_lossy(f).contains("kernel_info_reply")));
+    // Five thousand frames before the delimiter, unsigned garbage after it: dropped.
+    let mut frames = cut(&signed(&header("execute_request"), b"{}", 0), 6).into_vec();
+    frames.splice(0..0, (0..5000).map(|i| format!("{i}").into_bytes().into()));
+    let last = frames.len() - 1;
+    frames[last] = br#"{"code": "let leaked = 1;"}"#.to_vec().into();
+    raw.send(zeromq::ZmqMessage::try_from(frames).unwrap())
+        .await
+        .unwrap();
+    still_answers(&mut raw).await;
+
+    let mut shell = shell(&kernel.info).await;
+    let after = execute(&mut shell, "leaked").await;
+    assert_eq!(reply_status(&after).1.as_deref(), Some("NameError"));
+}
+
+/// The next message on `raw`, as text frames.
+async fn next_frames(raw: &mut zeromq::DealerSocket) -> Vec<String> {
+    let message = tokio::time::timeout(WAIT, zeromq::SocketRecv::recv(raw))
+        .await
+        .expect("a message in time")
+        .unwrap();
+    message
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect()
+}
+
+/// A DEALER with a routing identity on the control socket.
+async fn raw_control(info: &ConnectionInfo) -> zeromq::DealerSocket {
+    let mut options = zeromq::SocketOptions::default();
+    options.peer_identity(peer_identity_for_session("raw-control").unwrap());
+    let mut raw = zeromq::DealerSocket::with_options(options);
+    raw.connect(&info.control_url()).await.unwrap();
+    raw
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_message_types_are_logged_and_ignored_as_ipykernel_does() {
+    let logs = tempfile::tempdir().unwrap();
+    let kernel = start_kernel_logging_to(Some(logs.path()));
+    let mut shell_socket = raw_shell(&kernel.info).await;
+    let mut control = raw_control(&kernel.info).await;
+    for raw in [&mut shell_socket, &mut control] {
+        raw.send(signed(&header("foo_request"), br#"{"a": 1}"#, 0))
+            .await
+            .unwrap();
+        raw.send(signed(&header("kernel_info_request"), b"{}", 0))
+            .await
+            .unwrap();
+        // No foo_reply: the next thing back is the kernel_info_reply.
+        let next = next_frames(raw).await;
+        assert!(
+            next.iter().any(|f| f.contains("kernel_info_reply")),
+            "{next:?}"
+        );
+    }
+    let mut shell = shell(&kernel.info).await;
+    let ran = execute(&mut shell, "1 + 1").await;
+    assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
+    assert_eq!(execution_count(&ran), 1);
+    let stderr = std::fs::read_to_string(logs.path().join("stderr")).unwrap();
+    assert_eq!(
+        stderr
+            .matches("Unknown message type: 'foo_request'")
+            .count(),
+        2,
+        "{stderr}"
+    );
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Send `n` execute_requests without reading, then read every reply: in order, counts consecutive.
+async fn burst(shell: &mut ClientShellConnection, n: usize, first_count: usize) {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let message: JupyterMessage =
+            ExecuteRequest::new(format!("let t = zeros(8); t.sum() + {i}")).into();
+        ids.push(message.header.msg_id.clone());
+        shell.send(message).await.expect("send on shell");
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let reply = tokio::time::timeout(WAIT, shell.read())
+            .await
+            .expect("every reply in time")
+            .unwrap();
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            *id,
+            "in order"
+        );
+        assert_eq!(reply_status(&reply).0, ReplyStatus::Ok);
+        assert_eq!(execution_count(&reply), first_count + i);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_a_thousand_cells_is_answered_in_order_and_memory_stays_flat() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    let _iopub = iopub(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    burst(&mut shell, 1000, 1).await;
+    let warm = rss_kib(kernel.child.id());
+    burst(&mut shell, 1000, 1001).await;
+    let after = rss_kib(kernel.child.id());
+    eprintln!("kernel VmRSS: {warm} KiB after the warm-up burst, {after} KiB after the second");
+    assert!(
+        after <= warm + warm / 10,
+        "RSS grew from {warm} KiB to {after} KiB over a second burst of 1000 cells"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    for _ in 0..2 {
+        let mut iopub = iopub(&kernel.info).await;
+        let mut vanishing = raw_shell(&kernel.info).await;
+        let cell = r#"{"code": "for i in 0..20000 { print(`line ${i} of a cell whose client has gone`); }"}"#;
+        vanishing
+            .send(signed(&header("execute_request"), cell.as_bytes(), 0))
+            .await
+            .unwrap();
+        // Leave while the cell prints: the iopub subscriber first, then the shell client.
+        let _ = tokio::time::timeout(WAIT, iopub.read()).await;
+        drop(iopub);
+        drop(vanishing);
+        let ran = execute(&mut shell, "1 + 1").await;
+        assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
+    }
+    let ran = execute(&mut shell, "2 + 2").await;
+    assert_eq!(
+        execution_count(&ran),
+        5,
+        "the vanished clients' cells ran too"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
+    let logs = tempfile::tempdir().unwrap();
+    let kernel = start_kernel_logging_to(Some(logs.path()));
+    let mut raw = raw_shell(&kernel.info).await;
+    let mut control = raw_control(&kernel.info).await;
+    // Everything that makes the kernel log: bad signatures, garbage, unknown and malformed requests.
+    for socket in [&mut raw, &mut control] {
+        socket
+            .send(frames("execute_request", r#"{"code": "1"}"#, Some("00ff")))
+            .await
+            .unwrap();
+        socket
+            .send(frames("execute_request", "{not json", None))
+            .await
+            .unwrap();
+        socket
+            .send(cut(&frames("kernel_info_request", "{}", None), 3))
+            .await
+            .unwrap();
+        socket
+            .send(signed(&header("foo_request"), b"{}", 0))
+            .await
+            .unwrap();
+        socket
+            .send(signed(&header("foo_reply"), b"{}", 0))
+            .await
+            .unwrap();
+        socket
+            .send(frames("complete_request", r#"{"code": 5}"#, None))
+            .await
+            .unwrap();
+        let _ = next_frames(socket).await;
+    }
+    let mut shell = shell(&kernel.info).await;
+    let failed = execute(&mut shell, "throw \"boom\"").await;
+    assert_eq!(reply_status(&failed).0, ReplyStatus::Error);
+    drop(kernel);
+
+    let mut logged = String::new();
+    for name in ["stdout", "stderr"] {
+        logged += &std::fs::read_to_string(logs.path().join(name)).unwrap();
+    }
+    assert!(logged.contains("dropped a bad shell message"), "{logged}");
+    assert!(logged.contains("dropped a bad control message"), "{logged}");
+    assert!(!logged.contains(KEY), "{logged}");
+    assert!(!logged.contains("signature_scheme"), "{logged}");
+    assert!(!logged.contains("\"key\""), "{logged}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    request(&mut shell, KernelInfoRequest {}.into()).await;
+    let stalled = iopub(&kernel.info).await;
+    // 500 cells of four 16 KiB stream messages each: far more than the client's queue (1024
+    // messages) and the socket buffers hold for a subscriber that never reads. Before the fix,
+    // each reply then waited 10 s for iopub.
+    let loud = "let s = \"xxxxxxxxxxxxxxxx\"; for i in 0..10 { s += s; } \
+                print(s); eprint(s); print(s); eprint(s);";
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..500 {
+        let message: JupyterMessage = ExecuteRequest::new(loud.into()).into();
+        ids.push(message.header.msg_id.clone());
+        shell.send(message).await.expect("send on shell");
+    }
+    let replies = async {
+        for id in ids {
+            let reply = shell.read().await.unwrap();
+            assert_eq!(reply.parent_header.as_ref().unwrap().msg_id, id);
+            assert_eq!(reply_status(&reply).0, ReplyStatus::Ok);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), replies)
+        .await
+        .expect("500 replies within 20 s behind a stalled iopub subscriber");
+    eprintln!(
+        "500 replies behind a stalled subscriber: {:?}",
+        started.elapsed()
+    );
+    // Once the stalled client goes, a new subscriber sees every output again.
+    drop(stalled);
+    let mut iopub = iopub(&kernel.info).await;
+    let seen = published_for(
+        &mut shell,
+        &mut iopub,
+        ExecuteRequest::new("print(\"back\")".into()).into(),
+    )
+    .await;
+    assert_eq!(
+        types(&seen),
+        ["status", "execute_input", "stream", "status"],
+        "{seen:?}"
+    );
 }

@@ -43,6 +43,9 @@ impl AllocError {
                 "{s} is not supported by this device's memory ({what}); \
                  remove expandable_segments from TORCHLET_CUDA_ALLOC_CONF"
             )),
+            // The real GPU's errors already name the call that failed, and a lost context
+            // must keep PyTorch's wording at the start.
+            RawError::Driver(m) if m.starts_with("CUDA error: ") => AllocError::Driver(m),
             other => AllocError::Driver(format!("{what} failed: {other}")),
         }
     }

@@ -188,29 +188,81 @@ pub async fn run_stream_flusher(publisher: Publisher) {
     }
 }
 
+/// How long one iopub message may wait for a subscriber that is not reading before the kernel stops
+/// waiting for it.
+///
+/// The zeromq crate's XPUB waits until a message is written to every subscriber's connection, so
+/// one client that stops reading (a frozen tab, a script that subscribed and forgot) would hold
+/// the iopub task, and with it every reply, which waits for its outputs. libzmq's PUB, which
+/// ipykernel uses, never waits: it drops what a subscriber cannot take once 1000 messages are
+/// queued for it. torchlet waits this long once, then drops iopub messages that cannot be written
+/// at once until the subscribers catch up.
+const STALLED_SUBSCRIBER: Duration = Duration::from_secs(1);
+
+/// The XPUB socket and whether a subscriber has stopped reading.
+struct IoPub {
+    socket: KernelIoPubXPubConnection,
+    /// Messages dropped since a send last went through, while a subscriber is not reading.
+    congested: Option<u64>,
+}
+
+impl IoPub {
+    /// Send `message`, waiting for slow subscribers only while none has been found stalled, or
+    /// when `patient` (a welcome, without which a new client waits on its own).
+    async fn send(&mut self, message: JupyterMessage, what: &str, patient: bool) {
+        let patience = match self.congested {
+            Some(_) if !patient => Duration::ZERO,
+            _ => STALLED_SUBSCRIBER,
+        };
+        // Cancelling a send is safe: the crate's writer takes a message whole or not at all.
+        match tokio::time::timeout(patience, self.socket.send(message)).await {
+            Ok(sent) => {
+                if let Some(dropped) = self.congested.take() {
+                    eprintln!(
+                        "torchlet kernel: iopub subscribers read again; {dropped} iopub \
+                         messages were dropped meanwhile"
+                    );
+                }
+                if let Err(e) = sent {
+                    eprintln!("torchlet kernel: cannot {what}: {e}");
+                }
+            }
+            Err(_) => {
+                if self.congested.is_none() {
+                    eprintln!(
+                        "torchlet kernel: an iopub subscriber is not reading; dropping iopub \
+                         messages it cannot take until it does (as ZeroMQ's PUB does)"
+                    );
+                }
+                *self.congested.get_or_insert(0) += 1;
+            }
+        }
+    }
+}
+
 /// Own the XPUB socket: publish queued messages in order and welcome each new subscriber.
 ///
 /// A failed subscription read is one client going away (often a reset when it closed while the
 /// kernel was still publishing to it); the socket has already dropped that client, so it is no
 /// news to report.
-pub async fn run_iopub(mut socket: KernelIoPubXPubConnection, mut rx: UnboundedReceiver<Outgoing>) {
+pub async fn run_iopub(socket: KernelIoPubXPubConnection, mut rx: UnboundedReceiver<Outgoing>) {
+    let mut iopub = IoPub {
+        socket,
+        congested: None,
+    };
     loop {
         tokio::select! {
             biased;
-            event = socket.recv_subscription() => match event {
+            event = iopub.socket.recv_subscription() => match event {
                 Ok(SubscriptionEvent::Subscribe(topic)) => {
                     let welcome: JupyterMessage = IoPubWelcome::new(topic).into();
-                    if let Err(e) = socket.send(welcome).await {
-                        eprintln!("torchlet kernel: cannot send iopub_welcome: {e}");
-                    }
+                    iopub.send(welcome, "send iopub_welcome", true).await;
                 }
                 Ok(SubscriptionEvent::Unsubscribe(_)) | Err(_) => {}
             },
             outgoing = rx.recv() => match outgoing {
                 Some(Outgoing::Message(message)) => {
-                    if let Err(e) = socket.send(*message).await {
-                        eprintln!("torchlet kernel: cannot publish on iopub: {e}");
-                    }
+                    iopub.send(*message, "publish on iopub", false).await;
                 }
                 // XPUB's send returns once the bytes are written to every subscriber's connection.
                 Some(Outgoing::Flushed(done)) => {

@@ -152,34 +152,40 @@ pub(super) async fn bad_message(channel: &str, error: RuntimeError) {
     }
 }
 
-/// A reply with status "error" for a request torchlet cannot serve: an unknown type, or content
-/// that does not parse (`problem`). Non-requests get no reply.
+/// The reply to a message torchlet cannot serve on `channel`.
+///
+/// A type torchlet does not know is logged and ignored, as ipykernel does ("Unknown message
+/// type"): no reply, since the client may not know a reply type for it either. A known request
+/// whose content does not parse (`problem`) is answered with status "error" and the reason, so
+/// the client waiting on it is not left hanging.
 pub(super) fn unsupported(incoming: &Incoming, channel: &str) -> Option<JupyterMessage> {
     let message = &incoming.message;
     let JupyterMessageContent::UnknownMessage(unknown) = &message.content else {
         return None;
     };
-    if !unknown.msg_type.ends_with("_request") {
-        eprintln!("torchlet kernel: ignored {} on {channel}", unknown.msg_type);
+    let Some(problem) = &incoming.problem else {
+        eprintln!(
+            "torchlet kernel: Unknown message type: '{}' on {channel}, ignored",
+            shortened(&unknown.msg_type)
+        );
         return None;
-    }
-    let (ename, evalue) = match &incoming.problem {
-        Some(problem) => ("BadRequest", problem.clone()),
-        None => (
-            "UnsupportedRequest",
-            format!(
-                "torchlet does not serve {} on the {channel} channel",
-                unknown.msg_type
-            ),
-        ),
     };
     let content = unknown.reply(serde_json::json!({
         "status": "error",
-        "ename": ename,
-        "evalue": evalue,
+        "ename": "BadRequest",
+        "evalue": problem,
         "traceback": [],
     }));
     Some(JupyterMessage::new(content, Some(message)))
+}
+
+/// `text` cut to a length fit for one log line: a client chooses it, and may make it megabytes.
+fn shortened(text: &str) -> String {
+    const MOST: usize = 80;
+    match text.char_indices().nth(MOST) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 /// The shutdown_reply, also published on iopub (as ipykernel does) so every client learns of it.

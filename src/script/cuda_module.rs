@@ -158,6 +158,19 @@ macro_rules! with_optional_device {
     }};
 }
 
+/// `cuda::_provoke_illegal_address()`: run a kernel that writes through a null pointer on the
+/// current device; the statements after it see the fault.
+fn provoke_illegal_address() -> Res<()> {
+    if !crate::device::cuda::is_available() {
+        return Err(super::errors::raise(
+            "RuntimeError",
+            "cuda::_provoke_illegal_address() needs a real GPU",
+        ));
+    }
+    crate::device::cuda::fault::provoke_illegal_address(device::current_device())
+        .map_err(|e| super::errors::raise("RuntimeError", e.to_string()))
+}
+
 /// Register the `cuda` module and the top-level memory functions.
 pub(crate) fn register(engine: &mut Engine) {
     let mut m = Module::new();
@@ -315,5 +328,9 @@ pub(crate) fn register(engine: &mut Engine) {
         })
     });
     super::distributed_module::register(&mut m);
+    // Only GPU test builds (TORCHLET_TEST_DEVICE=cuda, see build.rs) may fault the GPU on purpose.
+    if cfg!(torchlet_gpu_tests) {
+        m.set_native_fn("_provoke_illegal_address", provoke_illegal_address);
+    }
     engine.register_static_module("cuda", m.into());
 }

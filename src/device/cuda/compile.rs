@@ -99,7 +99,25 @@ pub fn cubin_in(
 }
 
 /// Compile `source` to a cubin for `arch` with NVRTC.
+///
+/// cudarc panics when a function is missing from the libnvrtc it loaded (one older than CUDA 13,
+/// or not NVRTC at all, through TORCHLET_NVRTC_PATH): that becomes an error naming the library.
 pub fn compile(source: &str, name: &str, arch: &str) -> CudaResult<Vec<u8>> {
+    std::panic::catch_unwind(|| compile_with_nvrtc(source, name, arch)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic in cudarc");
+        Err(CudaError::Unavailable(format!(
+            "NVRTC (libnvrtc, the CUDA runtime compiler) failed while compiling {name}: {why}. \
+             Install NVRTC for CUDA 13 (`pip install nvidia-cuda-nvrtc` or the CUDA 13 toolkit) \
+             and put its lib directory on LD_LIBRARY_PATH or set TORCHLET_NVRTC_PATH to the file"
+        )))
+    })
+}
+
+fn compile_with_nvrtc(source: &str, name: &str, arch: &str) -> CudaResult<Vec<u8>> {
     let src =
         CString::new(source).map_err(|_| CudaError::Call("kernel source has a NUL".into()))?;
     let cname = CString::new(name).unwrap_or_default();

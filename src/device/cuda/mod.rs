@@ -10,6 +10,7 @@ pub mod context;
 pub mod device;
 pub mod elem;
 pub mod error;
+pub mod fault;
 pub mod functors;
 pub mod indexing;
 pub mod layout;
