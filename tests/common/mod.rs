@@ -149,13 +149,6 @@ pub mod parity_known {
              torchlet's fused kernel allocates only the result",
         ),
         (
-            "shape_ops",
-            64,
-            "cat's backward hands out narrow views of the gradient; PyTorch adds the next gradient \
-             into one in place, torchlet never adds into a view (a rule linear's and batched \
-             matmul's traces need): the rule that tells the two apart is not found yet",
-        ),
-        (
             "transformer_block",
             111,
             "the attention's softmax backward: PyTorch frees the gradient coming into softmax only \
