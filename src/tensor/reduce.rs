@@ -449,10 +449,14 @@ impl Tensor {
                     let y = r.get()?;
                     // `_softmax_backward_data` makes the input's gradient in the input's dtype.
                     let dx = g.empty_same(g.dims(), in_dtype)?;
-                    // PyTorch's kernel reads a dense gradient: an expanded one (from `sum()`) is
-                    // copied after the output is allocated, and freed once the kernel has run.
+                    // After the output, PyTorch's CUDA kernels take a dense gradient and free it
+                    // once they have run: aten/src/ATen/native/cuda/SoftMax.cu,
+                    // `softmax_backward_cuda_out`, always makes `tmp = grad * output` (so even a
+                    // contiguous gradient gets a new tensor of its size), while
+                    // `log_softmax_backward_cuda_out` hands `grad` on and `host_softmax_backward`
+                    // copies it only when it is not contiguous (an expanded one, from `sum()`).
                     let dense;
-                    let g = if g.is_contiguous() {
+                    let g = if log && g.is_contiguous() {
                         g
                     } else {
                         dense = g.contiguous_copy()?;

@@ -141,19 +141,10 @@ pub mod parity_known {
     /// Differences torchlet still has: (program, first differing event, why). Each is asserted
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
     /// checkpoints before it are still compared in full.
-    pub const KNOWN: &[(&str, usize, &str)] = &[
-        (
-            "autograd_ops",
-            136,
-            "clamp's backward: PyTorch builds two bool masks and a 0-d zero and calls where(); \
+    pub const KNOWN: &[(&str, usize, &str)] = &[(
+        "autograd_ops",
+        136,
+        "clamp's backward: PyTorch builds two bool masks and a 0-d zero and calls where(); \
              torchlet's fused kernel allocates only the result",
-        ),
-        (
-            "transformer_block",
-            111,
-            "the attention's softmax backward: PyTorch frees the gradient coming into softmax only \
-             after masked_fill's backward has allocated its result; torchlet frees it when \
-             softmax's node returns (the forward and the backward up to here match)",
-        ),
-    ];
+    )];
 }
