@@ -141,10 +141,5 @@ pub mod parity_known {
     /// Differences torchlet still has: (program, first differing event, why). Each is asserted
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
     /// checkpoints before it are still compared in full.
-    pub const KNOWN: &[(&str, usize, &str)] = &[(
-        "autograd_ops",
-        136,
-        "clamp's backward: PyTorch builds two bool masks and a 0-d zero and calls where(); \
-             torchlet's fused kernel allocates only the result",
-    )];
+    pub const KNOWN: &[(&str, usize, &str)] = &[];
 }
