@@ -109,6 +109,8 @@ fn elementwise_gradients() {
     });
     check_grad("sin cos", &[&[6]], |t| t[0].sin()?.mul(&t[0].cos()?));
     check_grad("clamp", &[&[10]], |t| t[0].clamp(Some(-1.0), Some(2.0)));
+    check_grad("clamp min", &[&[10]], |t| t[0].clamp(Some(-1.0), None));
+    check_grad("clamp max", &[&[10]], |t| t[0].clamp(None, Some(2.0)));
     check_grad("pow_scalar", &[&[5]], |t| t[0].pow_scalar(3.0));
     check_grad("gelu", &[&[10]], |t| t[0].gelu("none"));
     check_grad("gelu tanh", &[&[10]], |t| t[0].gelu("tanh"));
@@ -179,6 +181,13 @@ fn shape_op_gradients() {
     check_grad("chunk", &[&[2, 6]], |t| t[0].chunk(3, 1)?[1].exp());
     check_grad("expand", &[&[1, 3]], |t| t[0].expand(&[4, 3])?.exp());
     check_grad("repeat", &[&[2, 3]], |t| t[0].repeat(&[2, 2, 1])?.exp());
+    // Repeat's gradient is no view, so the input's second gradient is added into it in place.
+    check_grad("repeat then another use", &[&[2, 3]], |t| {
+        t[0].repeat(&[2, 3])?
+            .exp()?
+            .sum(None, false)?
+            .add(&t[0].sin()?.sum(None, false)?)
+    });
 }
 
 #[test]

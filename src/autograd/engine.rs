@@ -211,9 +211,14 @@ fn call(
 }
 
 /// Add a second gradient for the same input, as PyTorch's `InputBuffer::accumulate` does: into
-/// `old` itself when nothing else holds its memory (a view never qualifies: PyTorch's view keeps
-/// its base, so the memory has two holders), else into a new tensor.
+/// `old` itself when nothing else holds its memory, else into a new tensor.
 fn accumulate_input(old: Tensor, g: &Tensor) -> Result<Tensor> {
+    // torch/csrc/autograd/input_buffer.cpp, `accumulate` and `can_accumulate_inplace`: with grad
+    // mode off, `old.add_(new)` only when `old` is dense and non-overlapping and both its
+    // TensorImpl and its Storage have a use count of one. A view made by a view op keeps its
+    // base alive through its view info, so its storage always has a second holder: a view
+    // never qualifies (cat's backward narrows, sum_to's `view`), while a result an op merely
+    // re-shaped before returning it (repeat's backward `sum(dims)`) is no view and does.
     if old.is_uniquely_owned() && !old.is_view() && old.is_contiguous() && old.shape() == g.shape()
     {
         old.add_grad_in_place(g)?;

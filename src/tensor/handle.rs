@@ -132,6 +132,17 @@ impl Tensor {
         Self::new_impl(self.inner.storage.clone(), layout, self.inner.dtype, true)
     }
 
+    /// The same storage with another layout, a view only when `self` is one: an op's own
+    /// re-shaping of the result it just allocated, which PyTorch never hands out as a view.
+    pub(crate) fn relayout_result(&self, layout: Layout) -> Tensor {
+        Self::new_impl(
+            self.inner.storage.clone(),
+            layout,
+            self.inner.dtype,
+            self.inner.view,
+        )
+    }
+
     /// Whether a view op made this tensor (PyTorch's `._base` is set).
     pub(crate) fn is_view(&self) -> bool {
         self.inner.view

@@ -528,7 +528,7 @@ impl Tensor {
             UnaryOp::Clamp { min, max },
             "ClampBackward1",
             false,
-            move |g, x| g.binary_raw(x, BinaryOp::ClampBackward { min, max }),
+            move |g, x| clamp_backward(g, x, min, max),
         )
     }
     /// `self ** exponent`; backward keeps the input.
@@ -555,4 +555,25 @@ impl Tensor {
             },
         )
     }
+}
+
+/// Clamp's gradient with the memory PyTorch's `clamp_backward` (FunctionsManual.cpp) takes: it
+/// makes a 0-d zero (`scalar_tensor(0., grad.options())`), the bool mask `self >= min`, then
+/// `self <= max` (and-ed into the first in place), and `where(mask, grad, zero)`; the masks die
+/// with their expression, newest first, and the zero when the function returns. The masks and the
+/// zero are only allocated: one fused kernel computes the result from `grad` and `self`.
+fn clamp_backward(g: &Tensor, x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    let zero = g.empty_same(&[], g.dtype())?;
+    let mask = |bound: Option<f64>| {
+        bound
+            .map(|_| x.empty_same(x.dims(), DType::Bool))
+            .transpose()
+    };
+    let at_least_min = mask(min)?;
+    let at_most_max = mask(max)?;
+    let grad = g.binary_raw(x, BinaryOp::ClampBackward { min, max });
+    drop(at_most_max);
+    drop(at_least_min);
+    drop(zero);
+    grad
 }

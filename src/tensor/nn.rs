@@ -241,7 +241,7 @@ impl LayerNormSaved {
 fn sum_rows(p: &Tensor) -> Result<Tensor> {
     let n = p.dims()[1];
     Ok(p.reduce_raw(crate::device::ReduceOp::Sum, &[0], p.dtype())?
-        .view_as_shape(&[n]))
+        .result_as_shape(&[n]))
 }
 
 /// A float as Python prints it (`2.0`, `1.5`).

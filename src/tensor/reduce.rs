@@ -217,7 +217,7 @@ impl Tensor {
         };
         let out = self
             .reduce_raw(ReduceOp::Sum, &dims, dtype)?
-            .view_as_shape(&shape);
+            .result_as_shape(&shape);
         if needs_grad(&[self]) {
             let input = self.shape();
             let name = if dim.is_some() {
@@ -247,7 +247,7 @@ impl Tensor {
         let (dims, shape) = self.reduce_plan(dim, keepdim)?;
         let out = self
             .reduce_raw(ReduceOp::Mean, &dims, self.dtype())?
-            .view_as_shape(&shape);
+            .result_as_shape(&shape);
         if needs_grad(&[self]) {
             let input = self.shape();
             let count: usize = dims.iter().map(|&d| input[d]).product();
@@ -277,7 +277,7 @@ impl Tensor {
             None => {
                 let (values, _) =
                     self.reduce_with(op, &dims, self.dtype(), false, Read::Contiguous)?;
-                let out = values.view_as_shape(&shape);
+                let out = values.result_as_shape(&shape);
                 if needs_grad(&[self]) {
                     let (x, r) = (SavedTensor::new(self)?, SavedTensor::new(&out)?);
                     let name = if max { "MaxBackward1" } else { "MinBackward1" };
@@ -301,7 +301,7 @@ impl Tensor {
                 let (values, indices) =
                     self.reduce_with(op, &dims, self.dtype(), true, Read::AsIs)?;
                 let indices = indices.expect("asked for indices");
-                let out = values.view_as_shape(&shape);
+                let out = values.result_as_shape(&shape);
                 if needs_grad(&[self]) {
                     let input = self.shape();
                     // A 0-d input reduces over no dimension: its gradient is the incoming one.
@@ -358,13 +358,13 @@ impl Tensor {
                 let shape = if keepdim { vec![1; self.dim()] } else { vec![] };
                 let (out, _) =
                     self.reduce_with(ReduceOp::ArgMax, &[], DType::I64, false, Read::Flat)?;
-                Ok(out.view_as_shape(&shape))
+                Ok(out.result_as_shape(&shape))
             }
             Some(_) => {
                 let (dims, shape) = self.reduce_plan(dim, keepdim)?;
                 Ok(self
                     .reduce_raw(ReduceOp::ArgMax, &dims, DType::I64)?
-                    .view_as_shape(&shape))
+                    .result_as_shape(&shape))
             }
         }
     }
@@ -383,6 +383,17 @@ impl Tensor {
         }
         let out = self.reduce_raw(ReduceOp::Sum, &dims, self.dtype())?;
         Ok(out.view_as_shape(shape))
+    }
+
+    /// A reduction's fresh result in its final shape (no autograd): PyTorch allocates that
+    /// shape and reduces through a keepdim view of its own, so the result is no view.
+    pub(crate) fn result_as_shape(&self, shape: &[usize]) -> Tensor {
+        if self.dims() == shape {
+            return self.clone();
+        }
+        let mut l = super::Layout::contiguous(shape);
+        l.offset = self.layout().offset;
+        self.relayout_result(l)
     }
 
     /// A view of a contiguous tensor with another shape of the same size (no autograd).
@@ -438,10 +449,14 @@ impl Tensor {
                     let y = r.get()?;
                     // `_softmax_backward_data` makes the input's gradient in the input's dtype.
                     let dx = g.empty_same(g.dims(), in_dtype)?;
-                    // PyTorch's kernel reads a dense gradient: an expanded one (from `sum()`) is
-                    // copied after the output is allocated, and freed once the kernel has run.
+                    // After the output, PyTorch's CUDA kernels take a dense gradient and free it
+                    // once they have run: aten/src/ATen/native/cuda/SoftMax.cu,
+                    // `softmax_backward_cuda_out`, always makes `tmp = grad * output` (so even a
+                    // contiguous gradient gets a new tensor of its size), while
+                    // `log_softmax_backward_cuda_out` hands `grad` on and `host_softmax_backward`
+                    // copies it only when it is not contiguous (an expanded one, from `sum()`).
                     let dense;
-                    let g = if g.is_contiguous() {
+                    let g = if log && g.is_contiguous() {
                         g
                     } else {
                         dense = g.contiguous_copy()?;

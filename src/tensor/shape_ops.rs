@@ -324,5 +324,7 @@ fn repeat_backward(g: &Tensor, repeats: &[usize], input: &[usize]) -> Result<Ten
     }
     let reshaped = g.reshape(&grad_size)?;
     let summed = reshaped.reduce_raw(crate::device::ReduceOp::Sum, &sum_dims, g.dtype())?;
-    Ok(summed.view_as_shape(input))
+    // PyTorch's `sum(dims)` returns a new tensor of the input's shape, not a view: an input
+    // buffer may add the next gradient into it in place.
+    Ok(summed.result_as_shape(input))
 }

@@ -141,26 +141,5 @@ pub mod parity_known {
     /// Differences torchlet still has: (program, first differing event, why). Each is asserted
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
     /// checkpoints before it are still compared in full.
-    pub const KNOWN: &[(&str, usize, &str)] = &[
-        (
-            "autograd_ops",
-            136,
-            "clamp's backward: PyTorch builds two bool masks and a 0-d zero and calls where(); \
-             torchlet's fused kernel allocates only the result",
-        ),
-        (
-            "shape_ops",
-            64,
-            "cat's backward hands out narrow views of the gradient; PyTorch adds the next gradient \
-             into one in place, torchlet never adds into a view (a rule linear's and batched \
-             matmul's traces need): the rule that tells the two apart is not found yet",
-        ),
-        (
-            "transformer_block",
-            111,
-            "the attention's softmax backward: PyTorch frees the gradient coming into softmax only \
-             after masked_fill's backward has allocated its result; torchlet frees it when \
-             softmax's node returns (the forward and the backward up to here match)",
-        ),
-    ];
+    pub const KNOWN: &[(&str, usize, &str)] = &[];
 }
