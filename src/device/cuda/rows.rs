@@ -34,7 +34,7 @@ impl RowPlan {
         let vw = 16 / elem.size();
         // Row r starts r * len elements in: every row is aligned when the first is and len is a
         // multiple of the vector.
-        let width = if len % vw == 0 && addrs.iter().all(|a| a % 16 == 0) {
+        let width = if len.is_multiple_of(vw) && addrs.iter().all(|a| a % 16 == 0) {
             vw
         } else {
             1
