@@ -1,8 +1,8 @@
 //! GPU benchmarks on the real device, run beside `.gpu/torch_anchor.py` in the same GPU run so
 //! RESULTS.md can give ratios: `x * 2` over 2^28 float32, sgemm 4096³, `randn(1000, 1000)` on the
 //! GPU, a script-level `empty` + `del` pair, a 10×10 op (tensor API and script), and the random
-//! fill kernels; layer_norm, gelu and softmax over 4096×4096 float32 and a transformer block's
-//! training step beside `benches/model_ops_torch.py`. Without a GPU it says so and measures nothing.
+//! fill kernels; layer_norm, gelu and softmax over 4096×4096 float32, float16 and bfloat16, `sum()`
+//! of 2^28 float32 and a transformer block's training step beside `benches/model_ops_torch.py`. Without a GPU it says so and measures nothing.
 
 use std::time::{Duration, Instant};
 
@@ -133,27 +133,42 @@ fn random_kernels(c: &mut Criterion) {
     g.finish();
 }
 
-/// The model ops of `benches/model_ops_torch.py`, on 4096×4096 float32 (bytes read and written).
+/// The model ops of `benches/model_ops_torch.py`, on 4096×4096 float32, float16 and bfloat16
+/// (bytes read and written), and `sum()` of 2^28 float32 (bytes read).
 fn model_ops(c: &mut Criterion) {
     let mut g = c.benchmark_group("gpu_model_ops");
-    let x = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
-    let w = Tensor::randn(&[4096], &on_cuda()).unwrap();
-    let b = Tensor::randn(&[4096], &on_cuda()).unwrap();
-    g.throughput(Throughput::Bytes(2 * 4 * 4096 * 4096));
-    g.bench_function("layer_norm_4096x4096_f32", |bn| {
-        bn.iter_custom(|n| {
-            timed(n, || {
-                drop(x.layer_norm(&[4096], Some(&w), Some(&b), 1e-5).unwrap())
+    for (dtype, tag) in [
+        (DType::F32, "f32"),
+        (DType::F16, "f16"),
+        (DType::BF16, "bf16"),
+    ] {
+        let make = |shape: &[usize]| {
+            Tensor::randn(shape, &on_cuda())
+                .and_then(|t| t.to_dtype(dtype))
+                .unwrap()
+        };
+        let (x, w, b) = (make(&[4096, 4096]), make(&[4096]), make(&[4096]));
+        g.throughput(Throughput::Bytes(2 * dtype.size() as u64 * 4096 * 4096));
+        g.bench_function(format!("layer_norm_4096x4096_{tag}"), |bn| {
+            bn.iter_custom(|n| {
+                timed(n, || {
+                    drop(x.layer_norm(&[4096], Some(&w), Some(&b), 1e-5).unwrap())
+                })
             })
-        })
+        });
+        g.bench_function(format!("gelu_4096x4096_{tag}"), |bn| {
+            bn.iter_custom(|n| timed(n, || drop(x.gelu("none").unwrap())))
+        });
+        g.bench_function(format!("softmax_4096x4096_{tag}"), |bn| {
+            bn.iter_custom(|n| timed(n, || drop(x.softmax(1).unwrap())))
+        });
+    }
+    let x = Tensor::randn(&[1 << 28], &on_cuda()).unwrap();
+    g.throughput(Throughput::Bytes(4 << 28));
+    g.bench_function("sum_2p28_f32", |bn| {
+        bn.iter_custom(|n| timed(n, || drop(x.sum(None, false).unwrap())))
     });
-    g.bench_function("gelu_4096x4096_f32", |bn| {
-        bn.iter_custom(|n| timed(n, || drop(x.gelu("none").unwrap())))
-    });
-    g.bench_function("softmax_4096x4096_f32", |bn| {
-        bn.iter_custom(|n| timed(n, || drop(x.softmax(1).unwrap())))
-    });
-    drop((x, w, b));
+    drop(x);
     // One training step of scripts/10_transformer_block.rhai's block (forward, backward, AdamW).
     let script = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -171,7 +186,7 @@ fn model_ops(c: &mut Criterion) {
         .replace("enabled: step == 2", "enabled: false")
         + "loss.backward(); opt.step(); opt.zero_grad();";
     let (mut s, _) = Session::captured("<bench>");
-    assert!(s.execute(&setup).error.is_none());
+    assert!(s.execute(setup).error.is_none());
     assert!(s.execute(&step).error.is_none());
     g.throughput(Throughput::Elements(1));
     g.bench_function("transformer_block_step", |bn| {

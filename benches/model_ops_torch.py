@@ -2,8 +2,8 @@
 
     python3 benches/model_ops_torch.py [OUT.json]
 
-layer_norm, gelu and softmax over 4096x4096 float32 (GB/s of bytes read and written), and one
-training step (forward, backward, AdamW) of scripts/10_transformer_block.rhai's block, in ms.
+layer_norm, gelu and softmax over 4096x4096 float32, float16 and bfloat16 (GB/s of bytes read and
+written), sum() of 2^28 float32 (GB/s read), and one training step (forward, backward, AdamW) of scripts/10_transformer_block.rhai's block, in ms.
 """
 import json
 import sys
@@ -64,16 +64,20 @@ def block_step():
 
 
 def main():
-    x = torch.randn(4096, 4096, device="cuda")
-    w, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
-    moved = 2 * 4 * 4096 * 4096
     res = {}
-    for name, fn in [
-        ("layer_norm_4096x4096_f32", lambda: F.layer_norm(x, (4096,), w, b)),
-        ("gelu_4096x4096_f32", lambda: F.gelu(x)),
-        ("softmax_4096x4096_f32", lambda: x.softmax(1)),
-    ]:
-        res[name + "_GBps"] = moved / bench(fn, 200) / 1e9
+    for dtype, tag in [(torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloat16, "bf16")]:
+        x = torch.randn(4096, 4096, device="cuda").to(dtype)
+        w, b = torch.randn(4096, device="cuda").to(dtype), torch.randn(4096, device="cuda").to(dtype)
+        moved = 2 * x.element_size() * 4096 * 4096
+        for name, fn in [
+            ("layer_norm_4096x4096_" + tag, lambda: F.layer_norm(x, (4096,), w, b)),
+            ("gelu_4096x4096_" + tag, lambda: F.gelu(x)),
+            ("softmax_4096x4096_" + tag, lambda: x.softmax(1)),
+        ]:
+            res[name + "_GBps"] = moved / bench(fn, 200) / 1e9
+    big = torch.randn(1 << 28, device="cuda")
+    res["sum_2p28_f32_GBps"] = 4 * (1 << 28) / bench(lambda: big.sum(), 200) / 1e9
+    del big
     res["transformer_block_step_ms"] = block_step() * 1e3
     print(json.dumps(res, indent=1))
     if len(sys.argv) > 1:

@@ -929,3 +929,224 @@ fn philox_fills_are_counter_based_for_every_float_dtype() {
         assert!((mean - 0.5).abs() < 0.01, "{elem:?}: uniform mean {mean}");
     }
 }
+
+/// `vals` uploaded `offset` elements into a fresh buffer, as a view starting there (an offset of
+/// one element leaves the view off every 16-byte boundary).
+fn up_at(g: &mut Gpu, vals: &[f64], elem: DType, shape: &[usize], offset: usize) -> Buf {
+    let mut padded = vec![0.0; offset];
+    padded.extend_from_slice(vals);
+    let mut b = g.up(&padded, elem, &[padded.len()]);
+    b.shape = shape.to_vec();
+    b.strides = strides_of(shape);
+    b.offset = offset;
+    b
+}
+
+/// Row lengths that reach each row-kernel path: a few lanes of a warp, whole warps, one to eight
+/// vectors a lane, a block per row (64 to 1024 threads), and past registers (multi-pass).
+const ROW_LENGTHS: [usize; 14] = [
+    1, 3, 8, 31, 33, 128, 1000, 1024, 1032, 4096, 4100, 8192, 16384, 20000,
+];
+
+/// Softmax over rows of `d` and its backward, from the host formulas, for `rows` rows.
+fn host_softmax(xs: &[f64], d: usize, log: bool) -> Vec<f64> {
+    xs.chunks(d)
+        .flat_map(|row| {
+            let mx = row.iter().cloned().fold(f64::MIN, f64::max);
+            let s: f64 = row.iter().map(|&x| (x - mx).exp()).sum();
+            row.iter().map(move |&x| {
+                if log {
+                    x - mx - s.ln()
+                } else {
+                    (x - mx).exp() / s
+                }
+            })
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
+fn softmax_row_kernels_for_every_length_alignment_and_dtype() {
+    require_real_gpu();
+    let mut g = Gpu::new();
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for d in ROW_LENGTHS {
+            // Many rows for short ones: several rows a block, and a last block part empty.
+            let rows = if d <= 128 { 37 } else { 3 };
+            for offset in [0, 1] {
+                let xs: Vec<f64> = values(rows * d, d as u64)
+                    .iter()
+                    .map(|&x| round(x, elem))
+                    .collect();
+                let gs: Vec<f64> = values(rows * d, d as u64 + 7)
+                    .iter()
+                    .map(|&x| round(x, elem))
+                    .collect();
+                let x = up_at(&mut g, &xs, elem, &[rows, d], offset);
+                let gr = up_at(&mut g, &gs, elem, &[rows, d], offset);
+                for log in [false, true] {
+                    let what = format!("{elem:?} {rows}x{d} offset {offset} log {log}");
+                    let y = g.alloc(elem, &[rows, d]);
+                    g.dev.gpu().softmax(&x.view(), 1, log, &y.view()).unwrap();
+                    let want = host_softmax(&xs, d, log);
+                    assert_close(&g.down(&y), &want, tol(elem) * 10.0, &what);
+                    // Backward from the forward output as the GPU wrote it.
+                    let ys = g.down(&y);
+                    let dx = g.alloc(elem, &[rows, d]);
+                    g.dev
+                        .gpu()
+                        .softmax_backward(&gr.view(), &y.view(), 1, log, &dx.view())
+                        .unwrap();
+                    let want_dx: Vec<f64> = (0..rows)
+                        .flat_map(|r| {
+                            let (gv, yv) = (&gs[r * d..(r + 1) * d], &ys[r * d..(r + 1) * d]);
+                            let s: f64 = if log {
+                                gv.iter().sum()
+                            } else {
+                                gv.iter().zip(yv).map(|(a, b)| a * b).sum()
+                            };
+                            gv.iter()
+                                .zip(yv)
+                                .map(|(&a, &b)| if log { a - b.exp() * s } else { b * (a - s) })
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    let t = tol(elem) * 50.0 * (1.0 + (d as f64).sqrt() / 10.0);
+                    assert_close(&g.down(&dx), &want_dx, t, &format!("backward {what}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
+fn layer_norm_row_kernels_for_every_length_alignment_and_dtype() {
+    require_real_gpu();
+    let mut g = Gpu::new();
+    for elem in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let stat = if elem == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        for n in ROW_LENGTHS {
+            let rows = if n <= 128 { 37 } else { 3 };
+            for (offset, affine) in [(0, true), (1, true), (0, false)] {
+                let what = format!("{elem:?} {rows}x{n} offset {offset} affine {affine}");
+                let r = |v: Vec<f64>| -> Vec<f64> { v.iter().map(|&x| round(x, elem)).collect() };
+                let xs = r(values(rows * n, n as u64 + 3));
+                let (ws, bs) = (r(values(n, 5)), r(values(n, 6)));
+                let x = up_at(&mut g, &xs, elem, &[rows, n], offset);
+                let w = up_at(&mut g, &ws, elem, &[n], offset);
+                let b = up_at(&mut g, &bs, elem, &[n], offset);
+                let (y, mean, rstd) = (
+                    g.alloc(elem, &[rows, n]),
+                    g.alloc(stat, &[rows]),
+                    g.alloc(stat, &[rows]),
+                );
+                let (wv, bv) = (w.view(), b.view());
+                g.dev
+                    .gpu()
+                    .layer_norm(
+                        &x.view(),
+                        affine.then_some(&wv),
+                        affine.then_some(&bv),
+                        1e-5,
+                        &y.view(),
+                        &mean.view(),
+                        &rstd.view(),
+                    )
+                    .unwrap();
+                let (mut want, mut want_mu, mut want_rs) = (Vec::new(), Vec::new(), Vec::new());
+                for row in xs.chunks(n) {
+                    let mu = row.iter().sum::<f64>() / n as f64;
+                    let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / n as f64;
+                    let rs = 1.0 / (var + 1e-5).sqrt();
+                    want_mu.push(mu);
+                    want_rs.push(rs);
+                    for (j, v) in row.iter().enumerate() {
+                        let h = (v - mu) * rs;
+                        want.push(if affine { h * ws[j] + bs[j] } else { h });
+                    }
+                }
+                let t = tol(elem) * 10.0;
+                assert_close(&g.down(&y), &want, t, &what);
+                assert_close(
+                    &g.down(&mean),
+                    &want_mu,
+                    tol(stat) * 10.0,
+                    &format!("mean {what}"),
+                );
+                assert_close(
+                    &g.down(&rstd),
+                    &want_rs,
+                    tol(stat) * 10.0,
+                    &format!("rstd {what}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(torchlet_gpu_tests),
+    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+)]
+fn sums_over_contiguous_runs_at_any_alignment() {
+    require_real_gpu();
+    let mut g = Gpu::new();
+    for elem in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I32,
+        DType::U8,
+    ] {
+        for n in [1usize, 3, 15, 16, 17, 1000, 4099, 100_003] {
+            for offset in [0, 1, 3] {
+                let xs: Vec<f64> = values(n, n as u64)
+                    .iter()
+                    .map(|&x| {
+                        round(
+                            if elem.is_float() {
+                                x
+                            } else {
+                                (x + 3.0).round()
+                            },
+                            elem,
+                        )
+                    })
+                    .collect();
+                let a = up_at(&mut g, &xs, elem, &[n], offset);
+                let out_elem = if elem.is_float() { elem } else { DType::I64 };
+                let out = g.alloc(out_elem, &[1]);
+                g.dev
+                    .gpu()
+                    .reduce(ReduceOp::Sum, &a.view(), &[0], &out.view(), None, None)
+                    .unwrap();
+                let want = round(xs.iter().sum(), out_elem);
+                let t = if elem.is_float() {
+                    tol(elem) * 10.0
+                } else {
+                    0.0
+                };
+                assert_close(
+                    &g.down(&out),
+                    &[want],
+                    t,
+                    &format!("sum {elem:?} n {n} offset {offset}"),
+                );
+            }
+        }
+    }
+}

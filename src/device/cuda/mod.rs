@@ -22,6 +22,7 @@ pub mod ops;
 pub mod peer;
 pub mod reduce;
 pub mod rng;
+pub mod rows;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ use super::error::{CudaError, CudaResult};
 use super::layout::View;
 use super::module::{launch, BLOCK};
 use super::ops::Gpu;
+use super::rows::RowPlan;
 use super::CudaDType;
 
 /// Pointers to each argument's value, as cuLaunchKernel wants them.
@@ -62,6 +63,18 @@ impl Gpu<'_> {
         let (mut yp, mut mp, mut rp, mut xp) = (y.addr(), mean.addr(), rstd.addr(), x.addr());
         let (mut wp, mut bp, mut rr, mut nn, mut e) =
             (addr_or_null(w), addr_or_null(b), rows as i64, n as i64, eps);
+        let addrs: Vec<u64> = [Some(xp), Some(yp), w.map(|v| v.addr()), b.map(|v| v.addr())]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Some(plan) = RowPlan::new(n, x.elem, &addrs, 8) {
+            let f =
+                self.kernels
+                    .function(self.ctx, x.elem, &plan.kernel("layer_norm_rows", x.elem))?;
+            let mut group = plan.group as i32;
+            let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, nn, e, group);
+            return launch(self.ctx, f, (plan.grid(rows), 1, 1), plan.block, params);
+        }
         let f = self.kernels.function(self.ctx, x.elem, &name)?;
         let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, nn, e);
         launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)

@@ -10,7 +10,7 @@ use super::context::CudaContext;
 use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use super::layout::{lay, View};
-use super::module::{grid_for, launch, Kernels, BLOCK};
+use super::module::{grid_for, launch, Kernels, BLOCK, BLOCKS_PER_SM};
 use crate::types::{contiguous_strides, DType};
 
 /// The device's context and kernels, which every operation needs.
@@ -37,9 +37,11 @@ fn same_dense(views: &[&View]) -> bool {
 
 impl Gpu<'_> {
     pub(crate) fn grid(&self, n: usize) -> u32 {
-        grid_for(n, self.ctx.info.sm_count)
+        grid_for(n, self.ctx.info.sm_count * BLOCKS_PER_SM)
     }
 
+    /// Launch the grid-stride kernel `name` over `n` work items with one full wave of blocks:
+    /// as many as its registers let the SMs hold, so no block waits for a second wave.
     pub(crate) fn run(
         &self,
         elem: DType,
@@ -47,8 +49,9 @@ impl Gpu<'_> {
         n: usize,
         params: &mut [*mut c_void],
     ) -> CudaResult<()> {
-        let f = self.kernels.function(self.ctx, elem, name)?;
-        launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
+        let (f, per_sm) = self.kernels.function_resident(self.ctx, elem, name)?;
+        let grid = grid_for(n, self.ctx.info.sm_count * per_sm);
+        launch(self.ctx, f, (grid, 1, 1), BLOCK, params)
     }
 
     /// `dst = src` elementwise with dtype conversion (same shape).

@@ -12,6 +12,7 @@ use super::error::{driver, CudaError, CudaResult};
 use super::layout::{RLay, View};
 use super::module::{launch, BLOCK};
 use super::ops::{args, Gpu};
+use super::rows::RowPlan;
 use crate::device::ReduceOp;
 use crate::types::contiguous_strides;
 use crate::types::DType;
@@ -235,6 +236,16 @@ impl Gpu<'_> {
         let (mut o, mut a, mut dd, mut lg) = (dst.addr(), src.addr(), d as i64, log as i32);
         if inner == 1 {
             let mut rows = outer as i64;
+            if let Some(plan) = RowPlan::new(d, dst.elem, &[src.addr(), dst.addr()], 8) {
+                let f = self.kernels.function(
+                    self.ctx,
+                    dst.elem,
+                    &plan.kernel("softmax_rows", dst.elem),
+                )?;
+                let mut group = plan.group as i32;
+                let params = &mut args!(o, a, rows, dd, group, lg);
+                return launch(self.ctx, f, (plan.grid(outer), 1, 1), plan.block, params);
+            }
             let f = self
                 .kernels
                 .function(self.ctx, dst.elem, &format!("softmax_r_{sfx}"))?;
@@ -284,6 +295,14 @@ impl Gpu<'_> {
             (dst.addr(), grad.addr(), output.addr(), d as i64, log as i32);
         if inner == 1 {
             let mut rows = outer as i64;
+            let addrs = [grad.addr(), output.addr(), dst.addr()];
+            if let Some(plan) = RowPlan::new(d, dst.elem, &addrs, 4) {
+                let name = plan.kernel("softmax_bw_rows", dst.elem);
+                let f = self.kernels.function(self.ctx, dst.elem, &name)?;
+                let mut group = plan.group as i32;
+                let params = &mut args!(o, g, y, rows, dd, group, lg);
+                return launch(self.ctx, f, (plan.grid(outer), 1, 1), plan.block, params);
+            }
             let f = self
                 .kernels
                 .function(self.ctx, dst.elem, &format!("softmax_bw_r_{sfx}"))?;

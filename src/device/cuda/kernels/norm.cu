@@ -1,5 +1,6 @@
 // Layer norm (forward and backward) over rows of a contiguous [rows, n] input, and dropout.
-// mean/rstd are A (float, double for double). One block per row; shared memory sums.
+// mean/rstd are A (float, double for double). Forward rows that fit in registers take
+// layer_norm_rows; the rest one block per row with shared memory sums.
 #if IS_FP
 __device__ __forceinline__ A ln_block_sum(A v) {
   __shared__ A s[256];
@@ -34,6 +35,68 @@ extern "C" __global__ void KNAME(layer_norm_)(T* y, A* mean, A* rstd, const T* x
     }
   }
 }
+
+// Rows that fit in registers (softmax.cu's row layout): one read of the row, the mean and then
+// the squared deviations summed from registers (the same two sums as the kernel above, so the
+// saved mean and rstd are computed alike), one write. w and b are read as vectors too.
+template <int NV, int W>
+__device__ __forceinline__ void layer_norm_rows(T* y, A* mean, A* rstd, const T* x, const T* w, const T* b,
+                                                i64 rows, i64 n, double eps, int G) {
+  typedef Vec<T, W> V;
+  const i64 nvec = n / W, rpb = blockDim.x / G;
+  for (i64 row0 = (i64)blockIdx.x * rpb; row0 < rows; row0 += (i64)gridDim.x * rpb) {
+    RowSlot s = row_slot(row0, rows, G);
+    const i64 base = (s.live ? s.row : 0) * n;
+    V r[NV];
+    load_row<NV, W>(r, x + base, s, G, nvec);
+    A sum = 0;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) sum += (A)ld(r[k].v[e]);
+    }
+    A mu = group_reduce<GSum>(sum, G) / (A)n;
+    A q = 0;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) { A d = (A)ld(r[k].v[e]) - mu; q += d * d; }
+    }
+    A rs = (A)1 / m_sqrt(group_reduce<GSum>(q, G) / (A)n + (A)eps);
+    if (s.live && s.t == 0) { mean[s.row] = mu; rstd[s.row] = rs; }
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+      i64 j = s.t + (i64)G * k;
+      V o, wv, bv;
+      if (w) wv = reinterpret_cast<const V*>(w)[j];
+      if (b) bv = reinterpret_cast<const V*>(b)[j];
+#pragma unroll
+      for (int e = 0; e < W; e++) {
+        A v = ((A)ld(r[k].v[e]) - mu) * rs;
+        if (w) v *= (A)ld(wv.v[e]);
+        if (b) v += (A)ld(bv.v[e]);
+        o.v[e] = Cv<T>::from(v);
+      }
+      reinterpret_cast<V*>(y + base)[j] = o;
+    }
+  }
+}
+
+// layer_norm_rows<NV>_<dtype> takes scalar loads, layer_norm_rows<NV>v_<dtype> 16-byte vectors;
+// BOUND as for softmax's row kernels.
+#define INST_LAYER_NORM_ROWS(nv, BOUND)                                                                        \
+  extern "C" __global__ void __launch_bounds__(BOUND) KNAME(layer_norm_rows##nv##_)(T* y, A* mean, A* rstd, const T* x, const T* w, \
+                                                                                  const T* b, i64 rows, i64 n, double eps, int G) { \
+    layer_norm_rows<nv, 1>(y, mean, rstd, x, w, b, rows, n, eps, G);                                    \
+  }                                                                                                     \
+  extern "C" __global__ void __launch_bounds__(BOUND) KNAME(layer_norm_rows##nv##v_)(T* y, A* mean, A* rstd, const T* x, const T* w, \
+                                                                                   const T* b, i64 rows, i64 n, double eps, int G) { \
+    layer_norm_rows<nv, VW>(y, mean, rstd, x, w, b, rows, n, eps, G);                                   \
+  }
+INST_LAYER_NORM_ROWS(1, 1024) INST_LAYER_NORM_ROWS(2, 1024) INST_LAYER_NORM_ROWS(4, 1024) INST_LAYER_NORM_ROWS(8, 128)
 
 // dx = rstd / n * (n * g * w - sum(g * w) - xhat * sum(g * w * xhat)) per row.
 extern "C" __global__ void KNAME(layer_norm_dx_)(T* dx, const T* dy, const T* x, const A* mean,

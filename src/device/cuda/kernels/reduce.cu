@@ -3,7 +3,9 @@
 // output element; when PyTorch's plan splits outputs across blocks, `splits` blocks share each
 // output: each writes its partial into the staging buffer and counts itself in the semaphore of
 // its column of `group` outputs, and the column's last block combines the partials, as
-// PyTorch's global_reduce does.
+// PyTorch's global_reduce does. Sums over a contiguous run take 16-byte loads; the block kernels
+// are held to 64 registers so that four 256-thread blocks fit on an SM (PyTorch's plans give up to
+// 4 blocks an SM: fewer resident would leave a second, partial wave).
 
 // The kept dims map an output index to the input base offset; the reduced dims enumerate a row.
 struct RLay {
@@ -111,6 +113,40 @@ __device__ __forceinline__ Acc get_partial(const void* buf, i64 k, int pmode) {
   return x;
 }
 
+template <class R> struct IsSum { static const bool value = false; };
+template <> struct IsSum<R_sum> { static const bool value = true; };
+
+// The block's sum of x[r0..r1): 16-byte loads from the first aligned element on, four of them in
+// flight per thread into four accumulators, scalar loads for the unaligned head and the tail.
+__device__ __forceinline__ A sum_slice(const T* x, i64 r0, i64 r1) {
+  typedef Vec<T, VW> V;
+  A acc[4] = {(A)0, (A)0, (A)0, (A)0};
+  const i64 bd = blockDim.x;
+  // Elements of x + r0 past a 16-byte boundary (x itself is T-aligned).
+  i64 mis = (i64)(((unsigned long long)(x + r0) / sizeof(T)) % VW);
+  i64 a0 = mis ? r0 + min(r1 - r0, (i64)VW - mis) : r0;
+  i64 nvec = (r1 - a0) / (i64)VW, a1 = a0 + nvec * (i64)VW;
+  for (i64 r = r0 + threadIdx.x; r < a0; r += bd) acc[1] += (A)ld(x[r]);
+  const V* xv = reinterpret_cast<const V*>(x + a0);
+  i64 j = threadIdx.x;
+  for (; j + 3 * bd < nvec; j += 4 * bd) {
+    V v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) v[u] = xv[j + u * bd];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+      for (int e = 0; e < (int)VW; e++) acc[u] += (A)ld(v[u].v[e]);
+  }
+  for (; j < nvec; j += bd) {
+    V v = xv[j];
+#pragma unroll
+    for (int e = 0; e < (int)VW; e++) acc[0] += (A)ld(v.v[e]);
+  }
+  for (i64 r = a1 + threadIdx.x; r < r1; r += bd) acc[2] += (A)ld(x[r]);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
 template <class R, class O>
 __device__ void reduce_blocks(O* out, i64* idx, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index,
                               void* partial, int* sem, int splits, i64 group, int pmode) {
@@ -120,7 +156,9 @@ __device__ void reduce_blocks(O* out, i64* idx, const T* in, const RLay& L, i64 
   for (i64 m = blockIdx.y; m < M; m += gridDim.y) {
     i64 base = decompose(m, L.nd_out, L.out_size, L.out_st);
     Acc a = R::init();
-    if (L.nd_red == 1) {
+    if (IsSum<R>::value && L.nd_red == 1 && L.red_st[0] == 1) {
+      a.v = sum_slice(in + base, r0, r1);
+    } else if (L.nd_red == 1) {
       i64 st = L.red_st[0];
       for (i64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) R::merge(a, elem(in, base + r * st, r));
     } else {
@@ -164,7 +202,7 @@ __device__ void reduce_threads(O* out, i64* idx, const T* in, const RLay& L, i64
 }
 
 #define INST_REDUCE(name, R, O, want_index)                                                              \
-  extern "C" __global__ void KNAME(reduce_b_##name##_)(O* out, i64* idx, const T* in, RLay L, i64 M, i64 Rn, double scale, \
+  extern "C" __global__ void __launch_bounds__(256, 4) KNAME(reduce_b_##name##_)(O* out, i64* idx, const T* in, RLay L, i64 M, i64 Rn, double scale, \
                                                       void* partial, int* sem, int splits, i64 group, int pmode) { \
     reduce_blocks<R, O>(out, idx, in, L, M, Rn, scale, want_index, partial, sem, splits, group, pmode);     \
   }                                                                                                     \

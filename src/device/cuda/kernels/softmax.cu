@@ -1,6 +1,164 @@
 // softmax / log_softmax along one dim of a contiguous [outer, D, inner] input (floating dtypes).
-// Rows (inner == 1) get one block each; otherwise one thread per (outer, inner) column.
+// Rows (inner == 1) that fit in registers take the row kernels below (one read, one write);
+// longer rows get one block each and several passes; otherwise one thread per (outer, inner) column.
 #if IS_FP
+// ---- Rows held in registers, shared with layer_norm (norm.cu). A row of nvec vectors of W
+// elements (W = VW when the row length and both base pointers allow 16-byte vectors, else 1) is
+// spread over a group of G threads (G a power of two): thread t holds vectors t + G*k, k < NV.
+// G <= 32 packs blockDim.x / G rows into each block and reduces with shuffles; G > 32 is the whole
+// block (one row per block) and goes through shared memory.
+struct GSum {
+  __device__ __forceinline__ static A op(A a, A b) { return a + b; }
+  __device__ __forceinline__ static A id() { return (A)0; }
+};
+// NaN wins, as in the multi-pass kernels.
+struct GMax {
+  __device__ __forceinline__ static A op(A a, A b) { return (b > a || isnan_(b)) ? b : a; }
+  __device__ __forceinline__ static A id() { return -INFINITY; }
+};
+
+// Butterfly over `width` lanes: every lane ends with the same value (a + b == b + a bit for bit).
+template <class R> __device__ __forceinline__ A warp_reduce(A v, int width) {
+  for (int o = width / 2; o > 0; o >>= 1) v = R::op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Every thread of the group gets the group's total. All threads of the block must call it.
+template <class R> __device__ __forceinline__ A group_reduce(A v, int G) {
+  v = warp_reduce<R>(v, G < 32 ? G : 32);
+  if (G <= 32) return v;
+  __shared__ A part[32];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  v = lane < (G >> 5) ? part[lane] : R::id();
+  v = warp_reduce<R>(v, 32);
+  __syncthreads();  // part is reused by the next reduction
+  return v;
+}
+
+// Where one thread's share of a row is: the rows of this block iteration, and the thread's lane.
+struct RowSlot {
+  i64 row;
+  int t;
+  bool live;
+};
+__device__ __forceinline__ RowSlot row_slot(i64 row0, i64 rows, int G) {
+  RowSlot s;
+  s.row = row0 + threadIdx.x / G;
+  s.t = threadIdx.x % G;
+  s.live = s.row < rows;
+  return s;
+}
+
+// Loads the thread's vectors of row `x` into r; slots past the row are left unset (check
+// slot_ok before using one).
+template <int NV, int W>
+__device__ __forceinline__ void load_row(Vec<T, W> (&r)[NV], const T* x, const RowSlot& s, int G, i64 nvec) {
+#pragma unroll
+  for (int k = 0; k < NV; k++) {
+    i64 j = s.t + (i64)G * k;
+    if (s.live && j < nvec) r[k] = reinterpret_cast<const Vec<T, W>*>(x)[j];
+  }
+}
+__device__ __forceinline__ bool slot_ok(const RowSlot& s, int G, int k, i64 nvec) {
+  return s.live && s.t + (i64)G * k < nvec;
+}
+
+template <int NV, int W>
+__device__ __forceinline__ void softmax_rows(T* out, const T* in, i64 rows, i64 D, int G, int log_) {
+  typedef Vec<T, W> V;
+  const i64 nvec = D / W, rpb = blockDim.x / G;
+  for (i64 row0 = (i64)blockIdx.x * rpb; row0 < rows; row0 += (i64)gridDim.x * rpb) {
+    RowSlot s = row_slot(row0, rows, G);
+    const i64 base = (s.live ? s.row : 0) * D;
+    V r[NV];
+    load_row<NV, W>(r, in + base, s, G, nvec);
+    A mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) mx = GMax::op(mx, (A)ld(r[k].v[e]));
+    }
+    mx = group_reduce<GMax>(mx, G);
+    A sum = 0;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) sum += m_exp((A)ld(r[k].v[e]) - mx);
+    }
+    sum = group_reduce<GSum>(sum, G);
+    A lse = m_log(sum);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+      V y;
+#pragma unroll
+      for (int e = 0; e < W; e++) {
+        A v = (A)ld(r[k].v[e]) - mx;
+        y.v[e] = Cv<T>::from(log_ ? v - lse : m_exp(v) / sum);
+      }
+      reinterpret_cast<V*>(out + base)[s.t + (i64)G * k] = y;
+    }
+  }
+}
+
+// Backward from registers: softmax dx = y * (g - sum(g * y)); log_softmax dx = g - exp(y) * sum(g).
+template <int NV, int W>
+__device__ __forceinline__ void softmax_bw_rows(T* dx, const T* g, const T* y, i64 rows, i64 D, int G, int log_) {
+  typedef Vec<T, W> V;
+  const i64 nvec = D / W, rpb = blockDim.x / G;
+  for (i64 row0 = (i64)blockIdx.x * rpb; row0 < rows; row0 += (i64)gridDim.x * rpb) {
+    RowSlot s = row_slot(row0, rows, G);
+    const i64 base = (s.live ? s.row : 0) * D;
+    V gr[NV], yr[NV];
+    load_row<NV, W>(gr, g + base, s, G, nvec);
+    load_row<NV, W>(yr, y + base, s, G, nvec);
+    A sum = 0;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) sum += log_ ? (A)ld(gr[k].v[e]) : (A)ld(gr[k].v[e]) * (A)ld(yr[k].v[e]);
+    }
+    sum = group_reduce<GSum>(sum, G);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      if (!slot_ok(s, G, k, nvec)) continue;
+      V d;
+#pragma unroll
+      for (int e = 0; e < W; e++) {
+        A gv = ld(gr[k].v[e]), yv = ld(yr[k].v[e]);
+        d.v[e] = Cv<T>::from(log_ ? gv - m_exp(yv) * sum : yv * (gv - sum));
+      }
+      reinterpret_cast<V*>(dx + base)[s.t + (i64)G * k] = d;
+    }
+  }
+}
+
+// softmax_rows<NV>_<dtype> takes scalar loads, softmax_rows<NV>v_<dtype> 16-byte vectors. BOUND
+// is the most threads a launch gives the instance: 8 vectors a thread only ever run with a warp or
+// less per row in 128-thread blocks (RowPlan), which leaves them registers enough not to spill.
+#define INST_SOFTMAX_FW(nv, BOUND)                                                                     \
+  extern "C" __global__ void __launch_bounds__(BOUND) KNAME(softmax_rows##nv##_)(T* out, const T* in, i64 rows, i64 D, int G, int log_) { \
+    softmax_rows<nv, 1>(out, in, rows, D, G, log_);                                                    \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(BOUND) KNAME(softmax_rows##nv##v_)(T* out, const T* in, i64 rows, i64 D, int G, int log_) { \
+    softmax_rows<nv, VW>(out, in, rows, D, G, log_);                                                   \
+  }
+// The backward holds two rows (g and y), so at most 4 vectors a thread (RowPlan's cap).
+#define INST_SOFTMAX_BW(nv)                                                                            \
+  extern "C" __global__ void __launch_bounds__(1024) KNAME(softmax_bw_rows##nv##_)(T* dx, const T* g, const T* y, i64 rows, i64 D, int G, int log_) { \
+    softmax_bw_rows<nv, 1>(dx, g, y, rows, D, G, log_);                                                \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(1024) KNAME(softmax_bw_rows##nv##v_)(T* dx, const T* g, const T* y, i64 rows, i64 D, int G, int log_) { \
+    softmax_bw_rows<nv, VW>(dx, g, y, rows, D, G, log_);                                               \
+  }
+INST_SOFTMAX_FW(1, 1024) INST_SOFTMAX_FW(2, 1024) INST_SOFTMAX_FW(4, 1024) INST_SOFTMAX_FW(8, 128)
+INST_SOFTMAX_BW(1) INST_SOFTMAX_BW(2) INST_SOFTMAX_BW(4)
+
 __device__ __forceinline__ A block_max(A v) {
   __shared__ A s[256];
   s[threadIdx.x] = v;
