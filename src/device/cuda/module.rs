@@ -113,8 +113,15 @@ impl Kernels {
     ) -> CudaResult<(sys::CUfunction, u32)> {
         let module = self.loaded(ctx, elem)?;
         let mut cache = module.functions.lock().unwrap_or_else(|p| p.into_inner());
-        let (f, mut per_sm) = match cache.get(name) {
-            Some(&(f, per_sm)) => (f as sys::CUfunction, per_sm),
+        let cached = cache.get(name).copied();
+        if let Some((f, per_sm)) = cached {
+            // The launch path: no string is made and nothing is written.
+            if per_sm != 0 || !occupancy {
+                return Ok((f as sys::CUfunction, per_sm));
+            }
+        }
+        let (f, mut per_sm) = match cached {
+            Some((f, per_sm)) => (f as sys::CUfunction, per_sm),
             None => {
                 let cname = CString::new(name)
                     .map_err(|_| CudaError::Call("kernel name has a NUL".into()))?;
