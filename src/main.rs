@@ -29,7 +29,7 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct FitCliArgs {
-    /// The script to run, shapes only.
+    /// The script to run (shapes only, unless --values).
     file: PathBuf,
     /// Arguments the script sees as `ARGS` (NAME=VALUE ones are read by `arg(name, default)`).
     args: Vec<String>,
