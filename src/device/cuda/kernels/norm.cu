@@ -2,18 +2,6 @@
 // mean/rstd are A (float, double for double). Forward rows that fit in registers take
 // layer_norm_rows; the rest one block per row with shared memory sums.
 #if IS_FP
-__device__ __forceinline__ A ln_block_sum(A v) {
-  __shared__ A s[256];
-  s[threadIdx.x] = v;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  A r = s[0];
-  __syncthreads();
-  return r;
-}
 
 extern "C" __global__ void KNAME(layer_norm_)(T* y, A* mean, A* rstd, const T* x, const T* w,
                                               const T* b, i64 rows, i64 n, double eps) {
@@ -21,10 +9,10 @@ extern "C" __global__ void KNAME(layer_norm_)(T* y, A* mean, A* rstd, const T* x
     const T* xr = x + row * n;
     A s = 0;
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) s += (A)ld(xr[j]);
-    A mu = ln_block_sum(s) / (A)n;
+    A mu = block_sum(s) / (A)n;
     A q = 0;
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) { A d = (A)ld(xr[j]) - mu; q += d * d; }
-    A var = ln_block_sum(q) / (A)n;
+    A var = block_sum(q) / (A)n;
     A rs = (A)1 / m_sqrt(var + (A)eps);
     if (threadIdx.x == 0) { mean[row] = mu; rstd[row] = rs; }
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
@@ -111,8 +99,8 @@ extern "C" __global__ void KNAME(layer_norm_dx_)(T* dx, const T* dy, const T* x,
       s1 += gw;
       s2 += gw * ((A)ld(xr[j]) - mu) * rs;
     }
-    s1 = ln_block_sum(s1);
-    s2 = ln_block_sum(s2);
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
       A gw = (A)ld(gr[j]) * (w ? (A)ld(w[j]) : (A)1);
       A xh = ((A)ld(xr[j]) - mu) * rs;

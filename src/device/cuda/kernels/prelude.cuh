@@ -65,3 +65,19 @@ template <class X, int N> struct alignas(sizeof(X) * N) Vec { X v[N]; };
 #define VW (16 / sizeof(T))
 
 __device__ __forceinline__ C scalar_val(double d, i64 i) { return IS_FP ? (C)d : (C)i; }
+
+#if IS_FP
+// The sum of v over a block of at most 256 threads (softmax and layer norm rows), in every thread.
+__device__ __forceinline__ A block_sum(A v) {
+  __shared__ A s[256];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  A r = s[0];
+  __syncthreads();
+  return r;
+}
+#endif

@@ -171,18 +171,6 @@ __device__ __forceinline__ A block_max(A v) {
   __syncthreads();
   return r;
 }
-__device__ __forceinline__ A block_sum(A v) {
-  __shared__ A s[256];
-  s[threadIdx.x] = v;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  A r = s[0];
-  __syncthreads();
-  return r;
-}
 
 extern "C" __global__ void KNAME(softmax_r_)(T* out, const T* in, i64 rows, i64 D, int log_) {
   for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
