@@ -38,18 +38,24 @@ fn swap_last(l: &Layout) -> Layout {
     l
 }
 
-/// The error of a product whose inner sizes differ, before anything is allocated.
-fn check_inner(a: &Tensor, b: &Tensor) -> Result<()> {
+/// The sizes a product contracts: `a`'s last dim and `b`'s second-to-last (its only one, for 1-D).
+fn inner_sizes(a: &Tensor, b: &Tensor) -> (usize, usize) {
     let (da, db) = (a.dims(), b.dims());
-    let k1 = da[da.len() - 1];
     let k2 = if db.len() > 1 {
         db[db.len() - 2]
     } else {
         db[0]
     };
+    (da[da.len() - 1], k2)
+}
+
+/// The error of a product whose inner sizes differ, before anything is allocated.
+fn check_inner(a: &Tensor, b: &Tensor) -> Result<()> {
+    let (k1, k2) = inner_sizes(a, b);
     if k1 == k2 {
         return Ok(());
     }
+    let (da, db) = (a.dims(), b.dims());
     let rows: usize = da[..da.len() - 1].iter().product();
     let cols = if db.len() > 1 { db[db.len() - 1] } else { 1 };
     Err(TensorError::runtime(format!(
@@ -65,13 +71,7 @@ pub(crate) fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let batch_of = |t: &Tensor| t.dims()[..t.dim().saturating_sub(2)].to_vec();
     let batch = broadcast_shapes(&batch_of(a), &batch_of(b))?;
-    let (da, db) = (a.dims(), b.dims());
-    let k1 = da[da.len() - 1];
-    let k2 = if db.len() > 1 {
-        db[db.len() - 2]
-    } else {
-        db[0]
-    };
+    let (k1, k2) = inner_sizes(a, b);
     if k1 != k2 {
         // What bmm says of the expanded operands.
         let count: usize = batch.iter().product();
