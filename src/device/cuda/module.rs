@@ -13,11 +13,10 @@ use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use crate::types::DType;
 
-/// One loaded module and the functions looked up in it so far, each with how many of its
-/// `BLOCK`-thread blocks one SM holds at once (0 until asked).
+/// One loaded module and the functions looked up in it so far.
 struct Module {
     module: sys::CUmodule,
-    functions: Mutex<HashMap<String, (usize, u32)>>,
+    functions: Mutex<HashMap<String, usize>>,
 }
 
 /// The kernels of one device.
@@ -90,69 +89,20 @@ impl Kernels {
         elem: DType,
         name: &str,
     ) -> CudaResult<sys::CUfunction> {
-        Ok(self.lookup(ctx, elem, name, false)?.0)
-    }
-
-    /// The kernel `name` and how many of its `BLOCK`-thread blocks fit on one SM at once (its
-    /// registers decide): a grid-stride launch of that many blocks per SM is one full wave.
-    pub fn function_resident(
-        &self,
-        ctx: &CudaContext,
-        elem: DType,
-        name: &str,
-    ) -> CudaResult<(sys::CUfunction, u32)> {
-        self.lookup(ctx, elem, name, true)
-    }
-
-    fn lookup(
-        &self,
-        ctx: &CudaContext,
-        elem: DType,
-        name: &str,
-        occupancy: bool,
-    ) -> CudaResult<(sys::CUfunction, u32)> {
         let module = self.loaded(ctx, elem)?;
         let mut cache = module.functions.lock().unwrap_or_else(|p| p.into_inner());
-        let cached = cache.get(name).copied();
-        if let Some((f, per_sm)) = cached {
+        if let Some(&f) = cache.get(name) {
             // The launch path: no string is made and nothing is written.
-            if per_sm != 0 || !occupancy {
-                return Ok((f as sys::CUfunction, per_sm));
-            }
+            return Ok(f as sys::CUfunction);
         }
-        let (f, mut per_sm) = match cached {
-            Some((f, per_sm)) => (f as sys::CUfunction, per_sm),
-            None => {
-                let cname = CString::new(name)
-                    .map_err(|_| CudaError::Call("kernel name has a NUL".into()))?;
-                // SAFETY: the module is loaded in this context.
-                let f = unsafe { result::module::get_function(module.module, cname) }
-                    .map_err(|e| driver(&format!("cuModuleGetFunction({name})"), e))?;
-                (f, 0)
-            }
-        };
-        if occupancy && per_sm == 0 {
-            per_sm = blocks_per_sm(ctx, f, name)?;
-        }
-        cache.insert(name.to_string(), (f as usize, per_sm));
-        Ok((f, per_sm))
+        let cname =
+            CString::new(name).map_err(|_| CudaError::Call("kernel name has a NUL".into()))?;
+        // SAFETY: the module is loaded in this context.
+        let f = unsafe { result::module::get_function(module.module, cname) }
+            .map_err(|e| driver(&format!("cuModuleGetFunction({name})"), e))?;
+        cache.insert(name.to_string(), f as usize);
+        Ok(f)
     }
-}
-
-/// How many `BLOCK`-thread blocks of `f` one SM runs at once (at least 1).
-fn blocks_per_sm(ctx: &CudaContext, f: sys::CUfunction, name: &str) -> CudaResult<u32> {
-    ctx.bind()?;
-    let mut n = 0;
-    // SAFETY: a plain out-parameter and a live function handle of this context.
-    unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f, BLOCK as i32, 0) }
-        .result()
-        .map_err(|e| {
-            driver(
-                &format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({name})"),
-                e,
-            )
-        })?;
-    Ok(n.max(1) as u32)
 }
 
 fn load(ctx: &CudaContext, image: &[u8]) -> CudaResult<Module> {
@@ -166,15 +116,17 @@ fn load(ctx: &CudaContext, image: &[u8]) -> CudaResult<Module> {
     })
 }
 
-/// Blocks per SM of a grid-stride launch whose kernel's residency is not asked for.
+/// Blocks per SM of the grid-stride launches that keep a fixed cap (`Gpu::grid`).
 pub const BLOCKS_PER_SM: u32 = 8;
 
-/// Grid size for `n` work items (a thread each) of a grid-stride kernel: at most `wave` blocks
-/// (what the device holds at once, so every block runs from the start and all finish together),
-/// never more than the items need.
-pub fn grid_for(n: usize, wave: u32) -> u32 {
+/// Most blocks in one launch's grid (CUDA's limit on `gridDim.x`).
+pub const MAX_GRID: u32 = i32::MAX as u32;
+
+/// Grid size for `n` work items (a thread each) of a grid-stride kernel: the blocks the items
+/// need, at most `cap`.
+pub fn grid_for(n: usize, cap: u32) -> u32 {
     let needed = n.div_ceil(BLOCK as usize).max(1);
-    needed.min(wave.max(1) as usize) as u32
+    needed.min(cap.max(1) as usize) as u32
 }
 
 /// Launch `f` on the context's stream with `params` (pointers to each argument's value).
