@@ -51,8 +51,19 @@ impl View<'_> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lay {
     nd: i32,
+    fast: i32,
     size: [i64; MAXD],
     st: [[i64; MAXD]; 3],
+    magic: [u32; MAXD],
+    shift: [u32; MAXD],
+}
+
+/// The magic number and shift that divide any `n < 2^31` by `d` as `(umulhi(n, magic) + n) >> shift`
+/// (PyTorch's `IntDivider<unsigned int>`).
+fn divider(d: u32) -> (u32, u32) {
+    let shift: u32 = (0..32).find(|&s| (1u64 << s) >= d as u64).unwrap_or(32);
+    let magic = ((1u64 << 32) * ((1u64 << shift) - d as u64)) / d as u64 + 1;
+    (magic as u32, shift)
 }
 
 /// Builds a `Lay` over `shape` for up to three operands' strides, dropping size-1 dimensions and
@@ -87,10 +98,15 @@ pub fn lay(shape: &[usize], strides: &[&[usize]]) -> CudaResult<Lay> {
         nd: dims.len() as i32,
         ..Lay::default()
     };
+    let n: usize = dims.iter().map(|(size, _)| size).product();
+    l.fast = (n < 1 << 31) as i32;
     for (i, (size, st)) in dims.iter().enumerate() {
         l.size[i] = *size as i64;
         for (k, &s) in st.iter().enumerate() {
             l.st[k][i] = s as i64;
+        }
+        if l.fast != 0 {
+            (l.magic[i], l.shift[i]) = divider(*size as u32);
         }
     }
     Ok(l)
@@ -149,5 +165,43 @@ impl RLay {
             *n += 1;
         }
         Ok((l, m, r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's quotient: `(umulhi(n, magic) + n) >> shift`, in 32-bit unsigned arithmetic.
+    fn kernel_div(n: u32, (magic, shift): (u32, u32)) -> u32 {
+        let hi = ((n as u64 * magic as u64) >> 32) as u32;
+        hi.wrapping_add(n) >> shift
+    }
+
+    #[test]
+    fn the_magic_divider_divides_every_index_below_2_pow_31_exactly() {
+        let mut divisors: Vec<u32> = (1..=4099).collect();
+        for k in 12..31 {
+            divisors.extend([(1 << k) - 1, 1 << k, (1 << k) + 1, 3 << (k - 1)]);
+        }
+        divisors.extend([1_000_003, 65_537, 0x7fff_fffe, 0x7fff_ffff]);
+        let mut numerators: Vec<u32> = (0..5000).collect();
+        numerators.extend((1..31).flat_map(|k| [(1u32 << k) - 1, 1 << k, (1 << k) + 1]));
+        numerators.extend([0x7fff_fffe, 0x7fff_ffff, 123_456_789, 2_000_000_000]);
+        for &d in &divisors {
+            let div = divider(d);
+            for &n in numerators.iter().filter(|&&n| n < 1 << 31) {
+                assert_eq!(kernel_div(n, div), n / d, "{n} / {d} with {div:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_layouts_of_fewer_than_2_pow_31_elements_take_the_32_bit_path() {
+        let small = lay(&[4096, 4096], &[&[4096, 1], &[1, 4096]]).unwrap();
+        assert_eq!(small.fast, 1);
+        assert_eq!((small.magic[1], small.shift[1]), divider(4096));
+        let big = lay(&[1 << 16, 1 << 15], &[&[1 << 15, 1], &[1, 1 << 16]]).unwrap();
+        assert_eq!(big.fast, 0, "2^31 elements need 64-bit indices");
     }
 }

@@ -39,14 +39,32 @@ template <> struct Cv<bool> { template <class X> __device__ __forceinline__ stat
 
 // Up to MAXD dims; st[k] are the element strides of operand k (0: output, 1: a, 2: b); a
 // broadcast dimension has stride 0.
+// When every index is below 2^31 (`fast`), each size also comes with the magic number and shift
+// that divide by it in 32 bits (PyTorch's IntDivider): a multiply-high and an add instead of a
+// 64-bit division, which costs tens of instructions and bounded strided kernels.
 struct Lay {
   int nd;
+  int fast;
   i64 size[MAXD];
   i64 st[3][MAXD];
+  unsigned magic[MAXD];
+  unsigned shift[MAXD];
 };
 
 __device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i64& o2) {
   o0 = 0; o1 = 0; o2 = 0;
+  if (L.fast) {
+    unsigned u = (unsigned)i;
+    for (int d = L.nd - 1; d >= 0; d--) {
+      unsigned q = (__umulhi(u, L.magic[d]) + u) >> L.shift[d];
+      i64 r = (i64)(u - q * (unsigned)L.size[d]);
+      u = q;
+      o0 += r * L.st[0][d];
+      o1 += r * L.st[1][d];
+      o2 += r * L.st[2][d];
+    }
+    return;
+  }
   for (int d = L.nd - 1; d >= 0; d--) {
     i64 s = L.size[d];
     i64 q = i % s;
