@@ -2,7 +2,9 @@
 //! RESULTS.md can give ratios: `x * 2` over 2^28 float32, sgemm 4096³, `randn(1000, 1000)` on the
 //! GPU, a script-level `empty` + `del` pair, a 10×10 op (tensor API and script), and the random
 //! fill kernels; layer_norm, gelu and softmax over 4096×4096 float32, float16 and bfloat16, `sum()`
-//! of 2^28 float32 and a transformer block's training step beside `benches/model_ops_torch.py`. Without a GPU it says so and measures nothing.
+//! of 2^28 float32, a transformer block's training step and the MLP step of script 05 beside
+//! `benches/model_ops_torch.py`; and the size, dtype and layout sweep beside
+//! `benches/sweep_torch.py`. Without a GPU it says so and measures nothing.
 
 use std::time::{Duration, Instant};
 
@@ -192,6 +194,63 @@ fn model_ops(c: &mut Criterion) {
     g.bench_function("transformer_block_step", |bn| {
         bn.iter_custom(|n| timed(n, || assert!(s.execute(&step).error.is_none())))
     });
+    // One step of scripts/05_training_loop.rhai's loop: the 2-64-1 MLP's forward, backward, SGD
+    // update under no_grad and `loss.item()`, which waits for the device as the script does.
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/05_training_loop.rhai"
+    ))
+    .unwrap();
+    let setup = script
+        .split_once("let lr = 0.1;")
+        .expect("the script's setup")
+        .0;
+    let step = "let loss = mse_loss(forward(x, w1, b1, w2, b2), y); loss.backward();
+        no_grad { w1.sub_(w1.grad * 0.1); b1.sub_(b1.grad * 0.1); w2.sub_(w2.grad * 0.1); b2.sub_(b2.grad * 0.1); }
+        w1.grad = (); b1.grad = (); w2.grad = (); b2.grad = (); loss.item();";
+    let (mut s, _) = Session::captured("<bench>");
+    assert!(s.execute(setup).error.is_none());
+    assert!(s.execute(step).error.is_none());
+    g.bench_function("mlp_step", |bn| {
+        bn.iter_custom(|n| timed(n, || assert!(s.execute(step).error.is_none())))
+    });
+    g.finish();
+}
+
+/// Issue 17's sweep, beside `benches/sweep_torch.py`: `x * 2`, a transposed copy (the strided
+/// path), `sum()` and `softmax(1)` over rows of 1024, for float32, float16 and bfloat16 from 2^10 to
+/// 2^28 elements (bytes read and written).
+fn sweep(c: &mut Criterion) {
+    let mut g = c.benchmark_group("gpu_sweep");
+    for (dtype, tag) in [
+        (DType::F32, "f32"),
+        (DType::F16, "f16"),
+        (DType::BF16, "bf16"),
+    ] {
+        for k in [10u32, 16, 20, 24, 28] {
+            let n = 1usize << k;
+            let x = Tensor::randn(&[n], &on_cuda())
+                .and_then(|t| t.to_dtype(dtype))
+                .unwrap();
+            let bytes = (n * dtype.size()) as u64;
+            let square = x.view(&[1 << (k / 2), 1 << (k - k / 2)]).unwrap();
+            let rows = x.view(&[(n / 1024) as isize, 1024]).unwrap();
+            g.throughput(Throughput::Bytes(2 * bytes));
+            g.bench_function(format!("scale_{tag}_2p{k}"), |b| {
+                b.iter_custom(|i| timed(i, || drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())))
+            });
+            g.bench_function(format!("transpose_copy_{tag}_2p{k}"), |b| {
+                b.iter_custom(|i| timed(i, || drop(square.t().unwrap().contiguous().unwrap())))
+            });
+            g.bench_function(format!("softmax_{tag}_2p{k}"), |b| {
+                b.iter_custom(|i| timed(i, || drop(rows.softmax(1).unwrap())))
+            });
+            g.throughput(Throughput::Bytes(bytes));
+            g.bench_function(format!("sum_{tag}_2p{k}"), |b| {
+                b.iter_custom(|i| timed(i, || drop(x.sum(None, false).unwrap())))
+            });
+        }
+    }
     g.finish();
 }
 
@@ -219,6 +278,7 @@ fn all(c: &mut Criterion) {
     script_level(c);
     random_kernels(c);
     model_ops(c);
+    sweep(c);
 }
 
 criterion_group! {

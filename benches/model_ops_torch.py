@@ -3,7 +3,8 @@
     python3 benches/model_ops_torch.py [OUT.json]
 
 layer_norm, gelu and softmax over 4096x4096 float32, float16 and bfloat16 (GB/s of bytes read and
-written), sum() of 2^28 float32 (GB/s read), and one training step (forward, backward, AdamW) of scripts/10_transformer_block.rhai's block, in ms.
+written), sum() of 2^28 float32 (GB/s read), one training step (forward, backward, AdamW) of scripts/10_transformer_block.rhai's block, and one
+step of scripts/05_training_loop.rhai's MLP loop, in ms.
 """
 import json
 import sys
@@ -63,6 +64,30 @@ def block_step():
     return bench(step, 50)
 
 
+def mlp_step():
+    """One step of scripts/05_training_loop.rhai's loop, with its loss.item()."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 2, device="cuda")
+    y = x[:, 0:1].sin() + x[:, 1:2] * 0.5
+    w1 = (torch.randn(2, 64, device="cuda") * 0.5).requires_grad_()
+    b1 = torch.zeros(64, device="cuda", requires_grad=True)
+    w2 = (torch.randn(64, 1, device="cuda") * 0.1).requires_grad_()
+    b2 = torch.zeros(1, device="cuda", requires_grad=True)
+    params = (w1, b1, w2, b2)
+
+    def step():
+        loss = F.mse_loss((x.matmul(w1) + b1).relu().matmul(w2) + b2, y)
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p.sub_(p.grad * 0.1)
+        for p in params:
+            p.grad = None
+        loss.item()
+
+    return bench(step, 500)
+
+
 def main():
     res = {}
     for dtype, tag in [(torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloat16, "bf16")]:
@@ -79,6 +104,7 @@ def main():
     res["sum_2p28_f32_GBps"] = 4 * (1 << 28) / bench(lambda: big.sum(), 200) / 1e9
     del big
     res["transformer_block_step_ms"] = block_step() * 1e3
+    res["mlp_step_ms"] = mlp_step() * 1e3
     print(json.dumps(res, indent=1))
     if len(sys.argv) > 1:
         json.dump(res, open(sys.argv[1], "w"), indent=1)
