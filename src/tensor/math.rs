@@ -392,7 +392,7 @@ impl Tensor {
     }
 
     /// Record a unary op; `save` picks what backward keeps (input or output).
-    fn unary_op(
+    pub(super) fn unary_op(
         &self,
         op: UnaryOp,
         name: &'static str,
@@ -427,60 +427,6 @@ impl Tensor {
         }
         Ok(out)
     }
-    /// `e^self`; backward keeps the output.
-    pub fn exp(&self) -> Result<Tensor> {
-        if let Some((cast, _off)) = super::autocast::cast_inputs("exp", &[self])? {
-            return cast[0].exp();
-        }
-        self.unary_op(UnaryOp::Exp, "ExpBackward0", true, |g, r| g.mul(r))
-    }
-    /// Natural log; backward keeps the input.
-    pub fn log(&self) -> Result<Tensor> {
-        if let Some((cast, _off)) = super::autocast::cast_inputs("log", &[self])? {
-            return cast[0].log();
-        }
-        self.unary_op(UnaryOp::Log, "LogBackward0", false, |g, x| g.div(x))
-    }
-    /// Square root; backward keeps the output.
-    pub fn sqrt(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Sqrt, "SqrtBackward0", true, |g, r| {
-            g.div(&r.mul_scalar(Scalar::Int(2))?)
-        })
-    }
-    /// `|self|`; backward keeps the input.
-    pub fn abs(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Abs, "AbsBackward0", false, |g, x| {
-            g.mul(&x.unary_raw(UnaryOp::Sign)?)
-        })
-    }
-    /// `max(self, 0)`; backward keeps the output.
-    pub fn relu(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Relu, "ReluBackward0", true, |g, r| {
-            g.binary_raw(r, BinaryOp::ReluBackward)
-        })
-    }
-    /// Logistic sigmoid; backward keeps the output.
-    pub fn sigmoid(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Sigmoid, "SigmoidBackward0", true, |g, r| {
-            g.binary_raw(r, BinaryOp::SigmoidBackward)
-        })
-    }
-    /// Hyperbolic tangent; backward keeps the output.
-    pub fn tanh(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Tanh, "TanhBackward0", true, |g, r| {
-            g.binary_raw(r, BinaryOp::TanhBackward)
-        })
-    }
-    /// Sine; backward keeps the input.
-    pub fn sin(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Sin, "SinBackward0", false, |g, x| g.mul(&x.cos()?))
-    }
-    /// Cosine; backward keeps the input.
-    pub fn cos(&self) -> Result<Tensor> {
-        self.unary_op(UnaryOp::Cos, "CosBackward0", false, |g, x| {
-            g.mul(&x.sin()?.neg()?)
-        })
-    }
     /// GELU (`approximate` "none": through erf, "tanh": PyTorch's tanh form); backward keeps the input.
     pub fn gelu(&self, approximate: &str) -> Result<Tensor> {
         let tanh = match approximate {
@@ -500,15 +446,8 @@ impl Tensor {
             move |g, x| g.binary_raw(x, BinaryOp::GeluBackward { tanh }),
         )
     }
-    /// SiLU, `x * sigmoid(x)`; backward keeps the input.
-    pub fn silu(&self) -> Result<Tensor> {
-        self.float_only("silu")?;
-        self.unary_op(UnaryOp::Silu, "SiluBackward0", false, |g, x| {
-            g.binary_raw(x, BinaryOp::SiluBackward)
-        })
-    }
     /// PyTorch's error for an activation that has no integer kernel.
-    fn float_only(&self, kernel: &str) -> Result<()> {
+    pub(super) fn float_only(&self, kernel: &str) -> Result<()> {
         if self.dtype().is_float() {
             return Ok(());
         }

@@ -1,7 +1,11 @@
-//! The list of elementwise methods of one tensor that the script offers: name, help text, an
-//! optional string keyword, and the method. The script registers and documents them from here.
+//! Each elementwise method of one tensor, declared once: the `Tensor` method (the op-table
+//! `UnaryOp` it runs, its autograd node, what the node saves, its backward) and the entry the script
+//! registers and documents it from. Methods with an argument (`gelu`, `clamp`, `pow`) or an unusual
+//! node (`neg`) are written in `math.rs` and only listed here.
 
-use super::{Result, Tensor};
+use crate::device::{BinaryOp, UnaryOp};
+
+use super::{Result, Scalar, Tensor};
 
 /// One elementwise method as the script sees it.
 pub struct UnaryMethod {
@@ -28,23 +32,79 @@ const fn plain(
     }
 }
 
-/// Every elementwise method of one tensor, in help order.
-pub static UNARY_METHODS: &[UnaryMethod] = &[
-    plain("exp", "t.exp() — elementwise e^x", |t, _| t.exp()),
-    plain("log", "t.log() — elementwise natural logarithm", |t, _| t.log()),
-    plain("sqrt", "t.sqrt() — elementwise square root", |t, _| t.sqrt()),
-    plain("abs", "t.abs() — elementwise absolute value", |t, _| t.abs()),
-    plain("neg", "t.neg() — elementwise negation (same as -t)", |t, _| t.neg()),
-    plain("relu", "t.relu() — elementwise max(x, 0)", |t, _| t.relu()),
-    plain("sigmoid", "t.sigmoid() — elementwise 1 / (1 + e^-x)", |t, _| t.sigmoid()),
-    plain("tanh", "t.tanh() — elementwise hyperbolic tangent", |t, _| t.tanh()),
-    plain("sin", "t.sin() — elementwise sine", |t, _| t.sin()),
-    plain("cos", "t.cos() — elementwise cosine", |t, _| t.cos()),
-    UnaryMethod {
-        name: "gelu",
-        help: "t.gelu([#{approximate: \"tanh\"}]) — elementwise x·Φ(x), Φ the normal CDF (or its tanh approximation)",
-        keyword: Some(("approximate", "none")),
-        call: |t, approximate| t.gelu(approximate),
-    },
-    plain("silu", "t.silu() — elementwise x · sigmoid(x)", |t, _| t.silu()),
-];
+/// Whether an autograd node saves the op's input or its output for backward.
+macro_rules! saved {
+    (input) => {
+        false
+    };
+    (output) => {
+        true
+    };
+}
+
+/// The methods and `UNARY_METHODS`, from one row per method:
+/// `fn name(op) "Node" saves input|output [autocast "name"] [float_only "kernel"] => |grad, saved| backward, "help";`
+/// then the hand-written methods' entries.
+macro_rules! elementwise_methods {
+    (
+        $(
+            fn $name:ident($op:expr) $node:literal saves $saves:ident
+            $(autocast $cast:literal)? $(float_only $kernel:literal)?
+            => |$g:ident, $s:ident| $backward:expr, $help:literal;
+        )*
+        also [$($other:expr),* $(,)?]
+    ) => {
+        impl Tensor {
+            $(
+                #[doc = $help]
+                pub fn $name(&self) -> Result<Tensor> {
+                    $(
+                        if let Some((cast, _)) = super::autocast::cast_inputs($cast, &[self])? {
+                            return cast[0].$name();
+                        }
+                    )?
+                    $(self.float_only($kernel)?;)?
+                    self.unary_op($op, $node, saved!($saves), |$g, $s| $backward)
+                }
+            )*
+        }
+
+        /// Every elementwise method of one tensor.
+        pub static UNARY_METHODS: &[UnaryMethod] = &[
+            $(plain(stringify!($name), $help, |t, _| t.$name()),)*
+            $($other,)*
+        ];
+    };
+}
+
+elementwise_methods! {
+    fn exp(UnaryOp::Exp) "ExpBackward0" saves output autocast "exp"
+        => |g, r| g.mul(r), "t.exp() — elementwise e^x";
+    fn log(UnaryOp::Log) "LogBackward0" saves input autocast "log"
+        => |g, x| g.div(x), "t.log() — elementwise natural logarithm";
+    fn sqrt(UnaryOp::Sqrt) "SqrtBackward0" saves output
+        => |g, r| g.div(&r.mul_scalar(Scalar::Int(2))?), "t.sqrt() — elementwise square root";
+    fn abs(UnaryOp::Abs) "AbsBackward0" saves input
+        => |g, x| g.mul(&x.unary_raw(UnaryOp::Sign)?), "t.abs() — elementwise absolute value";
+    fn relu(UnaryOp::Relu) "ReluBackward0" saves output
+        => |g, r| g.binary_raw(r, BinaryOp::ReluBackward), "t.relu() — elementwise max(x, 0)";
+    fn sigmoid(UnaryOp::Sigmoid) "SigmoidBackward0" saves output
+        => |g, r| g.binary_raw(r, BinaryOp::SigmoidBackward), "t.sigmoid() — elementwise 1 / (1 + e^-x)";
+    fn tanh(UnaryOp::Tanh) "TanhBackward0" saves output
+        => |g, r| g.binary_raw(r, BinaryOp::TanhBackward), "t.tanh() — elementwise hyperbolic tangent";
+    fn sin(UnaryOp::Sin) "SinBackward0" saves input
+        => |g, x| g.mul(&x.cos()?), "t.sin() — elementwise sine";
+    fn cos(UnaryOp::Cos) "CosBackward0" saves input
+        => |g, x| g.mul(&x.sin()?.neg()?), "t.cos() — elementwise cosine";
+    fn silu(UnaryOp::Silu) "SiluBackward0" saves input float_only "silu"
+        => |g, x| g.binary_raw(x, BinaryOp::SiluBackward), "t.silu() — elementwise x · sigmoid(x)";
+    also [
+        plain("neg", "t.neg() — elementwise negation (same as -t)", |t, _| t.neg()),
+        UnaryMethod {
+            name: "gelu",
+            help: "t.gelu([#{approximate: \"tanh\"}]) — elementwise x·Φ(x), Φ the normal CDF (or its tanh approximation)",
+            keyword: Some(("approximate", "none")),
+            call: |t, approximate| t.gelu(approximate),
+        },
+    ]
+}
