@@ -3,8 +3,8 @@
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
-//! the device backend and record autograd nodes; `unary_list` is the list of elementwise methods
-//! the script registers and documents; `views` and `inplace` share storage; `update` holds the
+//! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
+//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
 //! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
 //! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
 //! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
