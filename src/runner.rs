@@ -66,7 +66,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
         session.execute(text)
     };
     // Written also when the script failed: the snapshot then shows the memory up to the failure.
-    let dumped = run.snapshot.as_deref().map_or(true, write_snapshot);
+    let dumped = run.snapshot.as_deref().is_none_or(write_snapshot);
     let Some(error) = outcome.error else {
         return if dumped {
             ExitCode::SUCCESS

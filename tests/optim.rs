@@ -84,6 +84,8 @@ fn sgd_reference(o: &SgdOptions, r: &mut Reference, grad: &[f64]) {
 }
 
 /// `torch.optim.Adam`'s (and AdamW's) update, as its documentation writes it.
+// PyTorch's per-element loop, written as its reference implementation is: one index over five arrays.
+#[allow(clippy::needless_range_loop)]
 fn adam_reference(o: &AdamOptions, r: &mut Reference, grad: &[f64]) {
     let (lr, b1, b2, eps, wd) = (
         o.lr.value,

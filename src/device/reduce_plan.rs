@@ -353,7 +353,7 @@ fn last_pow2(n: usize) -> usize {
 fn output_vec_size(iter: &ReduceIter, input_offset: usize) -> usize {
     let mut vec = 4;
     let mut update = |n: usize| {
-        while n % vec != 0 {
+        while !n.is_multiple_of(vec) {
             vec /= 2;
         }
     };

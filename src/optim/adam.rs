@@ -151,7 +151,7 @@ fn multi_tensor(
         }
         None => sources.iter().map(|t| t.sqrt()).collect::<Result<_>>()?,
     };
-    drop_list(std::mem::replace(sqrt, Some(roots)));
+    drop_list(sqrt.replace(roots));
     let roots = sqrt.as_ref().expect("just set");
     for ((r, p), (e, &i)) in roots.iter().zip(&ps).zip(exp_avgs.iter().zip(group)) {
         let (step_size, bc2_sqrt) = corrections(o, lists.steps[i]);
@@ -235,7 +235,7 @@ fn single_tensor(
                 param.scalar_update_(BinaryOp::Mul, 1.0 - o.lr.value * wd)?;
             } else {
                 let g = grad.as_ref().unwrap_or(&grads[i]).add_scaled(param, wd)?;
-                drop(std::mem::replace(&mut grad, Some(g)));
+                drop(grad.replace(g));
             }
         }
         let g = grad.as_ref().unwrap_or(&grads[i]);
@@ -259,7 +259,7 @@ fn single_tensor(
         let d = root.div_scalar(crate::tensor::Scalar::Float(bc2_sqrt))?;
         drop(root);
         d.scalar_update_(BinaryOp::Add, o.eps.value)?;
-        drop(std::mem::replace(&mut denom, Some(d)));
+        drop(denom.replace(d));
         param.addcdiv_consuming_(exp_avg, denom.as_ref().expect("just set"), -step_size)?;
     }
     drop(grad);

@@ -149,13 +149,12 @@ pub fn options_of(map: &Map, base: TensorOptions) -> Res<TensorOptions> {
 pub fn nested_values(value: &Dynamic) -> Res<(Vec<Scalar>, Vec<usize>)> {
     let mut values = Vec::new();
     let mut shape = None;
-    collect(value, 0, &mut Vec::new(), &mut shape, &mut values)?;
+    collect(value, &mut Vec::new(), &mut shape, &mut values)?;
     Ok((values, shape.unwrap_or_default()))
 }
 
 fn collect(
     value: &Dynamic,
-    depth: usize,
     path: &mut Vec<usize>,
     shape: &mut Option<Vec<usize>>,
     out: &mut Vec<Scalar>,
@@ -168,7 +167,7 @@ fn collect(
                 check_shape(path, shape)?;
             }
             for item in &items {
-                collect(item, depth + 1, path, shape, out)?;
+                collect(item, path, shape, out)?;
             }
             path.pop();
             Ok(())

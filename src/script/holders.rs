@@ -265,13 +265,13 @@ fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A segment `empty_cache()` cannot release: (segment address, segment size, [(block bytes, holders)]).
+pub type PinnedSegment = (DevicePtr, u64, Vec<(u64, Vec<String>)>);
+
 /// The segments of cuda:`device` that `empty_cache()` cannot release, each with the live blocks
-/// that pin it: (segment address, segment size, [(block bytes, holders)]).
-pub fn pinned_segments(
-    map: &HolderMap,
-    device: usize,
-) -> Vec<(DevicePtr, u64, Vec<(u64, Vec<String>)>)> {
-    let mut segments: Vec<(DevicePtr, u64, Vec<(u64, Vec<String>)>)> = Vec::new();
+/// that pin it.
+pub fn pinned_segments(map: &HolderMap, device: usize) -> Vec<PinnedSegment> {
+    let mut segments: Vec<PinnedSegment> = Vec::new();
     for block in block_holders(map, device) {
         match segments.iter_mut().find(|s| s.0 == block.segment) {
             Some(segment) => segment.2.push((block.size, block.holders)),

@@ -32,7 +32,7 @@ fn optional_tensor(value: &Dynamic, what: &str) -> Res<Option<Tensor>> {
 }
 
 fn number(value: &Dynamic, what: &str) -> Res<f64> {
-    if let Some(f) = value.as_float().ok() {
+    if let Ok(f) = value.as_float() {
         return Ok(f);
     }
     value

@@ -167,7 +167,7 @@ impl Session {
             code
         };
         let result = self
-            .run_code(code, &shown.to_string())
+            .run_code(code, shown)
             .map_err(|e| self.as_typed(e, typed, code));
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
         crate::script::syntax::compact_deleted(&mut self.scope);
@@ -223,6 +223,8 @@ impl Session {
 
     /// Compile `code` with Python's scoping (see [`crate::script::scoping`]): every name it binds
     /// outside functions is declared first, and `let` inside blocks becomes assignment.
+    // A ScriptError carries the message, its place and hints; it is made once per failed input.
+    #[allow(clippy::result_large_err)]
     fn compile_with_python_scoping(&mut self, code: &str) -> Result<rhai::AST, ScriptError> {
         let source = self.options.source_name.as_deref();
         let compile = |engine: &rhai::Engine, scope: &rhai::Scope, text: &str| {

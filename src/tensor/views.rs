@@ -19,7 +19,7 @@ pub(crate) fn infer_shape(shape: &[isize], numel: usize) -> Result<Vec<usize>> {
             return Err(TensorError::runtime(format!("invalid shape dimension {d}")));
         } else {
             // A product past int64 cannot equal any tensor's size: the shape is invalid.
-            known = known.checked_mul(d as usize).unwrap_or(usize::MAX);
+            known = known.saturating_mul(d as usize);
         }
     }
     let invalid = || {

@@ -109,6 +109,22 @@ impl fmt::Display for DType {
     }
 }
 
+impl DType {
+    /// The C++ scalar type name PyTorch's kernel errors use: "Float", "Long", ...
+    pub fn scalar_type_name(self) -> &'static str {
+        self.names().scalar_type
+    }
+
+    /// Whether a value of `self` may be written into `to` by an in-place op (PyTorch's `canCast`).
+    pub fn can_cast_to(self, to: DType) -> bool {
+        use Category::*;
+        !matches!(
+            (self.category(), to.category()),
+            (Float, Int) | (Float, Bool) | (Int, Bool)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,21 +147,5 @@ mod tests {
         }
         assert_eq!(DType::parse("torch.half"), Some(DType::F16));
         assert_eq!(DType::parse("float8"), None);
-    }
-}
-
-impl DType {
-    /// The C++ scalar type name PyTorch's kernel errors use: "Float", "Long", ...
-    pub fn scalar_type_name(self) -> &'static str {
-        self.names().scalar_type
-    }
-
-    /// Whether a value of `self` may be written into `to` by an in-place op (PyTorch's `canCast`).
-    pub fn can_cast_to(self, to: DType) -> bool {
-        use Category::*;
-        !matches!(
-            (self.category(), to.category()),
-            (Float, Int) | (Float, Bool) | (Int, Bool)
-        )
     }
 }
