@@ -1,15 +1,9 @@
 //! `autocast(#{dtype, enabled, device_type}) { … }`: PyTorch's mixed precision, its lists and its cast cache.
-use torchlet::session::{Completeness, Outcome, Session};
+use torchlet::session::{Completeness, Session};
 
 mod common;
 
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
+use common::value;
 
 /// A session with `x` (data) and `w` (a weight that requires grad), 64×64 float32 on `device`.
 fn session_on(device: &str) -> Session {

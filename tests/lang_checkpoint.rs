@@ -2,7 +2,9 @@
 //! (less memory between forward and backward), PyTorch's errors; one body run on every device.
 mod common;
 
-use torchlet::session::{Outcome, ScriptError, Session};
+use common::{error, eval};
+
+use torchlet::session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");
@@ -22,24 +24,6 @@ fn session(device: &str) -> Session {
 fn devices() -> Vec<&'static str> {
     common::setup();
     vec!["cpu", "cuda"]
-}
-
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
-
-fn eval(s: &mut Session, code: &str) -> String {
-    value(s.execute(code))
-}
-
-fn error(s: &mut Session, code: &str) -> ScriptError {
-    s.execute(code)
-        .error
-        .unwrap_or_else(|| panic!("{code} should fail"))
 }
 
 #[test]

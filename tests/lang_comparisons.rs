@@ -3,8 +3,10 @@
 //! PyTorch's `bool()` does; one body run on every device.
 mod common;
 
+use common::{error, value};
+
 use rhai::Array;
-use torchlet::session::{Outcome, ScriptError, Session};
+use torchlet::session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");
@@ -23,20 +25,6 @@ fn session(device: &str) -> Session {
 const A: [f64; 6] = [1.5, -2.0, 0.25, 3.0, 4.0, -0.5];
 const B: [f64; 6] = [2.0, -2.0, -1.0, 1.0, 4.0, 8.0];
 const ROW: [f64; 3] = [1.0, 2.0, 0.25];
-
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
-
-fn error(s: &mut Session, code: &str) -> ScriptError {
-    s.execute(code)
-        .error
-        .unwrap_or_else(|| panic!("{code} should fail"))
-}
 
 /// Evaluate `expr` (a tensor): its flat values as bools, shape, dtype and device.
 fn eval(s: &mut Session, expr: &str) -> (Vec<bool>, Vec<i64>, String, String) {

@@ -2,7 +2,9 @@
 //! and leaf status stay; PyTorch's leaf and dtype errors; one body run on every device.
 mod common;
 
-use torchlet::session::{Outcome, ScriptError, Session};
+use common::{error, eval};
+
+use torchlet::session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");
@@ -14,24 +16,6 @@ fn session(device: &str) -> Session {
 fn devices() -> Vec<&'static str> {
     common::setup();
     vec!["cpu", "cuda"]
-}
-
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
-
-fn eval(s: &mut Session, code: &str) -> String {
-    value(s.execute(code))
-}
-
-fn error(s: &mut Session, code: &str) -> ScriptError {
-    s.execute(code)
-        .error
-        .unwrap_or_else(|| panic!("{code} should fail"))
 }
 
 #[test]

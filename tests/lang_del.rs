@@ -1,15 +1,9 @@
 //! `del x` and `del x, y`: the name is gone, its tensor freed at once, the rest of the scope intact.
 mod common;
 
-use torchlet::session::{Outcome, Session};
+use common::value;
 
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
+use torchlet::session::{Outcome, Session};
 
 fn error(outcome: Outcome) -> torchlet::session::ScriptError {
     outcome.error.expect("expected an error")

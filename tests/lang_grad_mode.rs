@@ -1,15 +1,9 @@
 //! `no_grad { … }`, `enable_grad { … }`, `inference_mode { … }`: Python's `with` for grad mode.
-use torchlet::session::{Outcome, Session};
+use torchlet::session::Session;
 
 mod common;
 
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
+use common::value;
 
 #[test]
 fn variables_declared_inside_stay_visible_after_the_block() {

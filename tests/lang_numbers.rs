@@ -1,24 +1,9 @@
 //! Numbers follow Python: true division, floor modulo, `floordiv`, `int`, `float`, `round`,
 //! `abs`/`min`/`max`, `fmt_bytes`, and a hint where `a // b` was meant as floor division.
-use torchlet::session::{Completeness, Outcome, OutputEvent, ScriptError, Session};
+mod common;
 
-fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
-
-fn eval(s: &mut Session, code: &str) -> String {
-    value(s.execute(code))
-}
-
-fn error(s: &mut Session, code: &str) -> ScriptError {
-    s.execute(code)
-        .error
-        .unwrap_or_else(|| panic!("{code} should fail"))
-}
+use common::{error, eval};
+use torchlet::session::{Completeness, OutputEvent, Session};
 
 /// Each `(code, echo)` pair, in one session.
 fn check(cases: &[(&str, &str)]) {

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use torchlet::alloc::DeviceAllocator;
 use torchlet::device::{self, Device};
+use torchlet::session::{Outcome, ScriptError, Session};
 
 static SPEC: OnceLock<&'static str> = OnceLock::new();
 static GPU: Mutex<()> = Mutex::new(());
@@ -142,4 +143,25 @@ pub mod parity_known {
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
     /// checkpoints before it are still compared in full.
     pub const KNOWN: &[(&str, usize, &str)] = &[];
+}
+
+/// An outcome's value as plain text ("()" when there is none); an error fails the test with its place.
+pub fn value(outcome: Outcome) -> String {
+    match (outcome.value, outcome.error) {
+        (Some(v), None) => v.plain,
+        (None, None) => "()".into(),
+        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
+    }
+}
+
+/// Run `code` and give its value as [`value`] does.
+pub fn eval(s: &mut Session, code: &str) -> String {
+    value(s.execute(code))
+}
+
+/// Run `code`, which must fail, and give its error.
+pub fn error(s: &mut Session, code: &str) -> ScriptError {
+    s.execute(code)
+        .error
+        .unwrap_or_else(|| panic!("{code} should fail"))
 }
