@@ -155,11 +155,11 @@ fn segment_html(name: &str, t: &Tensor, segment: &SegmentInfo, block: &BlockInfo
         );
     }
     format!(
-        "<div class=\"torchlet-segment-view\"><p><b>{}</b>: {} {} on {}: block of {} at offset {} \
+        "<div class=\"torchlet-segment-view\"><p><b>{}</b>: {:?} {} on {}: block of {} at offset {} \
          of a {} {} segment ({} blocks)</p>\
          <div style=\"display:flex;height:28px;border:1px solid #888;width:100%\">{bar}</div></div>",
         escape(name),
-        format!("{:?}", t.shape()),
+        t.shape(),
         t.dtype().name(),
         t.device(),
         human(block.size),
