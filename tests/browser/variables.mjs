@@ -8,8 +8,16 @@ const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 /** Switch the debugger on for the current notebook and read what the panel shows. */
 export async function variablesPanel(page, { out }) {
   await page.locator(`${panel} .jp-DebuggerBugButton`).first().click({ timeout: STEP_MS });
+  // Switching the debugger on can open its sidebar by itself a moment later, and a click on the
+  // tab then closes it again (a run failed so: the variables listed, but hidden). So wait for the
+  // panel first, and click the tab only if it stays closed.
   const tab = page.locator('.lm-TabBar-tab[data-id="jp-debugger-sidebar"]');
-  if (!(await tab.getAttribute('class')).includes('lm-mod-current')) await tab.click();
+  const body = page.locator('.jp-DebuggerVariables-body').first();
+  const opened = await body.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false);
+  if (!opened) {
+    await tab.click();
+    await body.waitFor({ state: 'visible', timeout: STEP_MS });
+  }
   const names = '.jp-DebuggerVariables-body .jp-DebuggerVariables-name';
   await page.waitForFunction(
     sel => [...document.querySelectorAll(sel)].some(e => e.textContent === 'x'),
