@@ -3,8 +3,8 @@
     python3 benches/model_ops_torch.py [OUT.json]
 
 layer_norm, gelu and softmax over 4096x4096 float32, float16 and bfloat16 (GB/s of bytes read and
-written), sum() of 2^28 float32 (GB/s read), one training step (forward, backward, AdamW) of scripts/10_transformer_block.rhai's block, and one
-step of scripts/05_training_loop.rhai's MLP loop, in ms.
+written), sum() of 2^28 float32 (GB/s read), and in ms one training step (forward, backward, AdamW)
+of scripts/10_transformer_block.rhai's block and one step of scripts/05_training_loop.rhai's MLP.
 """
 import json
 import sys
