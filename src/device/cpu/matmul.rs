@@ -1,4 +1,5 @@
-//! Host matrix products through the `gemm` crate (f32, f64, f16), with an f64 route for the rest.
+//! Host matrix products through the `gemm` crate (f32, f64, f16); bfloat16 through f32, integers
+//! through f64.
 
 use gemm::{gemm, Parallelism};
 use half::f16;
@@ -76,13 +77,72 @@ unsafe fn gemm_typed<T: 'static + Copy>(
     }
 }
 
-/// Copy a strided operand into a dense f64 buffer with the same (now contiguous) layout.
-fn to_f64(op: &Operand) -> (Vec<f64>, Layout) {
+/// A type products are computed in for dtypes the gemm crate lacks.
+trait Wide: 'static + Copy + Default {
+    const DTYPE: DType;
+    const ONE: Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+impl Wide for f32 {
+    const DTYPE: DType = DType::F32;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Wide for f64 {
+    const DTYPE: DType = DType::F64;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// Copy a strided operand into a dense buffer of `W` with the same (now contiguous) layout.
+fn widen<W: Wide>(op: &Operand) -> (Vec<W>, Layout) {
     let layout = Layout::contiguous(&op.layout.shape);
+    let load = |i| unsafe { load_f64(op.ptr as *const u8, op.dtype, op.layout.index_of(i)) };
     let v = (0..op.layout.numel())
-        .map(|i| unsafe { load_f64(op.ptr as *const u8, op.dtype, op.layout.index_of(i)) })
+        .map(|i| W::from_f64(load(i)))
         .collect();
     (v, layout)
+}
+
+/// `dst = lhs @ rhs` computed in the wider type `W`, then rounded into `dst`.
+unsafe fn matmul_widened<W: Wide>(lhs: &Operand, rhs: &Operand, dst: &Operand) {
+    let (a, la) = widen::<W>(lhs);
+    let (b, lb) = widen::<W>(rhs);
+    let lo = Layout::contiguous(&dst.layout.shape);
+    let mut out = vec![W::default(); lo.numel()];
+    let operand = |ptr: u64, layout| Operand {
+        ptr,
+        dtype: W::DTYPE,
+        layout,
+    };
+    gemm_typed::<W>(
+        &operand(a.as_ptr() as u64, &la),
+        &operand(b.as_ptr() as u64, &lb),
+        &operand(out.as_mut_ptr() as u64, &lo),
+        W::ONE,
+        W::default(),
+    );
+    for (i, v) in out.iter().enumerate() {
+        store_f64(
+            dst.ptr as *mut u8,
+            dst.dtype,
+            dst.layout.index_of(i),
+            v.to_f64(),
+        );
+    }
 }
 
 /// Batched `dst = lhs @ rhs` with [b, m, k] × [b, k, n] → [b, m, n].
@@ -93,34 +153,10 @@ pub fn matmul(lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
             DType::F32 if same => gemm_typed::<f32>(&lhs, &rhs, &dst, 1.0, 0.0),
             DType::F64 if same => gemm_typed::<f64>(&lhs, &rhs, &dst, 1.0, 0.0),
             DType::F16 if same => gemm_typed::<f16>(&lhs, &rhs, &dst, f16::ONE, f16::ZERO),
-            _ => {
-                // bfloat16 and integers: compute in f64 (exact for the integer sizes seen in practice).
-                let (a, la) = to_f64(&lhs);
-                let (b, lb) = to_f64(&rhs);
-                let lo = Layout::contiguous(&dst.layout.shape);
-                let mut out = vec![0f64; lo.numel()];
-                let (ao, bo, oo) = (
-                    Operand {
-                        ptr: a.as_ptr() as u64,
-                        dtype: DType::F64,
-                        layout: &la,
-                    },
-                    Operand {
-                        ptr: b.as_ptr() as u64,
-                        dtype: DType::F64,
-                        layout: &lb,
-                    },
-                    Operand {
-                        ptr: out.as_mut_ptr() as u64,
-                        dtype: DType::F64,
-                        layout: &lo,
-                    },
-                );
-                gemm_typed::<f64>(&ao, &bo, &oo, 1.0, 0.0);
-                for (i, v) in out.iter().enumerate() {
-                    store_f64(dst.ptr as *mut u8, dst.dtype, dst.layout.index_of(i), *v);
-                }
-            }
+            // bfloat16 widens exactly to f32 and accumulates there, as PyTorch's bfloat16 products do.
+            DType::BF16 if same => matmul_widened::<f32>(&lhs, &rhs, &dst),
+            // Integers: f64 (exact for the integer sizes seen in practice).
+            _ => matmul_widened::<f64>(&lhs, &rhs, &dst),
         }
     }
     Ok(())
