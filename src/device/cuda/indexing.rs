@@ -3,8 +3,8 @@
 
 use std::ffi::c_void;
 
-use super::elem::CudaDType;
 use super::error::{CudaError, CudaResult};
+use super::kernel_name::KernelName;
 use super::layout::{lay, View};
 use super::ops::{args, Gpu};
 use crate::types::{contiguous_strides, DType};
@@ -31,8 +31,8 @@ impl Gpu<'_> {
         let mut l = lay(dst.shape, &[cond.strides, a.strides, b.strides])?;
         let (mut o, mut c, mut pa, mut pb) = (dst.addr(), cond.addr(), a.addr(), b.addr());
         let mut nn = n as i64;
-        let name = format!("where_{}", dst.elem.suffix());
-        self.run(dst.elem, &name, n, &mut args!(o, c, pa, pb, l, nn))
+        let name = KernelName::of("where", dst.elem);
+        self.run(name, n, &mut args!(o, c, pa, pb, l, nn))
     }
 
     /// `dst[i] = value` (`f` for float dtypes, `i` for the others) where `mask[i]`.
@@ -47,8 +47,8 @@ impl Gpu<'_> {
         let mut l = lay(dst.shape, &[dst.strides, mask.strides])?;
         let (mut o, mut m, mut sd, mut si) = (dst.addr(), mask.addr(), f, i);
         let mut nn = n as i64;
-        let name = format!("masked_fill_{}", dst.elem.suffix());
-        self.run(dst.elem, &name, n, &mut args!(o, m, sd, si, l, nn))
+        let name = KernelName::of("masked_fill", dst.elem);
+        self.run(name, n, &mut args!(o, m, sd, si, l, nn))
     }
 
     /// The contiguous `dst` = `src` inside the triangle of the last two dims, 0 outside.
@@ -70,13 +70,8 @@ impl Gpu<'_> {
         let (mut rows, mut cols) = (dst.shape[nd - 2] as i64, dst.shape[nd - 1] as i64);
         let (mut o, mut s, mut diag, mut up) = (dst.addr(), src.addr(), diagonal, upper as i32);
         let mut nn = n as i64;
-        let name = format!("triangle_{}", dst.elem.suffix());
-        self.run(
-            dst.elem,
-            &name,
-            n,
-            &mut args!(o, s, l, rows, cols, diag, up, nn),
-        )
+        let name = KernelName::of("triangle", dst.elem);
+        self.run(name, n, &mut args!(o, s, l, rows, cols, diag, up, nn))
     }
 
     /// `dst[p] = src[p with dim replaced by index[p]]`; `index` shaped like `dst`.
@@ -93,8 +88,8 @@ impl Gpu<'_> {
         let mut l = lay(dst.shape, &[dst.strides, &src_st, index.strides])?;
         let (mut o, mut s, mut ix) = (dst.addr(), src.addr(), index.addr());
         let (mut step, mut nn) = (src.strides[dim] as i64, n as i64);
-        let name = format!("gather_{}", dst.elem.suffix());
-        self.run(dst.elem, &name, n, &mut args!(o, s, ix, l, step, nn))
+        let name = KernelName::of("gather", dst.elem);
+        self.run(name, n, &mut args!(o, s, ix, l, step, nn))
     }
 
     /// `dst[p with dim replaced by index[p]] += src[p]`; `index` shaped like `src`.
@@ -111,7 +106,7 @@ impl Gpu<'_> {
         let mut l = lay(src.shape, &[&dst_st, src.strides, index.strides])?;
         let (mut o, mut s, mut ix) = (dst.addr(), src.addr(), index.addr());
         let (mut step, mut nn) = (dst.strides[dim] as i64, n as i64);
-        let name = format!("scatter_add_{}", dst.elem.suffix());
-        self.run(dst.elem, &name, n, &mut args!(o, s, ix, l, step, nn))
+        let name = KernelName::of("scatter_add", dst.elem);
+        self.run(name, n, &mut args!(o, s, ix, l, step, nn))
     }
 }

@@ -99,7 +99,9 @@ pub fn lay(shape: &[usize], strides: &[&[usize]]) -> CudaResult<Lay> {
         ..Lay::default()
     };
     let n: usize = dims.iter().map(|(size, _)| size).product();
-    l.fast = (n < 1 << 31) as i32;
+    let largest_offset =
+        |k: usize| -> usize { dims.iter().map(|(size, st)| (size - 1) * st[k]).sum() };
+    l.fast = (n < 1 << 31 && (0..3).all(|k| largest_offset(k) < 1 << 31)) as i32;
     for (i, (size, st)) in dims.iter().enumerate() {
         l.size[i] = *size as i64;
         for (k, &s) in st.iter().enumerate() {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod fault;
 pub mod functors;
 pub mod indexing;
+pub mod kernel_name;
 pub mod layout;
 pub mod memory;
 pub mod module;

@@ -1,9 +1,11 @@
 //! Loaded kernel modules of one device (one per element type, loaded on first use) and kernel
 //! launches on the device's stream.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use cudarc::driver::{result, sys};
 
@@ -11,16 +13,28 @@ use super::compile;
 use super::context::CudaContext;
 use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
+use super::kernel_name::KernelName;
 use crate::types::DType;
 
-/// One loaded module and the functions looked up in it so far.
+/// One loaded module.
 struct Module {
     module: sys::CUmodule,
-    functions: Mutex<HashMap<String, usize>>,
+}
+
+/// Numbers each `Kernels`, so that a thread's cached handles never outlive their modules' owner
+/// under a reused address.
+static NEXT_KERNELS_ID: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's kernel handles by (`Kernels::id`, name). A launch finds its kernel here
+    /// without making a string or taking a lock; a kernel's first launch on a thread formats its
+    /// name and asks the driver (which returns the same handle every time).
+    static HANDLES: RefCell<HashMap<(u64, KernelName), usize>> = RefCell::new(HashMap::new());
 }
 
 /// The kernels of one device.
 pub struct Kernels {
+    id: u64,
     arch: String,
     driver: i32,
     modules: [OnceLock<Result<Module, CudaError>>; 8],
@@ -41,6 +55,7 @@ impl Kernels {
         // SAFETY: a plain out-parameter.
         unsafe { sys::cuDriverGetVersion(&mut version) };
         Self {
+            id: NEXT_KERNELS_ID.fetch_add(1, Ordering::Relaxed),
             arch: format!("sm_{}{}", capability.0, capability.1),
             driver: version,
             modules: Default::default(),
@@ -82,25 +97,19 @@ impl Kernels {
             .map_err(Clone::clone)
     }
 
-    /// The kernel `name` of `elem`'s module (e.g. `unary_c_exp_f32`).
-    pub fn function(
-        &self,
-        ctx: &CudaContext,
-        elem: DType,
-        name: &str,
-    ) -> CudaResult<sys::CUfunction> {
-        let module = self.loaded(ctx, elem)?;
-        let mut cache = module.functions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(&f) = cache.get(name) {
-            // The launch path: no string is made and nothing is written.
+    /// The kernel `name`, from the module of its last dtype.
+    pub fn function(&self, ctx: &CudaContext, name: KernelName) -> CudaResult<sys::CUfunction> {
+        let key = (self.id, name);
+        if let Some(f) = HANDLES.with(|h| h.borrow().get(&key).copied()) {
             return Ok(f as sys::CUfunction);
         }
-        let cname =
-            CString::new(name).map_err(|_| CudaError::Call("kernel name has a NUL".into()))?;
+        let module = self.loaded(ctx, name.module())?;
+        let cname = CString::new(name.to_string())
+            .map_err(|_| CudaError::Call("kernel name has a NUL".into()))?;
         // SAFETY: the module is loaded in this context.
         let f = unsafe { result::module::get_function(module.module, cname) }
             .map_err(|e| driver(&format!("cuModuleGetFunction({name})"), e))?;
-        cache.insert(name.to_string(), f as usize);
+        HANDLES.with(|h| h.borrow_mut().insert(key, f as usize));
         Ok(f)
     }
 }
@@ -110,10 +119,7 @@ fn load(ctx: &CudaContext, image: &[u8]) -> CudaResult<Module> {
     // SAFETY: `image` is a complete cubin for this device's architecture.
     let module = unsafe { result::module::load_data(image.as_ptr().cast()) }
         .map_err(|e| driver("cuModuleLoadData", e))?;
-    Ok(Module {
-        module,
-        functions: Mutex::new(HashMap::new()),
-    })
+    Ok(Module { module })
 }
 
 /// Blocks per SM of the grid-stride launches that keep a fixed cap (`Gpu::grid`).

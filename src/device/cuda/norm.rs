@@ -3,11 +3,11 @@
 use std::ffi::c_void;
 
 use super::error::{CudaError, CudaResult};
+use super::kernel_name::KernelName;
 use super::layout::View;
 use super::module::{launch, BLOCK};
 use super::ops::Gpu;
 use super::rows::RowPlan;
-use super::CudaDType;
 
 /// Pointers to each argument's value, as cuLaunchKernel wants them.
 macro_rules! args {
@@ -32,14 +32,14 @@ pub struct NormGrads<'a> {
 }
 
 impl Gpu<'_> {
-    fn float_kernel(&self, what: &str, v: &View) -> CudaResult<String> {
+    fn float_kernel(&self, what: &'static str, v: &View) -> CudaResult<KernelName> {
         if !v.elem.is_float() {
             return Err(CudaError::Unsupported(format!(
                 "\"{what}\" not implemented for '{}'",
                 v.elem.scalar_type_name()
             )));
         }
-        Ok(format!("{what}_{}", v.elem.suffix()))
+        Ok(KernelName::of(what, v.elem))
     }
 
     /// Layer norm of the rows of the contiguous `x` into `y`, with per-row `mean` and `rstd`.
@@ -68,14 +68,14 @@ impl Gpu<'_> {
             .flatten()
             .collect();
         if let Some(plan) = RowPlan::new(n, x.elem, &addrs, 8) {
-            let f =
-                self.kernels
-                    .function(self.ctx, x.elem, &plan.kernel("layer_norm_rows", x.elem))?;
+            let f = self
+                .kernels
+                .function(self.ctx, plan.kernel("layer_norm_rows", x.elem))?;
             let mut group = plan.group as i32;
             let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, nn, e, group);
             return launch(self.ctx, f, (plan.grid(rows), 1, 1), plan.block, params);
         }
-        let f = self.kernels.function(self.ctx, x.elem, &name)?;
+        let f = self.kernels.function(self.ctx, name)?;
         let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, nn, e);
         launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)
     }
@@ -98,9 +98,9 @@ impl Gpu<'_> {
         let (mut gp, mut xp, mut mp, mut rp) = (dy.addr(), x.addr(), mean.addr(), rstd.addr());
         let (mut rr, mut nn) = (rows as i64, n as i64);
         if let Some(dx) = &grads.dx {
-            let f =
-                self.kernels
-                    .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dx", x)?)?;
+            let f = self
+                .kernels
+                .function(self.ctx, self.float_kernel("layer_norm_dx", x)?)?;
             let (mut dxp, mut wp) = (dx.addr(), addr_or_null(w));
             let params = &mut args!(dxp, gp, xp, mp, rp, wp, rr, nn);
             launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)?;
@@ -109,9 +109,9 @@ impl Gpu<'_> {
             return Ok(());
         }
         let parts = grads.parts.max(1);
-        let f =
-            self.kernels
-                .function(self.ctx, x.elem, &self.float_kernel("layer_norm_dwb", x)?)?;
+        let f = self
+            .kernels
+            .function(self.ctx, self.float_kernel("layer_norm_dwb", x)?)?;
         let (mut dwp, mut dbp) = (
             addr_or_null(grads.dweight.as_ref()),
             addr_or_null(grads.dbias.as_ref()),
@@ -143,7 +143,7 @@ impl Gpu<'_> {
         };
         let (mut o, mut m, mut x, mut pp, mut s, mut nn) =
             (out.addr(), mask.addr(), src.addr(), p, seed, n as i64);
-        let f = self.kernels.function(self.ctx, out.elem, &name)?;
+        let f = self.kernels.function(self.ctx, name)?;
         let params = &mut args!(o, m, x, pp, s, nn);
         launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
     }
@@ -174,7 +174,7 @@ impl Gpu<'_> {
         };
         let (mut o, mut g, mut m, mut sc, mut nn) =
             (out.addr(), grad.addr(), mask.addr(), scale, n as i64);
-        let f = self.kernels.function(self.ctx, out.elem, &name)?;
+        let f = self.kernels.function(self.ctx, name)?;
         let params = &mut args!(o, g, m, sc, nn);
         launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
     }

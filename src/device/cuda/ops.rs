@@ -7,8 +7,8 @@ use std::ffi::c_void;
 use cudarc::driver::sys;
 
 use super::context::CudaContext;
-use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
+use super::kernel_name::KernelName;
 use super::layout::{lay, View};
 use super::module::{grid_for, launch, Kernels, BLOCK, BLOCKS_PER_SM, MAX_GRID};
 use crate::types::{contiguous_strides, DType};
@@ -49,12 +49,11 @@ impl Gpu<'_> {
     /// transposed copy; 64 waves 0.99x and 0.65x; no cap 0.99-1.00x and 0.89-0.90x.
     pub(crate) fn run(
         &self,
-        elem: DType,
-        name: &str,
+        name: KernelName,
         n: usize,
         params: &mut [*mut c_void],
     ) -> CudaResult<()> {
-        let f = self.kernels.function(self.ctx, elem, name)?;
+        let f = self.kernels.function(self.ctx, name)?;
         launch(self.ctx, f, (grid_for(n, MAX_GRID), 1, 1), BLOCK, params)
     }
 
@@ -81,12 +80,12 @@ impl Gpu<'_> {
         let (mut o, mut a, mut nn) = (dst.addr(), src.addr(), n as i64);
         if same_dense(&[src, dst]) {
             // Kernel names end with their module's (the source) type: cast_c_<to>_<from>.
-            let name = format!("cast_c_{}_{}", dst.elem.suffix(), src.elem.suffix());
-            self.run(src.elem, &name, n, &mut args!(o, a, nn))
+            let name = KernelName::of("cast_c", dst.elem).and(src.elem);
+            self.run(name, n, &mut args!(o, a, nn))
         } else {
             let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
-            let name = format!("cast_s_{}_{}", dst.elem.suffix(), src.elem.suffix());
-            self.run(src.elem, &name, n, &mut args!(o, a, l, nn))
+            let name = KernelName::of("cast_s", dst.elem).and(src.elem);
+            self.run(name, strided_threads(n), &mut args!(o, a, l, nn))
         }
     }
 
@@ -106,16 +105,14 @@ impl Gpu<'_> {
                     .map_err(|e| driver("cuMemsetD8Async", e));
             }
             self.run(
-                dst.elem,
-                &format!("fill_c_{}", dst.elem.suffix()),
+                KernelName::of("fill_c", dst.elem),
                 n,
                 &mut args!(o, sd, si, nn),
             )
         } else {
             let mut l = lay(dst.shape, &[dst.strides])?;
             self.run(
-                dst.elem,
-                &format!("fill_s_{}", dst.elem.suffix()),
+                KernelName::of("fill_s", dst.elem),
                 n,
                 &mut args!(o, sd, si, l, nn),
             )
@@ -130,8 +127,7 @@ impl Gpu<'_> {
             return Ok(());
         }
         self.run(
-            dst.elem,
-            &format!("arange_{}", dst.elem.suffix()),
+            KernelName::of("arange", dst.elem),
             n,
             &mut args!(o, s, st, nn),
         )
@@ -185,7 +181,14 @@ impl Gpu<'_> {
     }
 
     /// `dst = op(src)` for kernel op `op` (e.g. "exp", "clamp" with bounds in p0, p1).
-    pub fn unary(&self, op: &str, p0: f64, p1: f64, src: &View, dst: &View) -> CudaResult<()> {
+    pub fn unary(
+        &self,
+        op: &'static str,
+        p0: f64,
+        p1: f64,
+        src: &View,
+        dst: &View,
+    ) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
@@ -193,20 +196,17 @@ impl Gpu<'_> {
         let mut st = Vec::new();
         let src = self.as_elem(src, dst.elem, 0, &mut st)?;
         let (mut o, mut a, mut nn, mut q0, mut q1) = (dst.addr(), src.addr(), n as i64, p0, p1);
-        let sfx = dst.elem.suffix();
         if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
             self.run(
-                dst.elem,
-                &format!("unary_c_{op}_{sfx}"),
+                KernelName::of("unary_c", dst.elem).op(op),
                 n / vec_width(dst.elem),
                 &mut args!(o, a, nn, q0, q1),
             )
         } else {
             let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
             self.run(
-                dst.elem,
-                &format!("unary_s_{op}_{sfx}"),
-                n,
+                KernelName::of("unary_s", dst.elem).op(op),
+                strided_threads(n),
                 &mut args!(o, a, l, nn, q0, q1),
             )
         }
@@ -216,7 +216,7 @@ impl Gpu<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn binary(
         &self,
-        op: &str,
+        op: &'static str,
         p0: f64,
         p1: f64,
         compute: DType,
@@ -233,20 +233,17 @@ impl Gpu<'_> {
         let rhs = self.as_elem(rhs, compute, 1, &mut s2)?;
         let (mut o, mut a, mut b, mut nn, mut q0, mut q1) =
             (dst.addr(), lhs.addr(), rhs.addr(), n as i64, p0, p1);
-        let sfx = compute.suffix();
         if same_dense(&[&lhs, &rhs, dst]) && aligned16(&[&lhs, &rhs, dst]) {
             self.run(
-                compute,
-                &format!("binary_c_{op}_{sfx}"),
+                KernelName::of("binary_c", compute).op(op),
                 n / vec_width(compute),
                 &mut args!(o, a, b, nn, q0, q1),
             )
         } else {
             let mut l = lay(dst.shape, &[dst.strides, lhs.strides, rhs.strides])?;
             self.run(
-                compute,
-                &format!("binary_s_{op}_{sfx}"),
-                n,
+                KernelName::of("binary_s", compute).op(op),
+                strided_threads(n),
                 &mut args!(o, a, b, l, nn, q0, q1),
             )
         }
@@ -256,7 +253,7 @@ impl Gpu<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn binary_scalar(
         &self,
-        op: &str,
+        op: &'static str,
         compute: DType,
         src: &View,
         f: f64,
@@ -272,20 +269,17 @@ impl Gpu<'_> {
         let src = self.as_elem(src, compute, 0, &mut s1)?;
         let (mut o, mut a, mut sd, mut si, mut r, mut nn) =
             (dst.addr(), src.addr(), f, i, rev as i32, n as i64);
-        let sfx = compute.suffix();
         if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
             self.run(
-                compute,
-                &format!("scalar_c_{op}_{sfx}"),
+                KernelName::of("scalar_c", compute).op(op),
                 n / vec_width(compute),
                 &mut args!(o, a, sd, si, r, nn),
             )
         } else {
             let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
             self.run(
-                compute,
-                &format!("scalar_s_{op}_{sfx}"),
-                n,
+                KernelName::of("scalar_s", compute).op(op),
+                strided_threads(n),
                 &mut args!(o, a, sd, si, r, l, nn),
             )
         }
@@ -307,8 +301,7 @@ impl Gpu<'_> {
         let (mut o, mut nn, mut s, mut off, mut nm) =
             (dst.addr(), n as i64, seed, offset, normal as i32);
         self.run(
-            dst.elem,
-            &format!("philox_{}", dst.elem.suffix()),
+            KernelName::of("philox", dst.elem),
             n.div_ceil(4),
             &mut args!(o, nn, s, off, nm),
         )
@@ -333,12 +326,17 @@ impl Gpu<'_> {
         let (mut o, mut a, mut ix) = (dst.addr(), src.addr(), index.addr());
         let (mut ds, mut dn, mut nn) = (dst.strides[dim] as i64, dst.shape[dim] as i64, n as i64);
         self.run(
-            dst.elem,
-            &format!("scatter_{}", dst.elem.suffix()),
+            KernelName::of("scatter", dst.elem),
             n,
             &mut args!(o, a, ix, l, ds, dn, nn),
         )
     }
+}
+
+/// Threads the strided elementwise kernels (`strided_each` in prelude.cuh) need for `n` elements:
+/// each takes `SILP`, 4.
+fn strided_threads(n: usize) -> usize {
+    n.div_ceil(4)
 }
 
 /// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.

@@ -9,6 +9,7 @@ use crate::device::reduce_plan::Staging;
 
 use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
+use super::kernel_name::KernelName;
 use super::layout::{RLay, View};
 use super::module::{launch, BLOCK};
 use super::ops::{args, Gpu};
@@ -137,7 +138,7 @@ impl Gpu<'_> {
         with_indices: bool,
         stage: Option<&Stage>,
     ) -> CudaResult<()> {
-        let (name, sfx) = (op.kernel(), elem.suffix());
+        let name = op.kernel();
         let Rows {
             out: mut o,
             idx: mut ix,
@@ -151,7 +152,7 @@ impl Gpu<'_> {
         if stage.is_none() && r <= 32 && m >= 1024 {
             let f = self
                 .kernels
-                .function(self.ctx, elem, &format!("reduce_t_{name}_{sfx}"))?;
+                .function(self.ctx, KernelName::of("reduce_t", elem).op(name))?;
             let grid = (self.grid(m), 1, 1);
             return launch(
                 self.ctx,
@@ -169,7 +170,7 @@ impl Gpu<'_> {
         let mut sp = splits as i32;
         let f = self
             .kernels
-            .function(self.ctx, elem, &format!("reduce_b_{name}_{sfx}"))?;
+            .function(self.ctx, KernelName::of("reduce_b", elem).op(name))?;
         let grid = (splits as u32, m.min(65535) as u32, 1);
         let params = &mut args!(o, ix, a, l, mm, rr, sc, partial, sem, sp, group, pm);
         launch(self.ctx, f, grid, BLOCK, params)
@@ -232,23 +233,20 @@ impl Gpu<'_> {
         if outer * d * inner == 0 {
             return Ok(());
         }
-        let sfx = dst.elem.suffix();
         let (mut o, mut a, mut dd, mut lg) = (dst.addr(), src.addr(), d as i64, log as i32);
         if inner == 1 {
             let mut rows = outer as i64;
             if let Some(plan) = RowPlan::new(d, dst.elem, &[src.addr(), dst.addr()], 8) {
-                let f = self.kernels.function(
-                    self.ctx,
-                    dst.elem,
-                    &plan.kernel("softmax_rows", dst.elem),
-                )?;
+                let f = self
+                    .kernels
+                    .function(self.ctx, plan.kernel("softmax_rows", dst.elem))?;
                 let mut group = plan.group as i32;
                 let params = &mut args!(o, a, rows, dd, group, lg);
                 return launch(self.ctx, f, (plan.grid(outer), 1, 1), plan.block, params);
             }
             let f = self
                 .kernels
-                .function(self.ctx, dst.elem, &format!("softmax_r_{sfx}"))?;
+                .function(self.ctx, KernelName::of("softmax_r", dst.elem))?;
             launch(
                 self.ctx,
                 f,
@@ -260,7 +258,7 @@ impl Gpu<'_> {
             let (mut ou, mut inn) = (outer as i64, inner as i64);
             let f = self
                 .kernels
-                .function(self.ctx, dst.elem, &format!("softmax_c_{sfx}"))?;
+                .function(self.ctx, KernelName::of("softmax_c", dst.elem))?;
             launch(
                 self.ctx,
                 f,
@@ -290,7 +288,6 @@ impl Gpu<'_> {
         if outer * d * inner == 0 {
             return Ok(());
         }
-        let sfx = dst.elem.suffix();
         let (mut o, mut g, mut y, mut dd, mut lg) =
             (dst.addr(), grad.addr(), output.addr(), d as i64, log as i32);
         if inner == 1 {
@@ -298,14 +295,14 @@ impl Gpu<'_> {
             let addrs = [grad.addr(), output.addr(), dst.addr()];
             if let Some(plan) = RowPlan::new(d, dst.elem, &addrs, 4) {
                 let name = plan.kernel("softmax_bw_rows", dst.elem);
-                let f = self.kernels.function(self.ctx, dst.elem, &name)?;
+                let f = self.kernels.function(self.ctx, name)?;
                 let mut group = plan.group as i32;
                 let params = &mut args!(o, g, y, rows, dd, group, lg);
                 return launch(self.ctx, f, (plan.grid(outer), 1, 1), plan.block, params);
             }
             let f = self
                 .kernels
-                .function(self.ctx, dst.elem, &format!("softmax_bw_r_{sfx}"))?;
+                .function(self.ctx, KernelName::of("softmax_bw_r", dst.elem))?;
             launch(
                 self.ctx,
                 f,
@@ -317,7 +314,7 @@ impl Gpu<'_> {
             let (mut ou, mut inn) = (outer as i64, inner as i64);
             let f = self
                 .kernels
-                .function(self.ctx, dst.elem, &format!("softmax_bw_c_{sfx}"))?;
+                .function(self.ctx, KernelName::of("softmax_bw_c", dst.elem))?;
             launch(
                 self.ctx,
                 f,
@@ -344,7 +341,7 @@ impl Gpu<'_> {
         );
         let f = self
             .kernels
-            .function(self.ctx, dst.elem, &format!("nll_{}", dst.elem.suffix()))?;
+            .function(self.ctx, KernelName::of("nll", dst.elem))?;
         launch(
             self.ctx,
             f,
@@ -368,9 +365,9 @@ impl Gpu<'_> {
             c as i64,
             target.strides[0] as i64,
         );
-        let f =
-            self.kernels
-                .function(self.ctx, dst.elem, &format!("nll_bw_{}", dst.elem.suffix()))?;
+        let f = self
+            .kernels
+            .function(self.ctx, KernelName::of("nll_bw", dst.elem))?;
         launch(
             self.ctx,
             f,

@@ -1,6 +1,6 @@
 //! How the row kernels (softmax, its backward and layer norm over contiguous rows) spread a row over threads held in registers; rows too long for that are left to the multi-pass kernels.
 
-use super::elem::CudaDType;
+use super::kernel_name::KernelName;
 use crate::types::DType;
 
 /// One launch shape for rows held in registers (`kernels/softmax.cu`'s row layout).
@@ -66,9 +66,8 @@ impl RowPlan {
     }
 
     /// The kernel for this plan in the family `base` (e.g. `softmax_rows4v_f32`).
-    pub fn kernel(&self, base: &str, elem: DType) -> String {
-        let v = if self.width > 1 { "v" } else { "" };
-        format!("{base}{}{v}_{}", self.per_thread, elem.suffix())
+    pub fn kernel(&self, base: &'static str, elem: DType) -> KernelName {
+        KernelName::of(base, elem).rows(self.per_thread, self.width > 1)
     }
 
     /// Blocks for `rows` rows (the kernels loop over any rows beyond the grid).
@@ -148,7 +147,7 @@ mod tests {
         assert_eq!((wide.group, wide.per_thread, wide.block), (256, 4, 256));
         assert_eq!(wide.grid(4096), 4096);
         assert_eq!(
-            wide.kernel("softmax_rows", DType::F32),
+            wide.kernel("softmax_rows", DType::F32).to_string(),
             "softmax_rows4v_f32"
         );
         let scalar = plan(4096, DType::F32, 4).unwrap();
@@ -158,7 +157,7 @@ mod tests {
         );
         assert_eq!(scalar.grid(3), 3);
         assert_eq!(
-            scalar.kernel("layer_norm_rows", DType::F32),
+            scalar.kernel("layer_norm_rows", DType::F32).to_string(),
             "layer_norm_rows4_f32"
         );
         assert!(plan(4097, DType::F32, 0).is_none());

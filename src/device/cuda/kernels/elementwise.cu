@@ -44,11 +44,8 @@ __device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p
 
 template <class Op>
 __device__ __forceinline__ void unary_strided(T* out, const T* a, const Lay& L, i64 n, double p0, double p1) {
-  for (i64 i = gtid(); i < n; i += gstride()) {
-    i64 o, oa, ob;
-    offsets(L, i, o, oa, ob);
-    out[o] = Cv<T>::from(Op()(ld(a[oa]), p0, p1));
-  }
+  strided_each<2>(L, n, [&](auto oa, auto) { return Cv<T>::from(Op()(ld(a[oa]), p0, p1)); },
+                  [&](auto o, T v) { out[o] = v; });
 }
 
 #define INST_UNARY(name)                                                                            \
@@ -98,11 +95,8 @@ __device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a,
 template <class Op>
 __device__ __forceinline__ void binary_strided(typename Op::Out* out, const T* a, const T* b, const Lay& L, i64 n, double p0, double p1) {
   typedef typename Op::Out O;
-  for (i64 i = gtid(); i < n; i += gstride()) {
-    i64 o, oa, ob;
-    offsets(L, i, o, oa, ob);
-    out[o] = Cv<O>::from(Op()(ld(a[oa]), ld(b[ob]), p0, p1));
-  }
+  strided_each<3>(L, n, [&](auto oa, auto ob) { return Cv<O>::from(Op()(ld(a[oa]), ld(b[ob]), p0, p1)); },
+                  [&](auto o, O v) { out[o] = v; });
 }
 
 // Tensor-scalar: rev != 0 computes (scalar op x), as rsub/rdiv/rpow.
@@ -131,12 +125,11 @@ __device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a,
 template <class Op>
 __device__ __forceinline__ void scalar_strided(typename Op::Out* out, const T* a, C s, int rev, const Lay& L, i64 n) {
   typedef typename Op::Out O;
-  for (i64 i = gtid(); i < n; i += gstride()) {
-    i64 o, oa, ob;
-    offsets(L, i, o, oa, ob);
-    C v = ld(a[oa]);
-    out[o] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
-  }
+  strided_each<2>(L, n, [&](auto oa, auto) {
+        C v = ld(a[oa]);
+        return Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+      },
+      [&](auto o, O v) { out[o] = v; });
 }
 
 #define INST_BINARY(name)                                                                              \
@@ -160,11 +153,8 @@ __device__ __forceinline__ void scalar_strided(typename Op::Out* out, const T* a
     for (i64 i = gtid(); i < n; i += gstride()) out[i] = Cv<U>::from(ld(a[i]));                  \
   }                                                                                              \
   extern "C" __global__ void KNAME(cast_s_##us##_)(U* out, const T* a, Lay L, i64 n) {          \
-    for (i64 i = gtid(); i < n; i += gstride()) {                                                \
-      i64 o, oa, ob;                                                                             \
-      offsets(L, i, o, oa, ob);                                                                  \
-      out[o] = Cv<U>::from(ld(a[oa]));                                                           \
-    }                                                                                            \
+    strided_each<2>(L, n, [&](auto oa, auto) { return a[oa]; },                                  \
+                    [&](auto o, T v) { out[o] = Cv<U>::from(ld(v)); });                          \
   }
 INST_CAST(float, f32) INST_CAST(double, f64) INST_CAST(f16, f16) INST_CAST(bf16, bf16)
 INST_CAST(i64, i64) INST_CAST(int, i32) INST_CAST(u8, u8) INST_CAST(bool, bool)

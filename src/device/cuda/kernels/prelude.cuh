@@ -78,6 +78,57 @@ __device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i
 __device__ __forceinline__ i64 gtid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 gstride() { return (i64)gridDim.x * blockDim.x; }
 
+// The `fast` offsets in 32 bits, for the first NOPS operands: the host sets `fast` only when every
+// index and every operand's largest offset is below 2^31.
+template <int NOPS>
+__device__ __forceinline__ void offsets32(const Lay& L, unsigned u, unsigned (&o)[NOPS]) {
+#pragma unroll
+  for (int k = 0; k < NOPS; k++) o[k] = 0;
+  for (int d = L.nd - 1; d >= 0; d--) {
+    unsigned q = (__umulhi(u, L.magic[d]) + u) >> L.shift[d];
+    unsigned r = u - q * (unsigned)L.size[d];
+    u = q;
+#pragma unroll
+    for (int k = 0; k < NOPS; k++) o[k] += r * (unsigned)L.st[k][d];
+  }
+}
+
+// Elements a thread of a strided kernel takes (the host launches n / SILP threads): all are loaded
+// before any is stored, so each thread keeps SILP loads in flight. Measured with Nsight Compute on
+// the H200, a transposed copy doing one element a thread in 64-bit offsets issued 2.5x PyTorch's
+// instructions and reached 0.8x its throughput; PyTorch's elementwise_kernel takes 2 to 4.
+#define SILP 4
+
+// For each element i below n: `store(o0, load(o1, o2))` with o the operands' offsets of i.
+template <int NOPS, class Load, class Store>
+__device__ __forceinline__ void strided_each(const Lay& L, i64 n, Load load, Store store) {
+  if (L.fast) {
+    unsigned base = blockIdx.x * (blockDim.x * SILP) + threadIdx.x;
+    decltype(load(0u, 0u)) v[SILP];
+    unsigned dst[SILP];
+#pragma unroll
+    for (int k = 0; k < SILP; k++) {
+      unsigned i = base + k * blockDim.x;
+      if (i < n) {
+        unsigned o[NOPS];
+        offsets32<NOPS>(L, i, o);
+        dst[k] = o[0];
+        v[k] = load(o[1], NOPS > 2 ? o[NOPS - 1] : 0u);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < SILP; k++) {
+      if (base + k * blockDim.x < n) store(dst[k], v[k]);
+    }
+    return;
+  }
+  for (i64 i = gtid(); i < n; i += gstride()) {
+    i64 o, oa, ob;
+    offsets(L, i, o, oa, ob);
+    store(o, load(oa, ob));
+  }
+}
+
 // 16-byte (or narrower, for outputs) vectors for contiguous loads and stores.
 template <class X, int N> struct alignas(sizeof(X) * N) Vec { X v[N]; };
 #define VW (16 / sizeof(T))
