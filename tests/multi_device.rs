@@ -1,7 +1,6 @@
 //! Several CUDA devices: one allocator per device, moves between devices, the mixing error and the
 //! collectives. Runs on two simulated GPUs (16 GiB and 8 GiB), or on the real GPUs with
 //! TORCHLET_TEST_DEVICE=cuda when there are two or more (and says it skipped otherwise).
-use std::sync::MutexGuard;
 
 use common::real_gpu;
 use torchlet::device::collective::AllReduceOp;
@@ -12,7 +11,7 @@ use torchlet::tensor::{collective, DType, Scalar, Tensor, TensorOptions};
 mod common;
 
 /// Exclusive use of the devices' numbers, or `None` (after saying so) without two devices.
-fn two_devices(test: &str) -> Option<MutexGuard<'static, ()>> {
+fn two_devices(test: &str) -> Option<common::Exclusive> {
     let guard = common::exclusive_simulating("16GiB,8GiB");
     if device::cuda_device_count() < 2 {
         assert!(real_gpu(), "the simulated spec gives two devices");

@@ -46,8 +46,13 @@ impl AllocConfig {
 
     /// Reads `TORCHLET_CUDA_ALLOC_CONF` (or its alias `PYTORCH_CUDA_ALLOC_CONF`); defaults when unset.
     pub fn from_env() -> Result<AllocConfig, AllocError> {
+        AllocConfig::from_vars(|var| std::env::var(var).ok())
+    }
+
+    /// [`AllocConfig::from_env`] over any source of variables (`lookup` gives a variable's value).
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<AllocConfig, AllocError> {
         for var in [CONF_ENV, CONF_ENV_ALIAS] {
-            if let Ok(value) = std::env::var(var) {
+            if let Some(value) = lookup(var) {
                 return AllocConfig::parse(&value)
                     .map_err(|e| AllocError::Config(format!("{var}={value:?}: {e}")));
             }

@@ -144,6 +144,9 @@ pub trait Backend: Send + Sync {
     fn blas_workspaces(&self) -> Vec<crate::device::blas_handle::Workspace> {
         Vec::new()
     }
+    /// Give the cuBLAS workspaces back to the caching allocator (PyTorch's
+    /// `torch._C._cuda_clearCublasWorkspaces()`); the next matrix product takes them again.
+    fn clear_blas_workspaces(&self) {}
     /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
     /// `dst = bias + lhs × rhs` ([1, m, k] × [1, k, n], `bias` already broadcast to `dst`):

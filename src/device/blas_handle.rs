@@ -6,6 +6,7 @@
 //! does. torchlet runs `backward` on the caller's thread; the engine marks the pass instead, and
 //! each CUDA-like device keeps one handle and workspace per [`BlasHandle`].
 use std::cell::Cell;
+use std::sync::{Mutex, MutexGuard};
 
 use crate::alloc::DevicePtr;
 
@@ -62,5 +63,40 @@ pub struct BlasHandleGuard(BlasHandle);
 impl Drop for BlasHandleGuard {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+/// One workspace per handle, each taken from the caching allocator at the handle's first use and
+/// kept until [`WorkspaceSlots::clear`] (PyTorch's `torch._C._cuda_clearCublasWorkspaces()`).
+#[derive(Default)]
+pub struct WorkspaceSlots([Mutex<Option<DevicePtr>>; HANDLES]);
+
+impl WorkspaceSlots {
+    /// The workspace of `handle`, if it has one.
+    pub fn get(&self, handle: BlasHandle) -> Option<DevicePtr> {
+        *self.slot(handle)
+    }
+
+    /// Give the current handle a workspace from `alloc` unless it has one.
+    pub fn ensure<E>(&self, alloc: impl FnOnce() -> Result<DevicePtr, E>) -> Result<(), E> {
+        let mut slot = self.slot(current());
+        if slot.is_none() {
+            *slot = Some(alloc()?);
+        }
+        Ok(())
+    }
+
+    /// Empty every slot, giving back the workspaces they held (for the caller to free).
+    pub fn clear(&self) -> Vec<DevicePtr> {
+        [BlasHandle::Caller, BlasHandle::Autograd]
+            .into_iter()
+            .filter_map(|handle| self.slot(handle).take())
+            .collect()
+    }
+
+    fn slot(&self, handle: BlasHandle) -> MutexGuard<'_, Option<DevicePtr>> {
+        self.0[handle as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 }

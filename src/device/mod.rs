@@ -30,9 +30,9 @@ pub use backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, StagingMemory, UnaryOp,
 };
 pub use registry::{
-    backend, blas_workspaces, cuda_allocator, cuda_device_count, cuda_is_available, current_device,
-    get_device_name, init_shapes_only, is_simulated, parse_size, set_device, shapes_only,
-    started_cuda_allocator, started_cuda_allocators, synchronize,
+    backend, blas_workspaces, clear_blas_workspaces, cuda_allocator, cuda_device_count,
+    cuda_is_available, current_device, get_device_name, init_shapes_only, is_simulated, parse_size,
+    set_device, shapes_only, started_cuda_allocator, started_cuda_allocators, synchronize,
 };
 pub use storage::Storage;
 

@@ -8,7 +8,7 @@
 //! their arrivals in one int semaphore per block column (`semaphore_size` bytes); both come from
 //! the caching allocator for the launch and are freed right after it, so they show in
 //! `memory_stats` and in the allocator history. This module reproduces that arithmetic exactly;
-//! `tests/reduce_scratch.rs` checks it against PyTorch 2.11 on an H200.
+//! `tests/tensors/reduce_scratch.rs` checks it against PyTorch 2.11 on an H200.
 
 use crate::types::DType;
 

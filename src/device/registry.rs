@@ -238,6 +238,14 @@ pub fn blas_workspaces() -> Vec<(usize, Vec<Workspace>)> {
         .collect()
 }
 
+/// Give every CUDA device's cuBLAS workspaces back to its caching allocator (PyTorch's
+/// `torch._C._cuda_clearCublasWorkspaces()`), so that `empty_cache` can release their segments.
+pub fn clear_blas_workspaces() {
+    if let Some(Ok(devices)) = CUDA.get() {
+        devices.iter().for_each(|b| b.clear_blas_workspaces());
+    }
+}
+
 /// The name of CUDA device `index`, e.g. "torchlet simulated GPU (16.00 GiB)".
 pub fn get_device_name(index: usize) -> Result<String> {
     Ok(backend(Device::Cuda(index))?.name())

@@ -64,6 +64,9 @@ impl Backend for ShapesBackend {
     fn blas_workspaces(&self) -> Vec<Workspace> {
         self.sim.blas_workspaces()
     }
+    fn clear_blas_workspaces(&self) {
+        self.sim.clear_blas_workspaces()
+    }
     fn matmul(&self, _lhs: Operand, _rhs: Operand, _dst: Operand) -> Result<()> {
         self.sim.take_workspace()
     }

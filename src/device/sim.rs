@@ -1,13 +1,13 @@
 //! The simulated CUDA device: memory from a caching allocator over host memory, host kernels
 //! (reductions through the staging memory an H200's plan gives them).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, SimulatedMemory};
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
-use crate::device::blas_handle::{self, BlasHandle, Workspace, HANDLES};
+use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
@@ -20,9 +20,9 @@ pub struct SimBackend {
     allocator: Arc<CachingAllocator<SimulatedMemory>>,
     /// The cuBLAS-like workspace of each handle, allocated at the handle's first matrix product
     /// and kept, as PyTorch does.
-    workspaces: [OnceLock<DevicePtr>; HANDLES],
+    workspaces: WorkspaceSlots,
     /// The cuBLASLt workspace of each handle, taken at its first addmm with a bias epilogue.
-    lt_workspaces: [OnceLock<DevicePtr>; HANDLES],
+    lt_workspaces: WorkspaceSlots,
 }
 
 /// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
@@ -84,7 +84,7 @@ impl Backend for SimBackend {
                 [BlasHandle::Caller, BlasHandle::Autograd]
                     .into_iter()
                     .filter_map(move |handle| {
-                        let ptr = *slots[handle as usize].get()?;
+                        let ptr = slots.get(handle)?;
                         Some(Workspace {
                             handle,
                             ptr,
@@ -93,6 +93,16 @@ impl Backend for SimBackend {
                     })
             })
             .collect()
+    }
+    fn clear_blas_workspaces(&self) {
+        for ptr in self
+            .workspaces
+            .clear()
+            .into_iter()
+            .chain(self.lt_workspaces.clear())
+        {
+            let _ = self.allocator.free(ptr);
+        }
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         self.take_workspace()?;
@@ -128,17 +138,11 @@ impl SimBackend {
     }
 
     /// The current handle's workspace in `slots`, allocated (and kept) on its first use.
-    fn workspace(&self, slots: &[OnceLock<DevicePtr>; HANDLES], bytes: usize) -> Result<()> {
-        let slot = &slots[blas_handle::current() as usize];
-        if slot.get().is_none() {
-            // Tagged with the statement, so a peak it makes (and its snapshot block) names one.
+    fn workspace(&self, slots: &WorkspaceSlots, bytes: usize) -> Result<()> {
+        // Tagged with the statement, so a peak it makes (and its snapshot block) names one.
+        slots.ensure(|| {
             let site = crate::alloc::site::current();
-            let ptr = self.allocator.malloc_tagged(bytes, 0, site)?;
-            if slot.set(ptr).is_err() {
-                // Another thread made the workspace first; keep one, as a device has one handle.
-                let _ = self.allocator.free(ptr);
-            }
-        }
-        Ok(())
+            Ok(self.allocator.malloc_tagged(bytes, 0, site)?)
+        })
     }
 }

@@ -1,6 +1,6 @@
 // Drives JupyterLab in headless chromium through the browser test's notebooks and writes what it saw to $OUT_DIR/results.json.
 //
-// It only observes and records (prompts, outputs, panel contents, token classes); tests/browser.rs
+// It only observes and records (prompts, outputs, panel contents, token classes); tests/front_ends/browser.rs
 // judges the results. Environment: LAB_URL, LAB_TOKEN, OUT_DIR, CHROMIUM (the executable).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,15 +1,35 @@
-//! Shared by the integration tests: the devices every test body runs on, a lock for the GPU's
-//! numbers, and the article's figures.
+//! Shared by the integration tests: the devices every test body runs on, the lock on cuda:0, and
+//! the article's figures.
+//!
+//! A test binary holds many areas' tests, and they share one process's devices: cuda:0's
+//! allocator, its statistics, the random generators. So every test that uses cuda:0 holds the GPU
+//! lock: shared ([`uses_gpu`], which [`devices`] and [`device_names`] take for it) when it only
+//! computes there, exclusive ([`exclusive`], [`gpu`]) when it reads or changes what is
+//! process-wide (memory figures, peaks, seeds, fault injection), so no other test allocates
+//! meanwhile.
 #![allow(dead_code)]
 
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::cell::RefCell;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use torchlet::alloc::DeviceAllocator;
 use torchlet::device::{self, Device};
 use torchlet::session::{Outcome, ScriptError, Session};
 
 static SPEC: OnceLock<&'static str> = OnceLock::new();
-static GPU: Mutex<()> = Mutex::new(());
+static GPU: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// This thread's hold on [`GPU`]. A shared hold is kept until the thread ends (each test runs
+    /// on its own thread), so a test need not keep a guard alive through its body.
+    static HELD: RefCell<Held> = const { RefCell::new(Held::Nothing) };
+}
+
+enum Held {
+    Nothing,
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Exclusive,
+}
 
 /// The simulated GPU most tests run on when no real one is asked for.
 pub const SIMULATED_GPU: &str = "16GiB";
@@ -44,51 +64,92 @@ pub fn setup() {
     setup_simulating(SIMULATED_GPU);
 }
 
-/// Set up a simulated 16 GiB cuda:0 even where TORCHLET_TEST_DEVICE=cuda asks for the real GPU,
-/// for tests whose figures are the simulated device's own (its name, its capacity).
-pub fn setup_simulated_gpu() {
+/// Exclusive use of a simulated 16 GiB cuda:0, even where TORCHLET_TEST_DEVICE=cuda asks for the
+/// real GPU, for tests whose figures are the simulated device's own (its name, its capacity). A
+/// binary that calls this sets up no other devices.
+pub fn setup_simulated_gpu() -> Exclusive {
     device::init(Some(SIMULATED_GPU)).expect("simulated GPU");
+    lock()
 }
 
 /// Every device a test body runs on: the CPU and cuda:0 (simulated, or real when asked for).
+/// Holds the GPU shared for the rest of the test (see [`uses_gpu`]).
 pub fn devices() -> Vec<Device> {
-    setup();
+    uses_gpu();
     vec![Device::Cpu, Device::Cuda(0)]
 }
 
 /// [`devices`] as scripts name them.
 pub fn device_names() -> Vec<&'static str> {
-    setup();
+    uses_gpu();
     vec!["cpu", "cuda"]
 }
 
-/// Exclusive use of the GPU's numbers (the allocators are per process), changing nothing.
-pub fn exclusive() -> MutexGuard<'static, ()> {
+/// Mark this test as one that computes on cuda:0 without reading its process-wide figures: it holds
+/// the GPU shared until the test ends, so the tests that read those figures wait for it. A no-op
+/// while this thread holds the GPU already.
+pub fn uses_gpu() {
     setup();
-    lock()
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        if matches!(*held, Held::Nothing) {
+            *held = Held::Shared(GPU.read().unwrap_or_else(|e| e.into_inner()));
+        }
+    });
 }
 
-/// [`exclusive`], for a binary whose simulated devices are `spec`.
-pub fn exclusive_simulating(spec: &'static str) -> MutexGuard<'static, ()> {
+/// cuda:0 to this test alone, as a fresh process has it: no cuBLAS workspaces (an earlier test's
+/// matrix products took them), an empty cache and fresh peaks.
+pub fn exclusive() -> Exclusive {
+    setup();
+    let guard = lock();
+    let a = device::cuda_allocator(0).expect("cuda:0");
+    device::clear_blas_workspaces();
+    a.empty_cache();
+    a.reset_peak_memory_stats();
+    guard
+}
+
+/// cuda:0 and the other devices to this test alone, as they are (no cache emptied), for a binary
+/// whose simulated devices are `spec`.
+pub fn exclusive_simulating(spec: &'static str) -> Exclusive {
     setup_simulating(spec);
     lock()
 }
 
-fn lock() -> MutexGuard<'static, ()> {
-    GPU.lock().unwrap_or_else(|e| e.into_inner())
+/// The GPU held by this thread alone; dropping it lets other tests use cuda:0 again.
+pub struct Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        HELD.with(|held| *held.borrow_mut() = Held::Nothing);
+    }
 }
 
-/// Exclusive use of cuda:0's allocator numbers, starting from an empty cache and fresh peaks.
-pub fn gpu() -> (MutexGuard<'static, ()>, std::sync::Arc<dyn DeviceAllocator>) {
+fn lock() -> Exclusive {
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        assert!(
+            !matches!(*held, Held::Exclusive),
+            "this test holds the GPU exclusively already"
+        );
+        // A shared hold from earlier in this test is given up first: waiting for the write lock
+        // while holding a read lock would wait for ever.
+        *held = Held::Nothing;
+    });
+    let guard = GPU.write().unwrap_or_else(|e| e.into_inner());
+    HELD.with(|held| *held.borrow_mut() = Held::Exclusive);
+    Exclusive(guard)
+}
+
+/// [`exclusive`], with cuda:0's allocator.
+pub fn gpu() -> (Exclusive, std::sync::Arc<dyn DeviceAllocator>) {
     let guard = exclusive();
-    let a = device::cuda_allocator(0).expect("cuda:0");
-    a.empty_cache();
-    a.reset_peak_memory_stats();
-    (guard, a)
+    (guard, device::cuda_allocator(0).expect("cuda:0"))
 }
 
 /// The article's figures, as PyTorch reported them on the H200 (tests/data/torch-h200.json, checked
-/// against it by tests/scripts.rs) and as the caching allocator's rules make them.
+/// against it by tests/front_ends/scripts.rs) and as the caching allocator's rules make them.
 pub mod figures {
     /// `x = randn(1000, 1000)` on the GPU: 4,000,000 bytes requested …
     pub const X_REQUESTED: u64 = 4_000_000;
@@ -137,7 +198,7 @@ pub fn run_logged(
     }
 }
 
-/// The parity corpus's known differences from PyTorch (`tests/parity.rs`, `tests/fit.rs`).
+/// The parity corpus's known differences from PyTorch (`tests/memory/parity.rs`, `tests/memory/fit.rs`).
 pub mod parity_known {
     /// Differences torchlet still has: (program, first differing event, why). Each is asserted
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;

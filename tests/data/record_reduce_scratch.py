@@ -1,4 +1,4 @@
-"""Records PyTorch's allocator events during CUDA reductions, for tests/reduce_scratch.rs.
+"""Records PyTorch's allocator events during CUDA reductions, for tests/tensors/reduce_scratch.rs.
 
 On the GPU machine: python3 tests/data/record_reduce_scratch.py OUT.json
 One row per case: op (sum, mean, amax, max/min over everything, max_dim/min_dim = values and

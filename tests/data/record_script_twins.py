@@ -4,7 +4,7 @@
 
 Each twin runs in a fresh process; its `after LABEL: allocated=A reserved=R peak=P` lines become
 {"LABEL": {"allocated": A, "reserved": R, "peak": P}} under the script's name, with the GPU's name
-and PyTorch's version, so tests/scripts.rs can compare torchlet's lines with them.
+and PyTorch's version, so tests/front_ends/scripts.rs can compare torchlet's lines with them.
 """
 import json
 import re

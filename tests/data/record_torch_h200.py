@@ -1,6 +1,6 @@
 """Records tests/data/torch-h200.json: PyTorch's memory figures for the article's four methods.
 
-tests/scripts.rs and tests/jupyter/test_notebook.py compare torchlet's output with the four
+tests/front_ends/scripts.rs and tests/jupyter/test_notebook.py compare torchlet's output with the four
 `article_method_*` sections and `autograd_saved_tensors`; `performance` is for reading only.
 Run on a machine with a CUDA GPU and PyTorch (recorded with PyTorch 2.11 on one H200):
     python3 tests/data/record_torch_h200.py > tests/data/torch-h200.json

@@ -1,4 +1,4 @@
-"""Records tests/data/torch_repr.json: how PyTorch prints each case below (tests/printing.rs compares).
+"""Records tests/data/torch_repr.json: how PyTorch prints each case below (tests/tensors/printing.rs compares).
 
 Run on a machine with a CUDA GPU and PyTorch (recorded with PyTorch 2.11 on an H200):
     python3 tests/data/record_torch_repr.py > tests/data/torch_repr.json

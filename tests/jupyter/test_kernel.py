@@ -1,6 +1,6 @@
 """The torchlet kernel against jupyter_kernel_test (the peer suite) plus torchlet's own protocol tests.
 
-Run through `cargo test --test kernel_jupyter`, which installs the kernelspec into a temporary
+Run through `cargo test --test front_ends kernel_jupyter::`, which installs the kernelspec into a temporary
 JUPYTER_PATH; by hand: `JUPYTER_PATH=DIR .venv-jupyter/bin/python -m unittest -v tests/jupyter/test_kernel.py`.
 """
 import os

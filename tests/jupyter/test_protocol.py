@@ -6,7 +6,7 @@
 - A kernel started and shut down by jupyter_client writes nothing to stderr.
 - Re-running `let x = randn(1000, 1000).cuda()` leaves memory_allocated where it was.
 
-Run through `cargo test --test kernel_jupyter`; by hand:
+Run through `cargo test --test front_ends kernel_jupyter::`; by hand:
 `JUPYTER_PATH=DIR .venv-jupyter/bin/python -m unittest -v tests/jupyter/test_protocol.py`.
 """
 import os

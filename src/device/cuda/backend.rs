@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use crate::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
-use std::sync::OnceLock;
 
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
-use crate::device::blas_handle::{BlasHandle, Workspace, HANDLES};
+use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::types::{DType, ErrorKind, Result, Scalar, TensorError};
@@ -27,7 +26,7 @@ pub struct CudaBackend {
     allocator: Arc<CachingAllocator<CudaMemory>>,
     /// Each handle's cuBLASLt workspace, taken at its first addmm with a bias epilogue and kept,
     /// as PyTorch's (its own product runs through cuBLAS, which needs none).
-    lt_workspaces: [OnceLock<u64>; HANDLES],
+    lt_workspaces: WorkspaceSlots,
 }
 
 /// PyTorch's cuBLASLt workspace (`CUBLASLT_WORKSPACE_SIZE`, 1024 KiB by default).
@@ -242,11 +241,21 @@ impl Backend for CudaBackend {
         let lt = handles.into_iter().filter_map(|handle| {
             Some(Workspace {
                 handle,
-                ptr: *self.lt_workspaces[handle as usize].get()?,
+                ptr: self.lt_workspaces.get(handle)?,
                 bytes: CUBLASLT_WORKSPACE_BYTES as u64,
             })
         });
         blas.chain(lt).collect()
+    }
+    fn clear_blas_workspaces(&self) {
+        let blas = self.dev.blas.iter().filter_map(|b| b.clear_workspace());
+        for ptr in blas
+            .collect::<Vec<_>>()
+            .into_iter()
+            .chain(self.lt_workspaces.clear())
+        {
+            let _ = self.allocator.free(ptr);
+        }
     }
     fn addmm(
         &self,
@@ -259,15 +268,12 @@ impl Backend for CudaBackend {
         let gpu = self.dev.gpu();
         gpu.copy(&view(&bias), &view(&dst))?;
         self.product(lhs, rhs, dst, true)?;
-        let slot = &self.lt_workspaces[crate::device::blas_handle::current() as usize];
-        if lt && slot.get().is_none() {
-            let site = crate::alloc::site::current();
-            let ptr = self
-                .allocator
-                .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)?;
-            if slot.set(ptr).is_err() {
-                let _ = self.allocator.free(ptr);
-            }
+        if lt {
+            self.lt_workspaces.ensure(|| {
+                let site = crate::alloc::site::current();
+                self.allocator
+                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)
+            })?;
         }
         Ok(())
     }

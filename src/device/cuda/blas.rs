@@ -102,6 +102,17 @@ impl Blas {
         state.as_ref().and_then(|(_, ws)| *ws)
     }
 
+    /// Forget the workspace, giving back its address for the caller to free; the handle's next
+    /// product takes a new one (cuBLAS reads the workspace only during a call on the stream, and
+    /// the caching allocator reuses memory in stream order).
+    pub fn clear_workspace(&self) -> Option<u64> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state
+            .as_mut()
+            .and_then(|(_, ws)| ws.take())
+            .map(|(ptr, _)| ptr)
+    }
+
     /// `dst` [b, m, n] (contiguous) = `lhs` [b, m, k] × `rhs` [b, k, n], plus what `dst` holds
     /// when `accumulate` (beta 1). `workspace` allocates the cuBLAS workspace through the caching
     /// allocator on first use.

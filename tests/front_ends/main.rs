@@ -1,0 +1,16 @@
+//! The front ends as users run them: the command line, the REPL, the Jupyter kernel, JupyterLab, the scripts.
+#[path = "../common/mod.rs"]
+mod common;
+
+mod browser;
+mod cli;
+mod jupyter_venv;
+mod kernel_install;
+mod kernel_jupyter;
+mod kernel_wire;
+mod repl_commands;
+mod repl_complete;
+mod repl_terminal;
+mod scripts;
+mod self_contained;
+mod snapshot_viewer;

@@ -1,0 +1,198 @@
+//! A `;` at the end of an input hides its value, as in IPython: in the session, the REPL and the kernel.
+use crate::common;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use expectrl::Session as Pty;
+use jupyter_protocol::{
+    ConnectionInfo, ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
+    KernelInfoRequest, Transport,
+};
+use jupyter_zmq_client::{
+    create_client_iopub_connection, create_client_shell_connection_with_identity,
+    peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
+};
+use torchlet::session::Session;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_trailing_semicolon_hides_the_value_in_a_session() {
+    common::uses_gpu();
+    let (mut s, out) = Session::captured("<test>");
+    assert_eq!(s.execute("6 * 7").value.expect("an echo").plain, "42");
+    for quiet in [
+        "6 * 7;",
+        "6 * 7;  // a comment\n  ",
+        "let t = ones(2); t;",
+        "6 * 7;\n\n",
+    ] {
+        let outcome = s.execute(quiet);
+        assert!(outcome.error.is_none(), "{quiet:?}: {:?}", outcome.error);
+        assert!(outcome.value.is_none(), "{quiet:?} echoed");
+    }
+    // Only the last statement counts, and a `;` inside a string or a comment is no `;`.
+    assert_eq!(s.execute("1; 6 * 7").value.expect("an echo").plain, "42");
+    assert_eq!(s.execute("\"a;\"").value.expect("an echo").plain, "a;");
+    assert_eq!(s.execute("6 * 7 // ;").value.expect("an echo").plain, "42");
+    // What the input prints is still printed.
+    s.execute("print(\"shown\");");
+    assert_eq!(out.stdout_text(), "shown\n");
+}
+
+#[test]
+fn a_trailing_semicolon_hides_the_value_in_the_repl() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
+    cmd.arg("--simulate-cuda")
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("TERM", "xterm")
+        .env_remove("TORCHLET_SIMULATE_CUDA");
+    let mut p = Pty::spawn(cmd).expect("spawn torchlet in a pty");
+    p.set_expect_timeout(Some(Duration::from_secs(60)));
+    p.expect(">>> ").unwrap();
+    // The markers are built at run time so the echo of the typed line never matches them.
+    let typed = |p: &mut Pty, line: &str, mark: &str| -> String {
+        p.send(format!("{line}\r")).unwrap();
+        p.send(format!("print(\"@@\" + \"{mark}\")\r")).unwrap();
+        let found = p.expect(format!("@@{mark}").as_str()).unwrap();
+        String::from_utf8_lossy(found.before()).into_owned()
+    };
+    let quiet = typed(&mut p, "6 * 7;", "one");
+    assert!(!quiet.contains("42"), "{quiet}");
+    let quiet = typed(&mut p, "6 * 7; // no echo wanted", "two");
+    assert!(!quiet.contains("42"), "{quiet}");
+    let shown = typed(&mut p, "6 * 7", "three");
+    assert!(shown.contains("42"), "{shown}");
+}
+
+/// A kernel process on free local ports; killed when dropped.
+struct Kernel {
+    child: Child,
+    info: ConnectionInfo,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_kernel() -> Kernel {
+    let listeners: Vec<TcpListener> = (0..5)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    let port = |i: usize| listeners[i].local_addr().unwrap().port();
+    let info = ConnectionInfo {
+        transport: Transport::TCP,
+        ip: "127.0.0.1".into(),
+        shell_port: port(0),
+        iopub_port: port(1),
+        stdin_port: port(2),
+        control_port: port(3),
+        hb_port: port(4),
+        signature_scheme: "hmac-sha256".into(),
+        key: "echo-test-key".into(),
+        kernel_name: Some("torchlet".into()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("connection.json");
+    std::fs::write(&file, serde_json::to_string(&info).unwrap()).unwrap();
+    drop(listeners);
+    let child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        .args(["kernel", "--connection-file"])
+        .arg(&file)
+        .env_remove("TORCHLET_SIMULATE_CUDA")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the kernel");
+    Kernel {
+        child,
+        info,
+        _dir: dir,
+    }
+}
+
+async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
+    let session = uuid::Uuid::new_v4().to_string();
+    let identity = peer_identity_for_session(&session).unwrap();
+    create_client_shell_connection_with_identity(info, &session, identity)
+        .await
+        .expect("connect shell")
+}
+
+/// An iopub subscription the kernel has confirmed, so nothing published later is missed.
+async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
+    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
+        .await
+        .expect("connect iopub");
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("an iopub_welcome in time")
+            .expect("a readable iopub message");
+        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
+            return iopub;
+        }
+    }
+}
+
+/// Run `code`; the `text/plain` of its execute_result, if it had one.
+async fn result_of(
+    shell: &mut ClientShellConnection,
+    iopub: &mut ClientIoPubConnection,
+    code: &str,
+) -> Option<String> {
+    let request: JupyterMessage = ExecuteRequest::new(code.into()).into();
+    let id = request.header.msg_id.clone();
+    shell.send(request).await.expect("send on shell");
+    let mut result = None;
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("iopub messages in time")
+            .expect("a readable iopub message");
+        if msg.parent_header.as_ref().map(|h| h.msg_id.as_str()) != Some(id.as_str()) {
+            continue;
+        }
+        match &msg.content {
+            JupyterMessageContent::ExecuteResult(r) => {
+                let data = serde_json::to_value(&r.data).unwrap();
+                result = data["text/plain"].as_str().map(str::to_string);
+            }
+            JupyterMessageContent::Status(s) if s.execution_state == ExecutionState::Idle => {
+                return result;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trailing_semicolon_hides_the_value_in_a_notebook_cell() {
+    let kernel = start_kernel();
+    let mut shell = shell(&kernel.info).await;
+    shell
+        .send(KernelInfoRequest {}.into())
+        .await
+        .expect("send kernel_info");
+    let mut iopub = iopub(&kernel.info).await;
+    assert_eq!(
+        result_of(&mut shell, &mut iopub, "6 * 7").await.as_deref(),
+        Some("42")
+    );
+    assert_eq!(result_of(&mut shell, &mut iopub, "6 * 7;").await, None);
+    assert_eq!(
+        result_of(&mut shell, &mut iopub, "let a = 1;\na * 42;   // quiet\n").await,
+        None
+    );
+    assert_eq!(
+        result_of(&mut shell, &mut iopub, "a + 1").await.as_deref(),
+        Some("2")
+    );
+}

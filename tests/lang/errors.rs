@@ -1,0 +1,242 @@
+//! Bad input: each error has a PyTorch-like kind and message and a position, and the session keeps
+//! every live tensor and its memory figures.
+use crate::common;
+use std::rc::Rc;
+use std::sync::mpsc::{channel, Sender};
+use std::time::Duration;
+
+use common::exclusive;
+use torchlet::session::{Frontend, ScriptError, Session, SessionOptions};
+
+/// A session holding `x` (4 MB) on the GPU and `c` on the CPU.
+fn session_with_tensors() -> Session {
+    let (s, _) = Session::captured("<test>");
+    with_tensors(s)
+}
+
+fn with_tensors(mut s: Session) -> Session {
+    let outcome = s.execute("let x = randn(1000, 1000).cuda(); let c = ones(2, 3);");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    s
+}
+
+fn figures(s: &mut Session) -> String {
+    let outcome =
+        s.execute("`${memory_allocated()} ${memory_reserved()} ${x.shape} ${c.sum().item()}`");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    outcome.value.unwrap().plain
+}
+
+/// Run `code`, which must fail; check the session kept its tensors and figures; return the error.
+fn fails(s: &mut Session, code: &str) -> ScriptError {
+    let before = figures(s);
+    let error = s
+        .execute(code)
+        .error
+        .unwrap_or_else(|| panic!("{code} should fail"));
+    assert_eq!(
+        figures(s),
+        before,
+        "after the failed `{code}`, tensors and memory are as before"
+    );
+    error
+}
+
+#[test]
+fn syntax_error() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let y = x +;\nprint(y);");
+    assert_eq!(e.kind, "SyntaxError");
+    assert_eq!(e.line, Some(1));
+    assert!(e.column.is_some());
+    assert!(e.caret().unwrap().starts_with("let y = x +;\n"));
+}
+
+#[test]
+fn unknown_function_and_method() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let y = 1;\nfrobnicate(x)");
+    assert_eq!(e.kind, "NameError");
+    assert_eq!(e.message, "name 'frobnicate' is not defined");
+    assert_eq!((e.line, e.column), (Some(2), Some(1)));
+    let e = fails(&mut s, "x.frobnicate()");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(e.message, "'Tensor' object has no attribute 'frobnicate'");
+    let e = fails(&mut s, "zeros(\"three\")");
+    assert_eq!(e.kind, "TypeError");
+    assert!(
+        e.message.contains("zeros()") && e.message.contains("usage: zeros("),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn shape_mismatch() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let big = ones(4, 5);\nlet bad = c + big;");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(
+        e.message.contains("must match the size of tensor"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.line, Some(2));
+    let e = fails(&mut s, "c.matmul(c)");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(e.message.contains("cannot be multiplied"), "{}", e.message);
+}
+
+#[test]
+fn device_mismatch() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let bad = x + ones(1000, 1000);");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(
+        e.message
+            .starts_with("Expected all tensors to be on the same device"),
+        "{}",
+        e.message
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(13)));
+}
+
+#[test]
+fn out_of_memory_leaves_the_session_intact() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let huge = empty(1 << 40, #{device: \"cuda\"});");
+    assert_eq!(e.kind, "OutOfMemoryError");
+    assert!(
+        e.message
+            .starts_with("CUDA out of memory. Tried to allocate 4096.00 GiB"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("torchlet"), "{}", e.message);
+    // Caught in the script, the same error is a value with a kind.
+    let outcome = s.execute(
+        "let kind = \"none\"; try { empty(1 << 40, #{device: \"cuda\"}); } catch (e) { kind = e.kind; } kind",
+    );
+    assert_eq!(outcome.value.unwrap().plain, "OutOfMemoryError");
+}
+
+#[test]
+fn index_errors() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "c[5]");
+    assert_eq!(e.kind, "IndexError");
+    let e = fails(&mut s, "c.size(3)");
+    assert_eq!(e.kind, "IndexError");
+    assert!(
+        e.message.contains("Dimension out of range"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn bad_options_are_type_errors() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "zeros(2, #{dtyp: \"float16\"})");
+    assert_eq!(e.kind, "TypeError");
+    assert!(e.message.contains("'dtyp'"), "{}", e.message);
+    let e = fails(&mut s, "zeros(2, #{dtype: \"float17\"})");
+    assert!(e.message.contains("float17"), "{}", e.message);
+    let e = fails(&mut s, "tensor([[1, 2], [3]])");
+    assert_eq!(e.kind, "ValueError");
+    let e = fails(&mut s, "zeros(-2)");
+    assert_eq!(e.kind, "RuntimeError");
+    assert!(e.message.contains("negative dimension -2"), "{}", e.message);
+}
+
+/// Output that tells another thread each time the running code prints (`started` below).
+struct PrintSignal(Sender<String>);
+
+impl Frontend for PrintSignal {
+    fn stdout(&self, text: &str) {
+        let _ = self.0.send(text.to_string());
+    }
+    fn stderr(&self, _text: &str) {}
+    fn input(&self, _prompt: &str, _password: bool) -> Result<String, String> {
+        Err("no input in this test".into())
+    }
+}
+
+#[test]
+fn interrupt_stops_a_loop_and_keeps_the_session() {
+    let _g = exclusive();
+    let (printed, prints) = channel();
+    let options = SessionOptions {
+        source_name: Some("<test>".into()),
+        ..Default::default()
+    };
+    let mut s = with_tensors(Session::new(options, Rc::new(PrintSignal(printed))));
+    let before = figures(&mut s);
+    let handle = s.interrupt_handle();
+    // Interrupt once the loop runs: execute() drops an interrupt that arrives before the input
+    // starts (one sent while idle must not stop the next input), so a timed one could be lost.
+    let stopper = std::thread::spawn(move || {
+        let started = prints.recv_timeout(Duration::from_secs(120));
+        handle.interrupt();
+        started
+    });
+    let e = s
+        .execute("print(\"started\"); let n = 0; loop { n += 1; }")
+        .error
+        .expect("interrupted");
+    let started = stopper.join().unwrap();
+    assert_eq!(
+        started.as_deref(),
+        Ok("started\n"),
+        "the loop did not start"
+    );
+    assert_eq!(e.kind, "KeyboardInterrupt");
+    assert_eq!(figures(&mut s), before);
+}
+
+#[test]
+fn an_interrupt_while_idle_does_not_stop_the_next_input() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    s.interrupt_handle().interrupt();
+    let outcome = s.execute("let n = 0; for i in 0..1000 { n += i; } n");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.value.unwrap().plain, "499500");
+}
+
+#[test]
+fn unknown_and_read_only_attributes() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "c.shapez");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(e.message, "'Tensor' object has no attribute 'shapez'");
+    let e = fails(&mut s, "c.shape = [6];");
+    assert_eq!(e.kind, "AttributeError");
+    assert_eq!(
+        e.message,
+        "attribute 'shape' of 'Tensor' objects is not writable"
+    );
+    let e = fails(&mut s, "c.sum(\"all\")");
+    assert_eq!(e.kind, "TypeError");
+    assert!(e.message.contains("(Tensor, string)"), "{}", e.message);
+}
+
+/// Rhai gives an error raised inside a module's function (`cuda::…`) no position: it is placed at
+/// the statement that was running.
+#[test]
+fn an_error_in_a_module_function_names_its_statement() {
+    let _gpu = exclusive();
+    let mut s = session_with_tensors();
+    let e = fails(&mut s, "let a = 1;\nlet b = 2;\ncuda::all_reduce([x, 5]);");
+    assert_eq!(e.kind, "TypeError");
+    assert_eq!(e.line, Some(3), "{e:?}");
+    assert_eq!(e.source_line.as_deref(), Some("cuda::all_reduce([x, 5]);"));
+}

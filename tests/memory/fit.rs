@@ -1,0 +1,427 @@
+//! `torchlet fit`: a shapes-only run allocates exactly as a run with data does (every parity
+//! program and script, to the byte), reports where the peaks and the first OOM happen, compares
+//! allocator settings, sweeps an argument, stops clearly where values are needed, and needs no
+//! host memory for the data.
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn torchlet() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
+    for var in [
+        "TORCHLET_SIMULATE_CUDA",
+        "TORCHLET_CUDA_ALLOC_CONF",
+        "PYTORCH_CUDA_ALLOC_CONF",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Run `cmd`; (success, stdout, stderr).
+fn output(cmd: &mut Command) -> (bool, String, String) {
+    let out = cmd.output().expect("torchlet runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// A parity program whose harness `checkpoint(label)` prints the allocator's figures.
+fn instrumented(program: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(program).unwrap();
+    let path = dir.join(program.file_name().unwrap());
+    let checkpoint = "fn checkpoint(label) { print(`checkpoint ${label}: ${memory_allocated()} ${memory_reserved()} ${cuda::max_memory_allocated()} ${cuda::max_memory_reserved()}`); }";
+    std::fs::write(&path, format!("{checkpoint}\n{text}")).unwrap();
+    path
+}
+
+/// The line a fit report says the run stopped at for want of values.
+fn stopped_for_values(report: &str) -> Option<usize> {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("stopped at ") && l.contains("no values here"))?;
+    let at = line.strip_prefix("stopped at ")?.split(": ").next()?;
+    at.rsplit(':').next()?.parse().ok()
+}
+
+/// Parity programs that read values (`.item()`), where a shapes-only run must stop.
+const NEED_VALUES: &[&str] = &["loss_total_pitfall"];
+
+/// PyTorch's figures at each checkpoint of a recorded parity program: allocated, reserved and
+/// the two peaks (0 before CUDA starts); only checkpoints before a known difference.
+fn recorded_checkpoints(name: &str) -> Vec<(String, [u64; 4])> {
+    let known = common::parity_known::KNOWN
+        .iter()
+        .find(|(p, ..)| *p == name);
+    let before = known.map_or(usize::MAX, |&(_, event, _)| event);
+    let path = repo()
+        .join("tests/data/torch_traces")
+        .join(format!("{name}.json"));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let stat = |c: &serde_json::Value, k: &str| c["memory_stats"][k].as_u64().unwrap_or(0);
+    trace["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["events"].as_u64().unwrap() as usize <= before)
+        .map(|c| {
+            let figures = [
+                c["memory_allocated"].as_u64().unwrap(),
+                c["memory_reserved"].as_u64().unwrap(),
+                stat(c, "allocated_bytes.all.peak"),
+                stat(c, "reserved_bytes.all.peak"),
+            ];
+            (c["label"].as_str().unwrap().to_string(), figures)
+        })
+        .collect()
+}
+
+/// A shapes-only run of every parity program reaches, at every checkpoint, the allocated and
+/// reserved bytes and peaks PyTorch recorded on the H200, which `tests/memory/parity.rs` shows the
+/// simulated GPU with data reaches too (it compares every statistic at every checkpoint).
+#[test]
+fn every_parity_program_allocates_as_pytorch_and_as_with_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("tests/data/torch_traces"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20);
+    let mut stopped = Vec::new();
+    for name in &names {
+        let script = instrumented(
+            &repo().join("tests/parity").join(format!("{name}.rhai")),
+            dir.path(),
+        );
+        let (_, report, err) = output(torchlet().arg("fit").arg(&script).args(["--gpu", "16GiB"]));
+        let printed: Vec<(String, [u64; 4])> = report
+            .lines()
+            .filter_map(|l| l.strip_prefix("checkpoint "))
+            .map(|l| {
+                let (label, numbers) = l.rsplit_once(": ").unwrap();
+                let n: Vec<u64> = numbers.split(' ').map(|x| x.parse().unwrap()).collect();
+                (label.to_string(), [n[0], n[1], n[2], n[3]])
+            })
+            .collect();
+        let want = recorded_checkpoints(name);
+        match stopped_for_values(&report) {
+            Some(line) => {
+                let text = std::fs::read_to_string(&script).unwrap();
+                stopped.push(format!(
+                    "{name}:{line}: {}",
+                    text.lines().nth(line - 1).unwrap_or("")
+                ));
+                assert!(
+                    printed.len() < want.len(),
+                    "{name} stopped after its last checkpoint?"
+                );
+            }
+            None => {
+                assert!(
+                    report.contains("fits: the script ran to its end"),
+                    "{name}:\n{report}\n{err}"
+                );
+                assert!(printed.len() >= want.len(), "{name}: checkpoints\n{report}");
+            }
+        }
+        for (got, want) in printed.iter().zip(&want) {
+            assert_eq!(got, want, "{name}: [allocated, reserved, peak allocated, peak reserved] at a checkpoint, shapes only against PyTorch");
+        }
+    }
+    let stopped_names: Vec<&str> = stopped
+        .iter()
+        .map(|s| s.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        stopped_names,
+        NEED_VALUES,
+        "programs a shapes-only run cannot finish:\n{}",
+        stopped.join("\n")
+    );
+    assert!(stopped.iter().all(|s| s.contains(".item()")), "{stopped:?}");
+}
+
+/// Write `text` as a script in `dir`.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const MLP: &str = "let n = arg(\"n\", 4096);
+let x = randn(n, 1024, #{device: \"cuda\"});
+let w1 = randn(1024, 4096, #{device: \"cuda\", requires_grad: true});
+let w2 = randn(4096, 10, #{device: \"cuda\", requires_grad: true});
+let loss = x.matmul(w1).relu().matmul(w2).pow(2).mean();
+loss.backward();
+";
+
+#[test]
+fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (ok, report, _) = output(
+        torchlet()
+            .arg("fit")
+            .arg(&path)
+            .args(["n=100000", "--gpu", "1GiB"]),
+    );
+    assert!(!ok, "exit status 1 when it does not fit");
+    assert!(
+        report.contains("does not fit: the first out-of-memory error, at "),
+        "{report}"
+    );
+    assert!(
+        report.contains("mlp.rhai:5:"),
+        "the line of the failing statement: {report}"
+    );
+    assert!(
+        report.contains("CUDA out of memory. Tried to allocate 1.53 GiB"),
+        "{report}"
+    );
+    assert!(
+        report.contains("the biggest holders: `x` 409600000 B"),
+        "{report}"
+    );
+}
+
+#[test]
+fn allocator_settings_are_compared_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args([
+        "--gpu",
+        "1GiB",
+        "--alloc-conf",
+        "expandable_segments:True",
+        "--alloc-conf",
+        "max_split_size_mb:64",
+    ]));
+    assert!(ok, "{report}{err}");
+    let table = report.split_once("setting").expect("a comparison table").1;
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].starts_with("alloc conf expandable_segments:True") && rows[0].ends_with("yes"));
+    assert!(rows[1].starts_with("alloc conf max_split_size_mb:64") && rows[1].ends_with("yes"));
+    // Each row is what a run with that setting alone reports.
+    for (row, conf) in rows
+        .iter()
+        .zip(["expandable_segments:True", "max_split_size_mb:64"])
+    {
+        let (_, alone, _) =
+            output(
+                torchlet()
+                    .arg("fit")
+                    .arg(&path)
+                    .args(["--gpu", "1GiB", "--alloc-conf", conf]),
+            );
+        let reserved = row.split_whitespace().rev().nth(1).unwrap();
+        assert!(
+            alone.contains(&format!("peak reserved:  {reserved} B")),
+            "{conf}: {row}\n{alone}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_finds_the_largest_value_that_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "mlp.rhai", MLP);
+    let (_, report, err) =
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["--gpu", "1GiB", "--sweep", "n=1..200000"]),
+        );
+    let best: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("the largest n that fits: "))
+        .unwrap_or_else(|| panic!("{report}{err}"))
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let fits = |n: u64| {
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .arg(format!("n={n}"))
+                .args(["--gpu", "1GiB"]),
+        )
+        .0
+    };
+    assert!(fits(best), "n={best} fits");
+    assert!(!fits(best + 1), "n={} does not", best + 1);
+}
+
+#[test]
+fn a_line_that_needs_values_stops_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "let x = randn(4, 4, #{device: \"cuda\"});\nlet s = fit_value(x.sum(), 1.5);\nprint(s * 2);\nprint(x.sum().item());\n";
+    let path = script(dir.path(), "values.rhai", text);
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
+    assert!(!ok);
+    assert!(
+        report.contains("3.0"),
+        "fit_value gave its default under fit: {report}"
+    );
+    assert!(
+        report.contains("stopped at ") && report.contains("values.rhai:4"),
+        "{report}"
+    );
+    assert!(report.contains("fit_value(x, default)"), "{report}");
+    // With data, fit_value is the value itself.
+    let (ok, out, err) = output(torchlet().args(["--simulate-cuda", "run"]).arg(&path));
+    assert!(ok, "{err}");
+    assert!(!out.lines().next().unwrap().contains("3.0"), "{out}");
+}
+
+#[test]
+fn twenty_gib_of_parameters_need_no_host_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "let ws = [];\nfor i in 0..20 { ws.push(randn(1 << 28, #{device: \"cuda\", requires_grad: true})); }\nlet total = ws.reduce(|sum, w| sum + w.nbytes, 0);\nprint(`total ${total}`);\n";
+    let path = script(dir.path(), "big.rhai", text);
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "80GiB"]));
+    assert!(ok, "{report}{err}");
+    assert!(report.contains("total 21474836480"), "{report}");
+    let host = report
+        .lines()
+        .find_map(|l| l.split_once("at most ")?.1.strip_suffix(" of host memory)"))
+        .expect("the host memory line");
+    let mib: f64 = host.trim_end_matches(" MiB").parse().unwrap();
+    assert!(
+        mib < 200.0,
+        "host memory {mib} MiB for 20 GiB of parameters"
+    );
+}
+
+/// What a fit report says about the devices and the end of the run: the lines a shapes-only run
+/// and a run with values must agree on.
+fn verdict(report: &str) -> Vec<&str> {
+    report
+        .lines()
+        .filter(|l| {
+            (l.starts_with("cuda:") && l.ends_with("):"))
+                || l.starts_with("  peak ")
+                || l.starts_with("  at the reserved peak")
+                || l.starts_with("fits:")
+                || l.starts_with("does not fit")
+                || l.starts_with("stopped at")
+        })
+        .collect()
+}
+
+/// `text` with each `x.item()` and `x.tolist()` (`x` a name, perhaps indexed: `parts[0]`)
+/// written `fit_value(x, 0.0)`, as a user would write a value read for `fit`.
+fn through_fit_value(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((at, call)) = [".item()", ".tolist()"]
+        .iter()
+        .filter_map(|c| rest.find(c).map(|at| (at, *c)))
+        .min()
+    {
+        let before = &rest[..at];
+        let start = value_start(before);
+        out += &before[..start];
+        out += &format!("fit_value({}, 0.0)", &before[start..]);
+        rest = &rest[at + call.len()..];
+    }
+    out + rest
+}
+
+/// Where the name (with its `[…]` indexes) that `before` ends with starts.
+fn value_start(before: &str) -> usize {
+    let bytes = before.as_bytes();
+    let mut i = bytes.len();
+    let mut depth = 0;
+    while i > 0 {
+        let c = bytes[i - 1];
+        match c {
+            b']' => depth += 1,
+            b'[' if depth > 0 => depth -= 1,
+            _ if depth > 0 || c.is_ascii_alphanumeric() || c == b'_' => {}
+            _ => break,
+        }
+        i -= 1;
+    }
+    i
+}
+
+/// Every script in `scripts/` reaches, shapes only, the peaks it reaches with values on the
+/// simulated GPU: the same bytes, at the same statements, with the same segments. A script's
+/// reads of values (`x.item()`, `x.tolist()`) go through `fit_value`. Scripts 09 and 10 print
+/// PyTorch's figures shapes only and with values (`tests/front_ends/scripts.rs`); run with values again here,
+/// 09 would compute for minutes.
+#[test]
+fn every_script_peaks_shapes_only_where_it_peaks_with_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rhai"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11);
+    for path in names {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("09_") || name.starts_with("10_") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let copy = script(dir.path(), &name, &through_fit_value(&text));
+        let fit = |values: bool| {
+            let mut cmd = torchlet();
+            cmd.arg("fit").arg(&copy).args(["--gpu", "80GiB,80GiB"]);
+            if name.starts_with("11_") {
+                // GPT-2 small with values needs 17 GB of host memory: a smaller model, same code.
+                cmd.args([
+                    "batch=2",
+                    "seq=64",
+                    "layers=2",
+                    "width=64",
+                    "heads=2",
+                    "vocab=1000",
+                ]);
+            }
+            if values {
+                cmd.arg("--values");
+            }
+            let (_, report, err) = output(&mut cmd);
+            assert!(
+                report.contains("cuda:1 (80.00 GiB):"),
+                "{name}: {report}{err}"
+            );
+            report
+        };
+        let (shapes, values) = (fit(false), fit(true));
+        assert!(
+            shapes.contains("fits: the script ran to its end"),
+            "{name}: {shapes}"
+        );
+        assert!(
+            values.contains("(the run, with values, took"),
+            "{name}: {values}"
+        );
+        assert_eq!(
+            verdict(&shapes),
+            verdict(&values),
+            "{name}: shapes only, then with values"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, autocast, optimizers, printing.
+#[path = "../common/mod.rs"]
+mod common;
+
+mod autocast;
+mod autograd;
+mod index_ops;
+mod model_ops;
+mod ops;
+mod optim;
+mod printing;
+mod reduce_scratch;
+mod shape_ops;
