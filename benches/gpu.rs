@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchlet::device::cuda::{self, layout::View, CudaDevice};
-use torchlet::device::{self, Device};
+use torchlet::device::cuda::{self, CudaDevice};
+use torchlet::device::{self, Device, Operand};
 use torchlet::session::Session;
 use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
 
@@ -105,13 +105,11 @@ fn script_level(c: &mut Criterion) {
 fn random_kernels(c: &mut Criterion) {
     let dev = CudaDevice::get(0).unwrap();
     let t = Tensor::empty(&[1000, 1000], &on_cuda()).unwrap();
-    let (shape, st) = ([1_000_000usize], [1usize]);
-    let v = View {
+    let layout = torchlet::types::Layout::contiguous(&[1_000_000]);
+    let v = Operand {
         ptr: t.data_ptr(),
-        elem: DType::F32,
-        shape: &shape,
-        strides: &st,
-        offset: 0,
+        dtype: DType::F32,
+        layout: &layout,
     };
     let mut g = c.benchmark_group("gpu_random");
     g.throughput(Throughput::Elements(1_000_000));

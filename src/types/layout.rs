@@ -3,7 +3,7 @@
 use super::error::{Result, TensorError};
 
 /// Where a tensor's elements lie in its storage: shape, strides (in elements) and offset.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
     /// Size of each dimension.
     pub shape: Vec<usize>,

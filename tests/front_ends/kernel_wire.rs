@@ -82,12 +82,23 @@ fn log_file(logs: Option<&std::path::Path>, name: &str) -> Stdio {
     })
 }
 
+/// A shell connection, retried until the kernel listens: a ZeroMQ connect fails at once when the
+/// kernel has not bound its port yet (it is still starting), or when the port was briefly another
+/// test's between this test choosing it and the kernel binding it.
 async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
     let session = uuid::Uuid::new_v4().to_string();
-    let identity = peer_identity_for_session(&session).unwrap();
-    create_client_shell_connection_with_identity(info, &session, identity)
-        .await
-        .expect("connect shell")
+    let started = Instant::now();
+    loop {
+        let identity = peer_identity_for_session(&session).unwrap();
+        match create_client_shell_connection_with_identity(info, &session, identity).await {
+            Ok(shell) => return shell,
+            Err(e) if started.elapsed() < WAIT => {
+                eprintln!("shell not connected yet ({e:?}); retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("connect shell: {e:?}"),
+        }
+    }
 }
 
 /// An iopub subscription the kernel has confirmed with its welcome, so nothing published later is missed.

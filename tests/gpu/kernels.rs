@@ -5,10 +5,9 @@ use crate::common;
 
 use half::{bf16, f16};
 use torchlet::alloc::{RawError, RawMemory};
-use torchlet::device::cuda::layout::View;
 use torchlet::device::cuda::{self, CudaDevice, CudaMemory};
-use torchlet::device::ReduceOp;
-use torchlet::types::DType;
+use torchlet::device::{Operand, ReduceOp};
+use torchlet::types::{DType, Layout};
 
 use common::{real_gpu as on_gpu, require_real_gpu};
 
@@ -16,19 +15,15 @@ use common::{real_gpu as on_gpu, require_real_gpu};
 struct Buf {
     ptr: u64,
     elem: DType,
-    shape: Vec<usize>,
-    strides: Vec<usize>,
-    offset: usize,
+    layout: Layout,
 }
 
 impl Buf {
-    fn view(&self) -> View<'_> {
-        View {
+    fn view(&self) -> Operand<'_> {
+        Operand {
             ptr: self.ptr,
-            elem: self.elem,
-            shape: &self.shape,
-            strides: &self.strides,
-            offset: self.offset,
+            dtype: self.elem,
+            layout: &self.layout,
         }
     }
 }
@@ -93,9 +88,7 @@ impl Gpu {
         Buf {
             ptr,
             elem,
-            shape: shape.to_vec(),
-            strides: strides_of(shape),
-            offset: 0,
+            layout: Layout::contiguous(shape),
         }
     }
     fn up(&mut self, vals: &[f64], elem: DType, shape: &[usize]) -> Buf {
@@ -107,23 +100,24 @@ impl Gpu {
     }
     /// Elements of a (possibly strided) buffer in row-major order.
     fn down(&self, b: &Buf) -> Vec<f64> {
-        let span = b.offset
-            + b.shape
+        let span = b.layout.offset
+            + b.layout
+                .shape
                 .iter()
-                .zip(&b.strides)
+                .zip(&b.layout.strides)
                 .map(|(s, t)| (s.max(&1) - 1) * t)
                 .sum::<usize>()
             + 1;
         let mut bytes = vec![0u8; span * b.elem.size()];
         self.dev.read_bytes(b.ptr, &mut bytes).expect("download");
         let all = decode(&bytes, b.elem);
-        let n: usize = b.shape.iter().product();
+        let n: usize = b.layout.shape.iter().product();
         (0..n)
             .map(|mut i| {
-                let mut off = b.offset;
-                for d in (0..b.shape.len()).rev() {
-                    off += (i % b.shape[d]) * b.strides[d];
-                    i /= b.shape[d];
+                let mut off = b.layout.offset;
+                for d in (0..b.layout.shape.len()).rev() {
+                    off += (i % b.layout.shape[d]) * b.layout.strides[d];
+                    i /= b.layout.shape[d];
                 }
                 all[off]
             })
@@ -330,8 +324,8 @@ fn unary_ops_match_the_host_for_float_dtypes() {
         // clamp and pow with parameters, on a transposed (strided) view.
         let input: Vec<f64> = values(12, 3).iter().map(|&x| round(x, elem)).collect();
         let mut a = g.up(&input, elem, &[3, 4]);
-        a.shape = vec![4, 3];
-        a.strides = vec![1, 4];
+        a.layout.shape = vec![4, 3];
+        a.layout.strides = vec![1, 4];
         let out = g.alloc(elem, &[4, 3]);
         g.dev
             .gpu()
@@ -384,8 +378,8 @@ fn binary_ops_broadcast_and_promote() {
         let a = g.up(&xs, elem, &[6, 5]);
         // b is [5] broadcast over rows: stride 0 on dim 0.
         let mut b = g.up(&ys, elem, &[5]);
-        b.shape = vec![6, 5];
-        b.strides = vec![0, 1];
+        b.layout.shape = vec![6, 5];
+        b.layout.strides = vec![0, 1];
         let out = g.alloc(elem, &[6, 5]);
         for (op, f) in [
             ("add", (|x, y| x + y) as fn(f64, f64) -> f64),
@@ -481,8 +475,11 @@ fn casts_between_every_dtype_pair() {
             assert_close(&g.down(&out), &want, 0.0, &format!("{from:?} -> {to:?}"));
             // Strided: the transpose, made contiguous.
             let t = Buf {
-                shape: vec![3, 3],
-                strides: vec![1, 3],
+                layout: Layout {
+                    shape: vec![3, 3],
+                    strides: vec![1, 3],
+                    offset: 0,
+                },
                 ..g.up(&src, from, &[3, 3])
             };
             g.dev.gpu().copy(&t.view(), &out.view()).unwrap();
@@ -782,8 +779,11 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
             .collect();
         let rb = g.up(&yt, elem, &[b, n, k]);
         let rhs = Buf {
-            shape: vec![b, k, n],
-            strides: vec![n * k, 1, k],
+            layout: Layout {
+                shape: vec![b, k, n],
+                strides: vec![n * k, 1, k],
+                offset: 0,
+            },
             ..rb
         };
         let out = g.alloc(elem, &[b, m, n]);
@@ -936,9 +936,9 @@ fn up_at(g: &mut Gpu, vals: &[f64], elem: DType, shape: &[usize], offset: usize)
     let mut padded = vec![0.0; offset];
     padded.extend_from_slice(vals);
     let mut b = g.up(&padded, elem, &[padded.len()]);
-    b.shape = shape.to_vec();
-    b.strides = strides_of(shape);
-    b.offset = offset;
+    b.layout.shape = shape.to_vec();
+    b.layout.strides = strides_of(shape);
+    b.layout.offset = offset;
     b
 }
 

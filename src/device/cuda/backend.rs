@@ -15,7 +15,7 @@ use crate::types::{DType, ErrorKind, Result, Scalar, TensorError};
 
 use super::device::CudaDevice;
 use super::error::CudaError;
-use super::layout::View;
+
 use super::memory::CudaMemory;
 use super::reduce::Stage;
 
@@ -56,14 +56,7 @@ impl CudaBackend {
         };
         let dev = &self.dev;
         let blas = &dev.blas[crate::device::blas_handle::current() as usize];
-        Ok(blas.matmul(
-            &dev.gpu(),
-            &view(&lhs),
-            &view(&rhs),
-            &view(&dst),
-            accumulate,
-            &workspace,
-        )?)
+        Ok(blas.matmul(&dev.gpu(), &lhs, &rhs, &dst, accumulate, &workspace)?)
     }
 
     /// The device's context, kernels and libraries.
@@ -80,17 +73,6 @@ impl From<CudaError> for TensorError {
             }
             other => TensorError::runtime(other.to_string()),
         }
-    }
-}
-
-/// The kernels' view of a backend operand.
-fn view<'a>(o: &Operand<'a>) -> View<'a> {
-    View {
-        ptr: o.ptr,
-        elem: o.dtype,
-        shape: &o.layout.shape,
-        strides: &o.layout.strides,
-        offset: o.layout.offset,
     }
 }
 
@@ -138,28 +120,25 @@ impl Backend for CudaBackend {
         Ok(self.dev.read_bytes(src, dst)?)
     }
     fn copy(&self, src: Operand, dst: Operand) -> Result<()> {
-        Ok(self.dev.gpu().copy(&view(&src), &view(&dst))?)
+        Ok(self.dev.gpu().copy(&src, &dst)?)
     }
     fn fill(&self, dst: Operand, value: Scalar) -> Result<()> {
         let (f, i) = scalar_parts(value);
-        Ok(self.dev.gpu().fill(&view(&dst), f, i)?)
+        Ok(self.dev.gpu().fill(&dst, f, i)?)
     }
     fn random(&self, dst: Operand, dist: Distribution, seed: u64) -> Result<()> {
         // torchlet's Philox kernel, not cuRAND: measured on the H200, cuRAND's normal fill of 1e6
         // floats took 21.7 µs against PyTorch's 10.8 µs for randn; the Philox kernel takes 4.9 µs
         // (benches/RESULTS.md). cuRAND stays available as `CudaDevice::rng`.
         let normal = dist == Distribution::Normal;
-        Ok(self.dev.gpu().philox(&view(&dst), seed, 0, normal)?)
+        Ok(self.dev.gpu().philox(&dst, seed, 0, normal)?)
     }
     fn arange(&self, dst: Operand, start: f64, step: f64) -> Result<()> {
-        Ok(self.dev.gpu().arange(&view(&dst), start, step)?)
+        Ok(self.dev.gpu().arange(&dst, start, step)?)
     }
     fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()> {
         let (name, (p0, p1)) = (op.kernel_name(), op.kernel_params());
-        Ok(self
-            .dev
-            .gpu()
-            .unary(name, p0, p1, &view(&src), &view(&dst))?)
+        Ok(self.dev.gpu().unary(name, p0, p1, &src, &dst)?)
     }
     fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         let (name, (p0, p1)) = (op.kernel_name(), op.kernel_params());
@@ -171,7 +150,7 @@ impl Backend for CudaBackend {
         Ok(self
             .dev
             .gpu()
-            .binary(name, p0, p1, compute, &view(&lhs), &view(&rhs), &view(&dst))?)
+            .binary(name, p0, p1, compute, &lhs, &rhs, &dst)?)
     }
     fn binary_scalar(
         &self,
@@ -194,15 +173,10 @@ impl Backend for CudaBackend {
             dst.dtype
         };
         let (f, i) = scalar_parts(scalar);
-        Ok(self.dev.gpu().binary_scalar(
-            name,
-            compute,
-            &view(&src),
-            f,
-            i,
-            scalar_first,
-            &view(&dst),
-        )?)
+        Ok(self
+            .dev
+            .gpu()
+            .binary_scalar(name, compute, &src, f, i, scalar_first, &dst)?)
     }
     fn props(&self) -> Option<DeviceProps> {
         let info = &self.dev.ctx.info;
@@ -218,13 +192,12 @@ impl Backend for CudaBackend {
             buffer: m.buffer,
             semaphores: m.semaphores,
         });
-        let indices = out.indices.as_ref().map(view);
         Ok(self.dev.gpu().reduce(
             op,
-            &view(&src),
+            &src,
             dims,
-            &view(&out.dst),
-            indices.as_ref(),
+            &out.dst,
+            out.indices.as_ref(),
             stage.as_ref(),
         )?)
     }
@@ -266,7 +239,7 @@ impl Backend for CudaBackend {
         lt: bool,
     ) -> Result<()> {
         let gpu = self.dev.gpu();
-        gpu.copy(&view(&bias), &view(&dst))?;
+        gpu.copy(&bias, &dst)?;
         self.product(lhs, rhs, dst, true)?;
         if lt {
             self.lt_workspaces.ensure(|| {
@@ -287,16 +260,10 @@ impl Backend for CudaBackend {
         mean: Operand,
         rstd: Operand,
     ) -> Result<()> {
-        let (w, b) = (weight.as_ref().map(view), bias.as_ref().map(view));
-        Ok(self.dev.gpu().layer_norm(
-            &view(&x),
-            w.as_ref(),
-            b.as_ref(),
-            eps,
-            &view(&y),
-            &view(&mean),
-            &view(&rstd),
-        )?)
+        Ok(self
+            .dev
+            .gpu()
+            .layer_norm(&x, weight.as_ref(), bias.as_ref(), eps, &y, &mean, &rstd)?)
     }
     fn layer_norm_backward(
         &self,
@@ -307,27 +274,13 @@ impl Backend for CudaBackend {
         weight: Option<Operand>,
         grads: LayerNormGrads,
     ) -> Result<()> {
-        let w = weight.as_ref().map(view);
-        let g = super::norm::NormGrads {
-            dx: grads.dx.as_ref().map(view),
-            dweight: grads.dweight.as_ref().map(view),
-            dbias: grads.dbias.as_ref().map(view),
-            parts: grads.parts,
-        };
-        Ok(self.dev.gpu().layer_norm_backward(
-            &view(&dy),
-            &view(&x),
-            &view(&mean),
-            &view(&rstd),
-            w.as_ref(),
-            &g,
-        )?)
-    }
-    fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()> {
         Ok(self
             .dev
             .gpu()
-            .dropout(&view(&src), p, seed, &view(&mask), &view(&out))?)
+            .layer_norm_backward(&dy, &x, &mean, &rstd, weight.as_ref(), &grads)?)
+    }
+    fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()> {
+        Ok(self.dev.gpu().dropout(&src, p, seed, &mask, &out)?)
     }
     fn dropout_backward(
         &self,
@@ -336,16 +289,13 @@ impl Backend for CudaBackend {
         scale: f64,
         out: Operand,
     ) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .dropout_backward(&view(&grad), &view(&mask), scale, &view(&out))?)
+        Ok(self.dev.gpu().dropout_backward(&grad, &mask, scale, &out)?)
     }
     fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()> {
         self.product(lhs, rhs, dst, false)
     }
     fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()> {
-        Ok(self.dev.gpu().softmax(&view(&src), dim, log, &view(&dst))?)
+        Ok(self.dev.gpu().softmax(&src, dim, log, &dst)?)
     }
     fn softmax_backward(
         &self,
@@ -358,47 +308,35 @@ impl Backend for CudaBackend {
         Ok(self
             .dev
             .gpu()
-            .softmax_backward(&view(&grad), &view(&output), dim, log, &view(&dst))?)
+            .softmax_backward(&grad, &output, dim, log, &dst)?)
     }
     fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .nll_loss(&view(&logp), &view(&target), &view(&dst))?)
+        Ok(self.dev.gpu().nll_loss(&logp, &target, &dst)?)
     }
     fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .nll_loss_backward(&view(&grad), &view(&target), &view(&dst))?)
+        Ok(self.dev.gpu().nll_loss_backward(&grad, &target, &dst)?)
     }
     fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .scatter(&view(&src), &view(&index), dim, &view(&dst))?)
+        Ok(self.dev.gpu().scatter(&src, &index, dim, &dst)?)
     }
     fn where_select(&self, cond: Operand, a: Operand, b: Operand, dst: Operand) -> Result<()> {
         let gpu = self.dev.gpu();
-        Ok(gpu.where_select(&view(&cond), &view(&a), &view(&b), &view(&dst))?)
+        Ok(gpu.where_select(&cond, &a, &b, &dst)?)
     }
     fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()> {
         let (f, i) = scalar_parts(value);
-        Ok(self
-            .dev
-            .gpu()
-            .masked_fill(&view(&dst), &view(&mask), f, i)?)
+        Ok(self.dev.gpu().masked_fill(&dst, &mask, f, i)?)
     }
     fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()> {
         let gpu = self.dev.gpu();
-        Ok(gpu.triangle(&view(&src), diagonal, upper, &view(&dst))?)
+        Ok(gpu.triangle(&src, diagonal, upper, &dst)?)
     }
     fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
         let gpu = self.dev.gpu();
-        Ok(gpu.gather(&view(&src), &view(&index), dim, &view(&dst))?)
+        Ok(gpu.gather(&src, &index, dim, &dst)?)
     }
     fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
         let gpu = self.dev.gpu();
-        Ok(gpu.scatter_add(&view(&src), &view(&index), dim, &view(&dst))?)
+        Ok(gpu.scatter_add(&src, &index, dim, &dst)?)
     }
 }

@@ -9,9 +9,10 @@ use cudarc::cublas::{result as blas, sys as bsys};
 
 use super::context::CudaContext;
 use super::error::{cublas, CudaError, CudaResult};
-use super::layout::View;
+use super::layout::OperandExt;
 use super::ops::Gpu;
-use crate::types::DType;
+use crate::device::backend::Operand;
+use crate::types::{DType, Layout};
 
 /// A cuBLAS handle bound to the device's stream, and its workspace once allocated.
 pub struct Blas {
@@ -70,10 +71,14 @@ struct Mat {
 
 /// Describe a [b, r, c] view as a column-major cuBLAS operand of the transposed product, or
 /// `None` when neither its rows nor its columns are dense (then it is copied first).
-fn as_mat(v: &View) -> Option<Mat> {
-    let (r, c) = (v.shape[1], v.shape[2]);
-    let (sr, sc) = (v.strides[1], v.strides[2]);
-    let batch_stride = if v.shape[0] == 1 { 0 } else { v.strides[0] };
+fn as_mat(v: &Operand) -> Option<Mat> {
+    let (r, c) = (v.layout.shape[1], v.layout.shape[2]);
+    let (sr, sc) = (v.layout.strides[1], v.layout.strides[2]);
+    let batch_stride = if v.layout.shape[0] == 1 {
+        0
+    } else {
+        v.layout.strides[0]
+    };
     if (sc == 1 || c == 1) && (sr >= c || r == 1) {
         let ld = if r == 1 { c.max(1) } else { sr };
         return Some(Mat {
@@ -119,14 +124,19 @@ impl Blas {
     pub fn matmul(
         &self,
         gpu: &Gpu,
-        lhs: &View,
-        rhs: &View,
-        dst: &View,
+        lhs: &Operand,
+        rhs: &Operand,
+        dst: &Operand,
         accumulate: bool,
         workspace: &dyn Fn(usize) -> CudaResult<u64>,
     ) -> CudaResult<()> {
-        let (b, m, k, n) = (dst.shape[0], dst.shape[1], lhs.shape[2], dst.shape[2]);
-        let (dtype, compute) = match dst.elem {
+        let (b, m, k, n) = (
+            dst.layout.shape[0],
+            dst.layout.shape[1],
+            lhs.layout.shape[2],
+            dst.layout.shape[2],
+        );
+        let (dtype, compute) = match dst.dtype {
             DType::F32 => (
                 bsys::cudaDataType::CUDA_R_32F,
                 bsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -160,9 +170,14 @@ impl Blas {
                 gpu.fill(dst, 0.0, 0)
             };
         }
-        let (mut sa, mut sb, mut ca, mut cb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let lhs = gpu.as_elem(lhs, dst.elem, 0, &mut ca)?;
-        let rhs = gpu.as_elem(rhs, dst.elem, 1, &mut cb)?;
+        let (mut sa, mut sb, mut ca, mut cb) = (
+            Layout::default(),
+            Layout::default(),
+            Layout::default(),
+            Layout::default(),
+        );
+        let lhs = gpu.as_elem(lhs, dst.dtype, 0, &mut ca)?;
+        let rhs = gpu.as_elem(rhs, dst.dtype, 1, &mut cb)?;
         let lhs = dense_if_needed(gpu, &lhs, 2, &mut sa)?;
         let rhs = dense_if_needed(gpu, &rhs, 3, &mut sb)?;
         let (a, bm) = (as_mat(&lhs).expect("dense"), as_mat(&rhs).expect("dense"));
@@ -180,7 +195,7 @@ impl Blas {
         } else {
             (0f32, 0f64)
         };
-        let (alpha, beta): (*const c_void, *const c_void) = if dst.elem == DType::F64 {
+        let (alpha, beta): (*const c_void, *const c_void) = if dst.dtype == DType::F64 {
             (
                 (&one64 as *const f64).cast(),
                 (&zero64 as *const f64).cast(),
@@ -266,12 +281,12 @@ impl Blas {
 /// `v` itself when cuBLAS can read it as a matrix, else a dense copy in scratch `slot`.
 fn dense_if_needed<'v>(
     gpu: &Gpu,
-    v: &View<'v>,
+    v: &Operand<'v>,
     slot: usize,
-    st: &'v mut Vec<usize>,
-) -> CudaResult<View<'v>> {
+    layout: &'v mut Layout,
+) -> CudaResult<Operand<'v>> {
     if as_mat(v).is_some() {
         return Ok(*v);
     }
-    gpu.dense_copy(v, slot, st)
+    gpu.dense_copy(v, slot, layout)
 }

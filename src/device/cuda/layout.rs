@@ -2,47 +2,30 @@
 //! shapes and strides with adjacent dimensions merged where every operand allows it.
 
 use super::error::{CudaError, CudaResult};
-use crate::types::DType;
+use crate::device::backend::Operand;
 
 /// Most dimensions a kernel handles after merging (the kernels' MAXD).
 pub const MAXD: usize = 8;
 
-/// One strided operand: storage base address, element type, shape, strides and offset (elements).
-#[derive(Clone, Copy, Debug)]
-pub struct View<'a> {
-    /// Device address of the storage's first byte.
-    pub ptr: u64,
-    /// Element type.
-    pub elem: DType,
-    /// Size of each dimension.
-    pub shape: &'a [usize],
-    /// Element strides (0 for broadcast dimensions).
-    pub strides: &'a [usize],
-    /// Elements from the storage start to the first element.
-    pub offset: usize,
+/// What the kernels need of an operand beyond its fields.
+pub trait OperandExt {
+    /// Device address of the first element.
+    fn addr(&self) -> u64;
+    /// Number of elements.
+    fn numel(&self) -> usize;
+    /// Dense row-major (size-1 dimensions ignored).
+    fn is_contiguous(&self) -> bool;
 }
 
-impl View<'_> {
-    /// Address of the first element.
-    pub fn addr(&self) -> u64 {
-        self.ptr + (self.offset * self.elem.size()) as u64
+impl OperandExt for Operand<'_> {
+    fn addr(&self) -> u64 {
+        self.ptr + (self.layout.offset * self.dtype.size()) as u64
     }
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+    fn numel(&self) -> usize {
+        self.layout.numel()
     }
-    /// Dense row-major (size-1 dimensions ignored).
-    pub fn is_contiguous(&self) -> bool {
-        let mut expected = 1;
-        for i in (0..self.shape.len()).rev() {
-            if self.shape[i] != 1 {
-                if self.strides[i] != expected {
-                    return false;
-                }
-                expected *= self.shape[i];
-            }
-        }
-        true
+    fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
     }
 }
 

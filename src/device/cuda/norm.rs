@@ -4,10 +4,12 @@ use std::ffi::c_void;
 
 use super::error::{CudaError, CudaResult};
 use super::kernel_name::KernelName;
-use super::layout::View;
+use super::layout::OperandExt;
 use super::module::{launch, BLOCK};
 use super::ops::Gpu;
 use super::rows::RowPlan;
+use crate::device::backend::{LayerNormGrads, Operand};
+use crate::types::Layout;
 
 /// Pointers to each argument's value, as cuLaunchKernel wants them.
 macro_rules! args {
@@ -15,44 +17,32 @@ macro_rules! args {
 }
 
 /// A device address, or null for an absent optional operand.
-fn addr_or_null(v: Option<&View>) -> u64 {
+fn addr_or_null(v: Option<&Operand>) -> u64 {
     v.map_or(0, |v| v.addr())
 }
 
-/// Where layer norm's backward writes, as device views.
-pub struct NormGrads<'a> {
-    /// The input's gradient [rows, n].
-    pub dx: Option<View<'a>>,
-    /// The weight's partial sums [parts, n].
-    pub dweight: Option<View<'a>>,
-    /// The bias's partial sums [parts, n].
-    pub dbias: Option<View<'a>>,
-    /// Row blocks in `dweight`/`dbias`.
-    pub parts: usize,
-}
-
 impl Gpu<'_> {
-    fn float_kernel(&self, what: &'static str, v: &View) -> CudaResult<KernelName> {
-        if !v.elem.is_float() {
+    fn float_kernel(&self, what: &'static str, v: &Operand) -> CudaResult<KernelName> {
+        if !v.dtype.is_float() {
             return Err(CudaError::Unsupported(format!(
                 "\"{what}\" not implemented for '{}'",
-                v.elem.scalar_type_name()
+                v.dtype.scalar_type_name()
             )));
         }
-        Ok(KernelName::of(what, v.elem))
+        Ok(KernelName::of(what, v.dtype))
     }
 
     /// Layer norm of the rows of the contiguous `x` into `y`, with per-row `mean` and `rstd`.
     #[allow(clippy::too_many_arguments)]
     pub fn layer_norm(
         &self,
-        x: &View,
-        w: Option<&View>,
-        b: Option<&View>,
+        x: &Operand,
+        w: Option<&Operand>,
+        b: Option<&Operand>,
         eps: f64,
-        y: &View,
-        mean: &View,
-        rstd: &View,
+        y: &Operand,
+        mean: &Operand,
+        rstd: &Operand,
     ) -> CudaResult<()> {
         let name = self.float_kernel("layer_norm", x)?;
         let rows = mean.numel();
@@ -67,10 +57,10 @@ impl Gpu<'_> {
             .into_iter()
             .flatten()
             .collect();
-        if let Some(plan) = RowPlan::new(n, x.elem, &addrs, 8) {
+        if let Some(plan) = RowPlan::new(n, x.dtype, &addrs, 8) {
             let f = self
                 .kernels
-                .function(self.ctx, plan.kernel("layer_norm_rows", x.elem))?;
+                .function(self.ctx, plan.kernel("layer_norm_rows", x.dtype))?;
             let mut group = plan.group as i32;
             let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, nn, e, group);
             return launch(self.ctx, f, (plan.grid(rows), 1, 1), plan.block, params);
@@ -83,12 +73,12 @@ impl Gpu<'_> {
     /// Layer norm's backward: the input's gradient per row, then the weight's and bias's sums.
     pub fn layer_norm_backward(
         &self,
-        dy: &View,
-        x: &View,
-        mean: &View,
-        rstd: &View,
-        w: Option<&View>,
-        grads: &NormGrads,
+        dy: &Operand,
+        x: &Operand,
+        mean: &Operand,
+        rstd: &Operand,
+        w: Option<&Operand>,
+        grads: &LayerNormGrads,
     ) -> CudaResult<()> {
         let rows = mean.numel();
         let n = x.numel().checked_div(rows).unwrap_or(0);
@@ -124,18 +114,18 @@ impl Gpu<'_> {
     /// Dropout of `src` into the contiguous `out` and bool `mask`.
     pub fn dropout(
         &self,
-        src: &View,
+        src: &Operand,
         p: f64,
         seed: u64,
-        mask: &View,
-        out: &View,
+        mask: &Operand,
+        out: &Operand,
     ) -> CudaResult<()> {
         let n = out.numel();
         if n == 0 {
             return Ok(());
         }
         let name = self.float_kernel("dropout", out)?;
-        let mut st = Vec::new();
+        let mut st = Layout::default();
         let src = if src.is_contiguous() {
             *src
         } else {
@@ -151,17 +141,17 @@ impl Gpu<'_> {
     /// `out = grad * mask * scale` into the contiguous `out`.
     pub fn dropout_backward(
         &self,
-        grad: &View,
-        mask: &View,
+        grad: &Operand,
+        mask: &Operand,
         scale: f64,
-        out: &View,
+        out: &Operand,
     ) -> CudaResult<()> {
         let n = out.numel();
         if n == 0 {
             return Ok(());
         }
         let name = self.float_kernel("dropout_bw", out)?;
-        let (mut sg, mut sm) = (Vec::new(), Vec::new());
+        let (mut sg, mut sm) = (Layout::default(), Layout::default());
         let grad = if grad.is_contiguous() {
             *grad
         } else {

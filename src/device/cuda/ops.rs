@@ -9,9 +9,10 @@ use cudarc::driver::sys;
 use super::context::CudaContext;
 use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
-use super::layout::{lay, View};
+use super::layout::{lay, OperandExt};
 use super::module::{grid_for, launch, Kernels, BLOCK, BLOCKS_PER_SM, MAX_GRID};
-use crate::types::{contiguous_strides, DType};
+use crate::device::backend::Operand;
+use crate::types::{DType, Layout};
 
 /// The device's context and kernels, which every operation needs.
 pub struct Gpu<'a> {
@@ -26,13 +27,15 @@ macro_rules! args {
     ($($v:ident),*) => { [$(&mut $v as *mut _ as *mut c_void),*] };
 }
 
-fn aligned16(views: &[&View]) -> bool {
+fn aligned16(views: &[&Operand]) -> bool {
     views.iter().all(|v| v.addr() % 16 == 0)
 }
 
-fn same_dense(views: &[&View]) -> bool {
-    let shape = views[0].shape;
-    views.iter().all(|v| v.shape == shape && v.is_contiguous())
+fn same_dense(views: &[&Operand]) -> bool {
+    let shape = &views[0].layout.shape;
+    views
+        .iter()
+        .all(|v| &v.layout.shape == shape && v.is_contiguous())
 }
 
 impl Gpu<'_> {
@@ -58,19 +61,19 @@ impl Gpu<'_> {
     }
 
     /// `dst = src` elementwise with dtype conversion (same shape).
-    pub fn copy(&self, src: &View, dst: &View) -> CudaResult<()> {
+    pub fn copy(&self, src: &Operand, dst: &Operand) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
         }
-        if src.elem == dst.elem && same_dense(&[src, dst]) {
+        if src.dtype == dst.dtype && same_dense(&[src, dst]) {
             self.ctx.bind()?;
             // SAFETY: both ranges are live device memory of n elements, ordered on our stream.
             return unsafe {
                 sys::cuMemcpyDtoDAsync_v2(
                     dst.addr(),
                     src.addr(),
-                    n * dst.elem.size(),
+                    n * dst.dtype.size(),
                     self.ctx.stream,
                 )
             }
@@ -80,17 +83,20 @@ impl Gpu<'_> {
         let (mut o, mut a, mut nn) = (dst.addr(), src.addr(), n as i64);
         if same_dense(&[src, dst]) {
             // Kernel names end with their module's (the source) type: cast_c_<to>_<from>.
-            let name = KernelName::of("cast_c", dst.elem).and(src.elem);
+            let name = KernelName::of("cast_c", dst.dtype).and(src.dtype);
             self.run(name, n, &mut args!(o, a, nn))
         } else {
-            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
-            let name = KernelName::of("cast_s", dst.elem).and(src.elem);
+            let mut l = lay(
+                &dst.layout.shape,
+                &[&dst.layout.strides, &src.layout.strides],
+            )?;
+            let name = KernelName::of("cast_s", dst.dtype).and(src.dtype);
             self.run(name, strided_threads(n), &mut args!(o, a, l, nn))
         }
     }
 
     /// Every element of `dst` set to the scalar (`f` for float dtypes, `i` for the others).
-    pub fn fill(&self, dst: &View, f: f64, i: i64) -> CudaResult<()> {
+    pub fn fill(&self, dst: &Operand, f: f64, i: i64) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
@@ -100,19 +106,21 @@ impl Gpu<'_> {
             if f == 0.0 && i == 0 && f.is_sign_positive() {
                 self.ctx.bind()?;
                 // SAFETY: n elements of live device memory, ordered on our stream.
-                return unsafe { sys::cuMemsetD8Async(o, 0, n * dst.elem.size(), self.ctx.stream) }
-                    .result()
-                    .map_err(|e| driver("cuMemsetD8Async", e));
+                return unsafe {
+                    sys::cuMemsetD8Async(o, 0, n * dst.dtype.size(), self.ctx.stream)
+                }
+                .result()
+                .map_err(|e| driver("cuMemsetD8Async", e));
             }
             self.run(
-                KernelName::of("fill_c", dst.elem),
+                KernelName::of("fill_c", dst.dtype),
                 n,
                 &mut args!(o, sd, si, nn),
             )
         } else {
-            let mut l = lay(dst.shape, &[dst.strides])?;
+            let mut l = lay(&dst.layout.shape, &[&dst.layout.strides])?;
             self.run(
-                KernelName::of("fill_s", dst.elem),
+                KernelName::of("fill_s", dst.dtype),
                 n,
                 &mut args!(o, sd, si, l, nn),
             )
@@ -120,40 +128,39 @@ impl Gpu<'_> {
     }
 
     /// A contiguous `dst` filled with `start + i * step`.
-    pub fn arange(&self, dst: &View, start: f64, step: f64) -> CudaResult<()> {
+    pub fn arange(&self, dst: &Operand, start: f64, step: f64) -> CudaResult<()> {
         let n = dst.numel();
         let (mut o, mut s, mut st, mut nn) = (dst.addr(), start, step, n as i64);
         if n == 0 {
             return Ok(());
         }
         self.run(
-            KernelName::of("arange", dst.elem),
+            KernelName::of("arange", dst.dtype),
             n,
             &mut args!(o, s, st, nn),
         )
     }
 
-    /// `src` as a view of dtype `elem`: itself, or a contiguous cast into scratch `slot`.
+    /// `src` as a view of dtype `elem`: itself, or a contiguous cast into scratch `slot` (laid out
+    /// by `layout`, which the caller keeps for the result's life).
     pub fn as_elem<'v>(
         &self,
-        src: &View<'v>,
+        src: &Operand<'v>,
         elem: DType,
         slot: usize,
-        strides: &'v mut Vec<usize>,
-    ) -> CudaResult<View<'v>> {
-        if src.elem == elem {
+        layout: &'v mut Layout,
+    ) -> CudaResult<Operand<'v>> {
+        if src.dtype == elem {
             return Ok(*src);
         }
         let ptr = self
             .ctx
             .scratch(slot, (src.numel() * elem.size()).max(16))?;
-        *strides = contiguous_strides(src.shape);
-        let tmp = View {
+        *layout = Layout::contiguous(&src.layout.shape);
+        let tmp = Operand {
             ptr,
-            elem,
-            shape: src.shape,
-            strides,
-            offset: 0,
+            dtype: elem,
+            layout,
         };
         self.copy(src, &tmp)?;
         Ok(tmp)
@@ -163,18 +170,16 @@ impl Gpu<'_> {
     /// operands; scratch keeps the copy out of the caching allocator's events, as in PyTorch.
     pub fn dense_copy<'v>(
         &self,
-        v: &View<'v>,
+        v: &Operand<'v>,
         slot: usize,
-        strides: &'v mut Vec<usize>,
-    ) -> CudaResult<View<'v>> {
-        let ptr = self.ctx.scratch(slot, v.numel() * v.elem.size())?;
-        *strides = contiguous_strides(v.shape);
-        let tmp = View {
+        layout: &'v mut Layout,
+    ) -> CudaResult<Operand<'v>> {
+        let ptr = self.ctx.scratch(slot, v.numel() * v.dtype.size())?;
+        *layout = Layout::contiguous(&v.layout.shape);
+        let tmp = Operand {
             ptr,
-            elem: v.elem,
-            shape: v.shape,
-            strides,
-            offset: 0,
+            dtype: v.dtype,
+            layout,
         };
         self.copy(v, &tmp)?;
         Ok(tmp)
@@ -186,26 +191,29 @@ impl Gpu<'_> {
         op: &'static str,
         p0: f64,
         p1: f64,
-        src: &View,
-        dst: &View,
+        src: &Operand,
+        dst: &Operand,
     ) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
         }
-        let mut st = Vec::new();
-        let src = self.as_elem(src, dst.elem, 0, &mut st)?;
+        let mut st = Layout::default();
+        let src = self.as_elem(src, dst.dtype, 0, &mut st)?;
         let (mut o, mut a, mut nn, mut q0, mut q1) = (dst.addr(), src.addr(), n as i64, p0, p1);
         if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
             self.run(
-                KernelName::of("unary_c", dst.elem).op(op),
-                n / vec_width(dst.elem),
+                KernelName::of("unary_c", dst.dtype).op(op),
+                n / vec_width(dst.dtype),
                 &mut args!(o, a, nn, q0, q1),
             )
         } else {
-            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
+            let mut l = lay(
+                &dst.layout.shape,
+                &[&dst.layout.strides, &src.layout.strides],
+            )?;
             self.run(
-                KernelName::of("unary_s", dst.elem).op(op),
+                KernelName::of("unary_s", dst.dtype).op(op),
                 strided_threads(n),
                 &mut args!(o, a, l, nn, q0, q1),
             )
@@ -220,15 +228,15 @@ impl Gpu<'_> {
         p0: f64,
         p1: f64,
         compute: DType,
-        lhs: &View,
-        rhs: &View,
-        dst: &View,
+        lhs: &Operand,
+        rhs: &Operand,
+        dst: &Operand,
     ) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
         }
-        let (mut s1, mut s2) = (Vec::new(), Vec::new());
+        let (mut s1, mut s2) = (Layout::default(), Layout::default());
         let lhs = self.as_elem(lhs, compute, 0, &mut s1)?;
         let rhs = self.as_elem(rhs, compute, 1, &mut s2)?;
         let (mut o, mut a, mut b, mut nn, mut q0, mut q1) =
@@ -240,7 +248,14 @@ impl Gpu<'_> {
                 &mut args!(o, a, b, nn, q0, q1),
             )
         } else {
-            let mut l = lay(dst.shape, &[dst.strides, lhs.strides, rhs.strides])?;
+            let mut l = lay(
+                &dst.layout.shape,
+                &[
+                    &dst.layout.strides,
+                    &lhs.layout.strides,
+                    &rhs.layout.strides,
+                ],
+            )?;
             self.run(
                 KernelName::of("binary_s", compute).op(op),
                 strided_threads(n),
@@ -255,17 +270,17 @@ impl Gpu<'_> {
         &self,
         op: &'static str,
         compute: DType,
-        src: &View,
+        src: &Operand,
         f: f64,
         i: i64,
         rev: bool,
-        dst: &View,
+        dst: &Operand,
     ) -> CudaResult<()> {
         let n = dst.numel();
         if n == 0 {
             return Ok(());
         }
-        let mut s1 = Vec::new();
+        let mut s1 = Layout::default();
         let src = self.as_elem(src, compute, 0, &mut s1)?;
         let (mut o, mut a, mut sd, mut si, mut r, mut nn) =
             (dst.addr(), src.addr(), f, i, rev as i32, n as i64);
@@ -276,7 +291,10 @@ impl Gpu<'_> {
                 &mut args!(o, a, sd, si, r, nn),
             )
         } else {
-            let mut l = lay(dst.shape, &[dst.strides, src.strides])?;
+            let mut l = lay(
+                &dst.layout.shape,
+                &[&dst.layout.strides, &src.layout.strides],
+            )?;
             self.run(
                 KernelName::of("scalar_s", compute).op(op),
                 strided_threads(n),
@@ -287,11 +305,11 @@ impl Gpu<'_> {
 
     /// Random numbers from torchlet's Philox kernel into the contiguous float `dst`: standard
     /// normals or uniforms on [0, 1), a function of (seed, offset, element index) only.
-    pub fn philox(&self, dst: &View, seed: u64, offset: u64, normal: bool) -> CudaResult<()> {
-        if !dst.elem.is_float() {
+    pub fn philox(&self, dst: &Operand, seed: u64, offset: u64, normal: bool) -> CudaResult<()> {
+        if !dst.dtype.is_float() {
             return Err(CudaError::Unsupported(format!(
                 "random fills need a floating point dtype, got {:?}",
-                dst.elem
+                dst.dtype
             )));
         }
         let n = dst.numel();
@@ -301,32 +319,45 @@ impl Gpu<'_> {
         let (mut o, mut nn, mut s, mut off, mut nm) =
             (dst.addr(), n as i64, seed, offset, normal as i32);
         self.run(
-            KernelName::of("philox", dst.elem),
+            KernelName::of("philox", dst.dtype),
             n.div_ceil(4),
             &mut args!(o, nn, s, off, nm),
         )
     }
 
     /// `dst[.., index[..], ..] = src[..]` along `dim`; `index` is int64 shaped like `src`.
-    pub fn scatter(&self, src: &View, index: &View, dim: usize, dst: &View) -> CudaResult<()> {
+    pub fn scatter(
+        &self,
+        src: &Operand,
+        index: &Operand,
+        dim: usize,
+        dst: &Operand,
+    ) -> CudaResult<()> {
         let n = src.numel();
         if n == 0 {
             return Ok(());
         }
-        if index.elem != DType::I64 {
+        if index.dtype != DType::I64 {
             return Err(CudaError::Unsupported(
                 "scatter(): index must be int64".into(),
             ));
         }
-        let mut s1 = Vec::new();
-        let src = self.as_elem(src, dst.elem, 0, &mut s1)?;
-        let mut dst_st = dst.strides.to_vec();
+        let mut s1 = Layout::default();
+        let src = self.as_elem(src, dst.dtype, 0, &mut s1)?;
+        let mut dst_st = dst.layout.strides.to_vec();
         dst_st[dim] = 0;
-        let mut l = lay(src.shape, &[&dst_st, src.strides, index.strides])?;
+        let mut l = lay(
+            &src.layout.shape,
+            &[&dst_st, &src.layout.strides, &index.layout.strides],
+        )?;
         let (mut o, mut a, mut ix) = (dst.addr(), src.addr(), index.addr());
-        let (mut ds, mut dn, mut nn) = (dst.strides[dim] as i64, dst.shape[dim] as i64, n as i64);
+        let (mut ds, mut dn, mut nn) = (
+            dst.layout.strides[dim] as i64,
+            dst.layout.shape[dim] as i64,
+            n as i64,
+        );
         self.run(
-            KernelName::of("scatter", dst.elem),
+            KernelName::of("scatter", dst.dtype),
             n,
             &mut args!(o, a, ix, l, ds, dn, nn),
         )

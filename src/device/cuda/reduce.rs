@@ -10,13 +10,13 @@ use crate::device::reduce_plan::Staging;
 use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
-use super::layout::{RLay, View};
+use super::layout::{OperandExt, RLay};
 use super::module::{launch, BLOCK};
 use super::ops::{args, Gpu};
 use super::rows::RowPlan;
+use crate::device::backend::Operand;
 use crate::device::ReduceOp;
-use crate::types::contiguous_strides;
-use crate::types::DType;
+use crate::types::{DType, Layout};
 
 /// What the reduction kernels need to know of a `ReduceOp`.
 trait ReduceKernel {
@@ -74,14 +74,16 @@ impl Gpu<'_> {
     pub fn reduce(
         &self,
         op: ReduceOp,
-        src: &View,
+        src: &Operand,
         dims: &[usize],
-        dst: &View,
-        indices: Option<&View>,
+        dst: &Operand,
+        indices: Option<&Operand>,
         stage: Option<&Stage>,
     ) -> CudaResult<()> {
-        let reduced: Vec<bool> = (0..src.shape.len()).map(|d| dims.contains(&d)).collect();
-        let (l, m, r) = RLay::new(src.shape, src.strides, &reduced)?;
+        let reduced: Vec<bool> = (0..src.layout.shape.len())
+            .map(|d| dims.contains(&d))
+            .collect();
+        let (l, m, r) = RLay::new(&src.layout.shape, &src.layout.strides, &reduced)?;
         if m == 0 {
             return Ok(());
         }
@@ -90,9 +92,9 @@ impl Gpu<'_> {
                 "{op:?}(): cannot reduce an empty dimension (there is no identity)"
             )));
         }
-        let out_elem = op.out_elem(src.elem);
+        let out_elem = op.out_elem(src.dtype);
         // Write straight into dst when it has the kernel's dtype, else into scratch then cast.
-        let direct = out_elem == dst.elem;
+        let direct = out_elem == dst.dtype;
         let out_ptr = if direct {
             dst.addr()
         } else {
@@ -112,16 +114,13 @@ impl Gpu<'_> {
             r,
             scale,
         };
-        self.launch_rows(op, src.elem, rows, indices.is_some(), stage)?;
+        self.launch_rows(op, src.dtype, rows, indices.is_some(), stage)?;
         if !direct {
-            let shape = dst.shape;
-            let st = contiguous_strides(shape);
-            let tmp = View {
+            let layout = Layout::contiguous(&dst.layout.shape);
+            let tmp = Operand {
                 ptr: out_ptr,
-                elem: out_elem,
-                shape,
-                strides: &st,
-                offset: 0,
+                dtype: out_elem,
+                layout: &layout,
             };
             self.copy(&tmp, dst)?;
         }
@@ -215,38 +214,43 @@ impl Gpu<'_> {
     }
 
     /// A contiguous copy of `v` (itself when already contiguous) in scratch `slot`.
-    fn dense<'v>(&self, v: &View<'v>, slot: usize, st: &'v mut Vec<usize>) -> CudaResult<View<'v>> {
+    fn dense<'v>(
+        &self,
+        v: &Operand<'v>,
+        slot: usize,
+        layout: &'v mut Layout,
+    ) -> CudaResult<Operand<'v>> {
         if v.is_contiguous() {
             return Ok(*v);
         }
-        self.dense_copy(v, slot, st)
+        self.dense_copy(v, slot, layout)
     }
 
     /// (Log-)softmax of `src` along `dim` into the same-shaped contiguous `dst`.
-    pub fn softmax(&self, src: &View, dim: usize, log: bool, dst: &View) -> CudaResult<()> {
-        self.float_only("softmax", dst.elem)?;
-        let mut st = Vec::new();
-        let mut sc = Vec::new();
-        let src = self.as_elem(src, dst.elem, 0, &mut sc)?;
+    pub fn softmax(&self, src: &Operand, dim: usize, log: bool, dst: &Operand) -> CudaResult<()> {
+        self.float_only("softmax", dst.dtype)?;
+        let mut st = Layout::default();
+        let mut sc = Layout::default();
+        let src = self.as_elem(src, dst.dtype, 0, &mut sc)?;
         let src = self.dense(&src, 1, &mut st)?;
-        let (outer, d, inner) = split_at(src.shape, dim);
+        let (outer, d, inner) = split_at(&src.layout.shape, dim);
         if outer * d * inner == 0 {
             return Ok(());
         }
         let (mut o, mut a, mut dd, mut lg) = (dst.addr(), src.addr(), d as i64, log as i32);
         if inner == 1 {
             let mut rows = outer as i64;
-            if let Some(plan) = RowPlan::new(d, dst.elem, &[src.addr(), dst.addr()], 8) {
+            if let Some(plan) = RowPlan::new(d, dst.dtype, &[src.addr(), dst.addr()], 8) {
                 let f = self
                     .kernels
-                    .function(self.ctx, plan.kernel("softmax_rows", dst.elem))?;
+                    .function(self.ctx, plan.kernel("softmax_rows", dst.dtype))?;
                 let mut group = plan.group as i32;
                 let params = &mut args!(o, a, rows, dd, group, lg);
                 return launch(self.ctx, f, (plan.grid(outer), 1, 1), plan.block, params);
             }
             let f = self
                 .kernels
-                .function(self.ctx, KernelName::of("softmax_r", dst.elem))?;
+                .function(self.ctx, KernelName::of("softmax_r", dst.dtype))?;
             launch(
                 self.ctx,
                 f,
@@ -258,7 +262,7 @@ impl Gpu<'_> {
             let (mut ou, mut inn) = (outer as i64, inner as i64);
             let f = self
                 .kernels
-                .function(self.ctx, KernelName::of("softmax_c", dst.elem))?;
+                .function(self.ctx, KernelName::of("softmax_c", dst.dtype))?;
             launch(
                 self.ctx,
                 f,
@@ -272,19 +276,24 @@ impl Gpu<'_> {
     /// Softmax's backward from `grad` and the forward `output` into the contiguous `dst`.
     pub fn softmax_backward(
         &self,
-        grad: &View,
-        output: &View,
+        grad: &Operand,
+        output: &Operand,
         dim: usize,
         log: bool,
-        dst: &View,
+        dst: &Operand,
     ) -> CudaResult<()> {
-        self.float_only("softmax_backward", dst.elem)?;
-        let (mut s0, mut s1, mut c0, mut c1) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let grad = self.as_elem(grad, dst.elem, 0, &mut c0)?;
+        self.float_only("softmax_backward", dst.dtype)?;
+        let (mut s0, mut s1, mut c0, mut c1) = (
+            Layout::default(),
+            Layout::default(),
+            Layout::default(),
+            Layout::default(),
+        );
+        let grad = self.as_elem(grad, dst.dtype, 0, &mut c0)?;
         let grad = self.dense(&grad, 2, &mut s0)?;
-        let output = self.as_elem(output, dst.elem, 1, &mut c1)?;
+        let output = self.as_elem(output, dst.dtype, 1, &mut c1)?;
         let output = self.dense(&output, 3, &mut s1)?;
-        let (outer, d, inner) = split_at(dst.shape, dim);
+        let (outer, d, inner) = split_at(&dst.layout.shape, dim);
         if outer * d * inner == 0 {
             return Ok(());
         }
@@ -293,8 +302,8 @@ impl Gpu<'_> {
         if inner == 1 {
             let mut rows = outer as i64;
             let addrs = [grad.addr(), output.addr(), dst.addr()];
-            if let Some(plan) = RowPlan::new(d, dst.elem, &addrs, 4) {
-                let name = plan.kernel("softmax_bw_rows", dst.elem);
+            if let Some(plan) = RowPlan::new(d, dst.dtype, &addrs, 4) {
+                let name = plan.kernel("softmax_bw_rows", dst.dtype);
                 let f = self.kernels.function(self.ctx, name)?;
                 let mut group = plan.group as i32;
                 let params = &mut args!(o, g, y, rows, dd, group, lg);
@@ -302,7 +311,7 @@ impl Gpu<'_> {
             }
             let f = self
                 .kernels
-                .function(self.ctx, KernelName::of("softmax_bw_r", dst.elem))?;
+                .function(self.ctx, KernelName::of("softmax_bw_r", dst.dtype))?;
             launch(
                 self.ctx,
                 f,
@@ -314,7 +323,7 @@ impl Gpu<'_> {
             let (mut ou, mut inn) = (outer as i64, inner as i64);
             let f = self
                 .kernels
-                .function(self.ctx, KernelName::of("softmax_bw_c", dst.elem))?;
+                .function(self.ctx, KernelName::of("softmax_bw_c", dst.dtype))?;
             launch(
                 self.ctx,
                 f,
@@ -326,22 +335,22 @@ impl Gpu<'_> {
     }
 
     /// `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
-    pub fn nll_loss(&self, logp: &View, target: &View, dst: &View) -> CudaResult<()> {
-        self.float_only("nll_loss", dst.elem)?;
-        let mut c0 = Vec::new();
-        let logp = self.as_elem(logp, dst.elem, 0, &mut c0)?;
-        let (n, c) = (logp.shape[0], logp.shape[1]);
+    pub fn nll_loss(&self, logp: &Operand, target: &Operand, dst: &Operand) -> CudaResult<()> {
+        self.float_only("nll_loss", dst.dtype)?;
+        let mut c0 = Layout::default();
+        let logp = self.as_elem(logp, dst.dtype, 0, &mut c0)?;
+        let (n, c) = (logp.layout.shape[0], logp.layout.shape[1]);
         let (mut o, mut lp, mut t) = (dst.addr(), logp.addr(), target.addr());
         let (mut nn, mut cc, mut s0, mut s1, mut ts) = (
             n as i64,
             c as i64,
-            logp.strides[0] as i64,
-            logp.strides[1] as i64,
-            target.strides[0] as i64,
+            logp.layout.strides[0] as i64,
+            logp.layout.strides[1] as i64,
+            target.layout.strides[0] as i64,
         );
         let f = self
             .kernels
-            .function(self.ctx, KernelName::of("nll", dst.elem))?;
+            .function(self.ctx, KernelName::of("nll", dst.dtype))?;
         launch(
             self.ctx,
             f,
@@ -352,22 +361,27 @@ impl Gpu<'_> {
     }
 
     /// NLL's backward into the contiguous [n, c] `dst`.
-    pub fn nll_loss_backward(&self, grad: &View, target: &View, dst: &View) -> CudaResult<()> {
-        self.float_only("nll_loss_backward", dst.elem)?;
-        let mut c0 = Vec::new();
-        let grad = self.as_elem(grad, dst.elem, 0, &mut c0)?;
-        let (n, c) = (dst.shape[0], dst.shape[1]);
+    pub fn nll_loss_backward(
+        &self,
+        grad: &Operand,
+        target: &Operand,
+        dst: &Operand,
+    ) -> CudaResult<()> {
+        self.float_only("nll_loss_backward", dst.dtype)?;
+        let mut c0 = Layout::default();
+        let grad = self.as_elem(grad, dst.dtype, 0, &mut c0)?;
+        let (n, c) = (dst.layout.shape[0], dst.layout.shape[1]);
         let (mut o, mut g, mut t, mut nn, mut cc, mut ts) = (
             dst.addr(),
             grad.addr(),
             target.addr(),
             n as i64,
             c as i64,
-            target.strides[0] as i64,
+            target.layout.strides[0] as i64,
         );
         let f = self
             .kernels
-            .function(self.ctx, KernelName::of("nll_bw", dst.elem))?;
+            .function(self.ctx, KernelName::of("nll_bw", dst.dtype))?;
         launch(
             self.ctx,
             f,

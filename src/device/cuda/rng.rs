@@ -7,9 +7,10 @@ use cudarc::curand::{result as rand, sys as rsys};
 use cudarc::driver::sys;
 
 use super::error::{curand, driver, CudaError, CudaResult};
-use super::layout::View;
+use super::layout::OperandExt;
 use super::ops::Gpu;
-use crate::types::DType;
+use crate::device::backend::Operand;
+use crate::types::{DType, Layout};
 
 /// The device's cuRAND generator, created on first use.
 #[derive(Default)]
@@ -24,11 +25,11 @@ unsafe impl Sync for Rng {}
 impl Rng {
     /// Fill the contiguous `dst` (a float dtype) with standard normals (`normal`) or uniforms on
     /// [0, 1); the same `seed` gives the same numbers.
-    pub fn fill(&self, gpu: &Gpu, dst: &View, normal: bool, seed: u64) -> CudaResult<()> {
-        if !dst.elem.is_float() {
+    pub fn fill(&self, gpu: &Gpu, dst: &Operand, normal: bool, seed: u64) -> CudaResult<()> {
+        if !dst.dtype.is_float() {
             return Err(CudaError::Unsupported(format!(
                 "random fills need a floating point dtype, got {:?}",
-                dst.elem
+                dst.dtype
             )));
         }
         let n = dst.numel();
@@ -53,37 +54,32 @@ impl Rng {
             rand::set_offset(g, 0).map_err(|e| curand("set offset", e))?;
         }
         // Half types are drawn in float32 into scratch, then converted.
-        let wide = if matches!(dst.elem, DType::F64) {
+        let wide = if matches!(dst.dtype, DType::F64) {
             DType::F64
         } else {
             DType::F32
         };
-        let target = if wide == dst.elem {
+        let target = if wide == dst.dtype {
             dst.addr()
         } else {
             gpu.ctx.scratch(0, (n + 1) * 4)?
         };
         generate(gpu, g, target, wide, n, normal)?;
-        let st = [1usize];
-        let shape = [n];
-        let flat = View {
+        let layout = Layout::contiguous(&[n]);
+        let flat = Operand {
             ptr: target,
-            elem: wide,
-            shape: &shape,
-            strides: &st,
-            offset: 0,
+            dtype: wide,
+            layout: &layout,
         };
         if !normal {
             // cuRAND's uniforms lie in (0, 1]; 1 - u lies in [0, 1) as PyTorch's do.
             gpu.binary_scalar("sub", wide, &flat, 1.0, 1, true, &flat)?;
         }
-        if wide != dst.elem {
-            let out = View {
+        if wide != dst.dtype {
+            let out = Operand {
                 ptr: dst.addr(),
-                elem: dst.elem,
-                shape: &shape,
-                strides: &st,
-                offset: 0,
+                dtype: dst.dtype,
+                layout: &layout,
             };
             gpu.copy(&flat, &out)?;
         }
