@@ -33,13 +33,13 @@ template <class Op>
 __device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p0, double p1) {
   typedef Vec<T, VW> V;
   i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  grid_each(nv, [&](auto i) {
     V x = reinterpret_cast<const V*>(a)[i], y;
 #pragma unroll
     for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x.v[k]), p0, p1));
     reinterpret_cast<V*>(out)[i] = y;
-  }
-  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) out[i] = Cv<T>::from(Op()(ld(a[i]), p0, p1));
+  });
+  tail_each(nv, VW, n, [&](i64 i) { out[i] = Cv<T>::from(Op()(ld(a[i]), p0, p1)); });
 }
 
 template <class Op>
@@ -82,14 +82,14 @@ __device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a,
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
   i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  grid_each(nv, [&](auto i) {
     V x = reinterpret_cast<const V*>(a)[i], y = reinterpret_cast<const V*>(b)[i];
     VO z;
 #pragma unroll
     for (int k = 0; k < (int)VW; k++) z.v[k] = Cv<O>::from(Op()(ld(x.v[k]), ld(y.v[k]), p0, p1));
     reinterpret_cast<VO*>(out)[i] = z;
-  }
-  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) out[i] = Cv<O>::from(Op()(ld(a[i]), ld(b[i]), p0, p1));
+  });
+  tail_each(nv, VW, n, [&](i64 i) { out[i] = Cv<O>::from(Op()(ld(a[i]), ld(b[i]), p0, p1)); });
 }
 
 template <class Op>
@@ -106,7 +106,7 @@ __device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a,
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
   i64 nv = n / VW;
-  for (i64 i = gtid(); i < nv; i += gstride()) {
+  grid_each(nv, [&](auto i) {
     V x = reinterpret_cast<const V*>(a)[i];
     VO z;
 #pragma unroll
@@ -115,11 +115,11 @@ __device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a,
       z.v[k] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
     }
     reinterpret_cast<VO*>(out)[i] = z;
-  }
-  for (i64 i = nv * VW + gtid(); i < n; i += gstride()) {
+  });
+  tail_each(nv, VW, n, [&](i64 i) {
     C v = ld(a[i]);
     out[i] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
-  }
+  });
 }
 
 template <class Op>

@@ -78,6 +78,26 @@ __device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i
 __device__ __forceinline__ i64 gtid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 gstride() { return (i64)gridDim.x * blockDim.x; }
 
+// f(i) for this thread's share of i < nv, grid-stride. Indices are 32-bit when nv < 2^31 (the grid
+// is smaller still, so i + stride cannot wrap): elementwise kernels are instruction-bound at some
+// dtypes, and 64-bit index arithmetic is a good part of a thread's instructions beside one 16-byte
+// vector (PyTorch's kernels use 32-bit indexing for the same reason).
+template <class F> __device__ __forceinline__ void grid_each(i64 nv, F f) {
+  if (nv < 0x80000000LL) {
+    unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)nv; i += stride) f(i);
+  } else {
+    for (i64 i = gtid(); i < nv; i += gstride()) f(i);
+  }
+}
+
+// f(i) for the elements past the last whole vector, nv * vw <= i < n (fewer than vw of them): one
+// thread each, so most threads test one 32-bit index and leave.
+template <class F> __device__ __forceinline__ void tail_each(i64 nv, unsigned vw, i64 n, F f) {
+  unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g < vw && nv * vw + g < n) f(nv * vw + g);
+}
+
 // The `fast` offsets in 32 bits, for the first NOPS operands: the host sets `fast` only when every
 // index and every operand's largest offset is below 2^31.
 template <int NOPS>
