@@ -6,7 +6,7 @@
 //! lock: shared ([`uses_gpu`], which [`devices`] and [`device_names`] take for it) when it only
 //! computes there, exclusive ([`exclusive`], [`gpu`]) when it reads or changes what is
 //! process-wide (memory figures, peaks, seeds, fault injection), so no other test allocates
-//! meanwhile.
+//! meanwhile. `tests/memory/gpu_lock.rs` checks that every test naming CUDA follows this.
 #![allow(dead_code)]
 
 use std::cell::RefCell;

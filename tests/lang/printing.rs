@@ -63,6 +63,7 @@ fn the_value_of_the_last_expression_echoes_and_unit_does_not() {
 
 #[test]
 fn help_prints_the_one_line_doc() {
+    // no GPU lock: help text only, nothing runs on a device.
     let (mut s, out) = Session::captured("<test>");
     assert!(s.execute("help(\"zeros\")").error.is_none());
     assert_eq!(
@@ -85,6 +86,7 @@ fn help_prints_the_one_line_doc() {
 
 #[test]
 fn question_mark_asks_for_help() {
+    // no GPU lock: help text only, nothing runs on a device.
     let (mut s, out) = Session::captured("<test>");
     for (query, expected) in [
         ("randn?", "randn("),

@@ -5,6 +5,7 @@ mod common;
 mod fault_injection;
 mod fit;
 mod fuzz_programs;
+mod gpu_lock;
 mod holders;
 mod leak_warnings;
 mod ledger;

@@ -104,6 +104,7 @@ fn with_expandable_segments_on_the_replay_says_so() {
 
 #[test]
 fn without_a_complete_history_the_notes_say_how_to_get_one() {
+    // no GPU lock: its allocators are its own, over simulated memory.
     // History off.
     let a = device("");
     assert_eq!(fragmentation_oom(&a).replay, ReplayVerdict::NoHistory);
