@@ -1,7 +1,7 @@
 //! What `:vars`, `:mem` and the `:trace` say holds device memory: the storage a view keeps alive, and the cuBLAS workspaces.
 //!
-//! A process takes each cuBLAS workspace once and keeps it, so only one test here multiplies
-//! matrices on a GPU; every test holds the GPU lock, as the allocator's figures are shared.
+//! A process takes each cuBLAS workspace once and keeps it; every test here holds the GPU
+//! exclusively, which starts it without workspaces, as the allocator's figures are shared.
 use crate::common;
 use torchlet::device::Device;
 use torchlet::session::{Outcome, Session};
