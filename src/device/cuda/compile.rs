@@ -18,10 +18,15 @@ const SOFTMAX: &str = include_str!("kernels/softmax.cu");
 const NORM: &str = include_str!("kernels/norm.cu");
 const INDEXING: &str = include_str!("kernels/indexing.cu");
 
+/// Elements each thread of a strided elementwise kernel takes (`SILP` in prelude.cuh's
+/// `strided_each`); the host launches a thread for every `STRIDED_ILP` elements.
+pub const STRIDED_ILP: usize = 4;
+
 /// The complete CUDA C source of one element type's module.
 pub fn module_source(elem: DType) -> String {
     [
         elem.module_header().as_str(),
+        &format!("#define SILP {STRIDED_ILP}"),
         PRELUDE,
         &super::functors::fill(ELEMENTWISE),
         REDUCE,

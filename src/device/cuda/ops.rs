@@ -153,17 +153,7 @@ impl Gpu<'_> {
         if src.dtype == elem {
             return Ok(*src);
         }
-        let ptr = self
-            .ctx
-            .scratch(slot, (src.numel() * elem.size()).max(16))?;
-        *layout = Layout::contiguous(&src.layout.shape);
-        let tmp = Operand {
-            ptr,
-            dtype: elem,
-            layout,
-        };
-        self.copy(src, &tmp)?;
-        Ok(tmp)
+        self.scratch_copy(src, elem, slot, layout)
     }
 
     /// A contiguous copy of `v` in scratch `slot`, for kernels and cuBLAS calls that need dense
@@ -174,13 +164,20 @@ impl Gpu<'_> {
         slot: usize,
         layout: &'v mut Layout,
     ) -> CudaResult<Operand<'v>> {
-        let ptr = self.ctx.scratch(slot, v.numel() * v.dtype.size())?;
+        self.scratch_copy(v, v.dtype, slot, layout)
+    }
+
+    /// `v` converted to `dtype` into scratch `slot`, contiguous, laid out by `layout`.
+    fn scratch_copy<'v>(
+        &self,
+        v: &Operand<'v>,
+        dtype: DType,
+        slot: usize,
+        layout: &'v mut Layout,
+    ) -> CudaResult<Operand<'v>> {
+        let ptr = self.ctx.scratch(slot, (v.numel() * dtype.size()).max(16))?;
         *layout = Layout::contiguous(&v.layout.shape);
-        let tmp = Operand {
-            ptr,
-            dtype: v.dtype,
-            layout,
-        };
+        let tmp = Operand { ptr, dtype, layout };
         self.copy(v, &tmp)?;
         Ok(tmp)
     }
@@ -364,10 +361,9 @@ impl Gpu<'_> {
     }
 }
 
-/// Threads the strided elementwise kernels (`strided_each` in prelude.cuh) need for `n` elements:
-/// each takes `SILP`, 4.
+/// Threads the strided elementwise kernels (`strided_each` in prelude.cuh) need for `n` elements.
 fn strided_threads(n: usize) -> usize {
-    n.div_ceil(4)
+    n.div_ceil(super::compile::STRIDED_ILP)
 }
 
 /// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.

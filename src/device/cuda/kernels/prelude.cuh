@@ -113,11 +113,11 @@ __device__ __forceinline__ void offsets32(const Lay& L, unsigned u, unsigned (&o
   }
 }
 
-// Elements a thread of a strided kernel takes (the host launches n / SILP threads): all are loaded
-// before any is stored, so each thread keeps SILP loads in flight. Measured with Nsight Compute on
-// the H200, a transposed copy doing one element a thread in 64-bit offsets kept the SMs 2.5x as
-// busy as PyTorch's did and reached 0.8x its throughput; PyTorch's elementwise_kernel takes 2 to 4.
-#define SILP 4
+// SILP, elements a thread of a strided kernel takes, is defined by the host (compile.rs
+// STRIDED_ILP), which launches n / SILP threads: all are loaded before any is stored, so each
+// thread keeps SILP loads in flight. Measured with Nsight Compute on the H200, a transposed copy
+// doing one element a thread in 64-bit offsets kept the SMs 2.5x as busy as PyTorch's did and
+// reached 0.8x its throughput; PyTorch's elementwise_kernel takes 2 to 4.
 
 // For each element i below n: `store(o0, load(o1, o2))` with o the operands' offsets of i.
 template <int NOPS, class Load, class Store>
