@@ -307,8 +307,11 @@ fn f_string(code: &str, toks: &[Token], i: usize) -> Option<String> {
     let s = toks
         .get(i + 1)
         .filter(|s| s.start == t.end && matches!(s.kind, Kind::Str | Kind::Quoted))?;
-    let text = s.text(code);
-    let inner = &text[1..text.len().saturating_sub(1).max(1)];
+    // An unclosed string reaches here too (the fuzzer found `f'…₮`), so the
+    // quotes come off by character, the closing one only when it is there.
+    let mut rest = s.text(code).chars();
+    let quote = rest.next()?;
+    let inner = rest.as_str().strip_suffix(quote).unwrap_or(rest.as_str());
     let (converted, dropped_spec) = interpolate(inner);
     let note = if dropped_spec {
         " (format specs such as :.2f have no counterpart; round the value first)"

@@ -88,6 +88,20 @@ fn f_strings_become_back_tick_strings() {
 }
 
 #[test]
+fn an_unclosed_f_string_of_wide_characters_is_an_error_not_a_panic() {
+    for code in ["f'᠏🕴%₮", "print(f\"größe {x.shape}", "f'€"] {
+        let e = error_of(code);
+        assert!(!e.to_string().is_empty(), "{code:?}");
+    }
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("f'᠏🕴%₮");
+    assert_eq!(
+        s.execute("1 + 1").value.map(|v| v.plain).as_deref(),
+        Some("2")
+    );
+}
+
+#[test]
 fn python_slices_become_ranges_and_index_arrays() {
     assert!(hint_of("x[:, 0]").contains("x[[.., 0]]"));
     assert!(hint_of("let y = x[1:3]").contains("x[1..3]"));

@@ -186,6 +186,8 @@ fn random_text_never_panics() {
         any::<String>(),
         "[a-z_#{}()\\[\\];:.,=+*/<>!\"`$ 0-9\n-]{0,40}",
         "(del|let|no_grad|fn|__bind|__unshadow|__with_globals|if|for|x|\\.|=|;|\\{|\\}|\\(|\\)| ){0,16}",
+        // Python spellings with wide characters: the hints slice the text they quote.
+        "(f|f'|f\"|'|\"|`|with|def|lambda|elif|import|x|:|\\[|\\]|\\{|\\}|\\(|\\)|//|#|₮|🕴|é|\n| ){0,16}",
     ];
     let outcome = runner.run(&text, |code| {
         let (mut s, _) = Session::captured("<fuzz>");
