@@ -203,4 +203,16 @@ mod tests {
         assert_eq!(open_call("é(", 1), None);
         assert_eq!(open_call("ä(1", 99), function("ä"));
     }
+
+    proptest::proptest! {
+        /// Inspection runs at whatever offset a front end sends, inside a character too.
+        #[test]
+        fn no_text_or_cursor_panics(
+            code in "(x|\\.|\\(|\\)|\\[|\\{|\"|'|`|//|/\\*|\\*/|\n|₮|🕴|é|f| ){0,16}",
+        ) {
+            for cursor in 0..=code.len() + 1 {
+                let _ = open_call(&code, cursor);
+            }
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! and once every variable is deleted the GPU holds exactly what it held before.
 //!
 //! CI runs a short pass; a long one is `TORCHLET_FUZZ_CASES=200000 cargo test --release --test
-//! fuzz_programs -- --nocapture`. Every failure proptest finds is shrunk to a small program, and
+//! memory fuzz_programs:: -- --nocapture`. Every failure proptest finds is shrunk to a small program, and
 //! each one found so far is a case in `regressions` below.
 use crate::common;
 
@@ -174,6 +174,18 @@ fn random_tensor_programs_never_panic_or_leak() {
     }
 }
 
+/// Random text: any string, the language's punctuation, its keywords, and Python spellings mixed
+/// with wide characters (the hints and completion slice the text they quote).
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[a-z_#{}()\\[\\];:.,=+*/<>!\"`$ 0-9\n-]{0,40}",
+        "(del|let|no_grad|fn|__bind|__unshadow|__with_globals|if|for|x|\\.|=|;|\\{|\\}|\\(|\\)| ){0,16}",
+        "(f|f'|f\"|'|\"|`|with|def|lambda|elif|import|x|:|\\[|\\]|\\{|\\}|\\(|\\)|//|#|₮|🕴|é|\n| ){0,16}",
+        "(torch|\\.|cuda|x|zeros|\\(|:|\\?|help|₮|é|\"| ){0,12}",
+    ]
+}
+
 #[test]
 fn random_text_never_panics() {
     let (_guard, _) = common::gpu();
@@ -182,18 +194,38 @@ fn random_text_never_panics() {
         failure_persistence: None,
         ..Config::default()
     });
-    let text = prop_oneof![
-        any::<String>(),
-        "[a-z_#{}()\\[\\];:.,=+*/<>!\"`$ 0-9\n-]{0,40}",
-        "(del|let|no_grad|fn|__bind|__unshadow|__with_globals|if|for|x|\\.|=|;|\\{|\\}|\\(|\\)| ){0,16}",
-        // Python spellings with wide characters: the hints slice the text they quote.
-        "(f|f'|f\"|'|\"|`|with|def|lambda|elif|import|x|:|\\[|\\]|\\{|\\}|\\(|\\)|//|#|₮|🕴|é|\n| ){0,16}",
-    ];
-    let outcome = runner.run(&text, |code| {
+    let outcome = runner.run(&text(), |code| {
         let (mut s, _) = Session::captured("<fuzz>");
         s.execute(&code);
         let alive = s.execute("1 + 1").value.map(|v| v.plain);
         prop_assert_eq!(alive.as_deref(), Some("2"), "after {:?}", code);
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+/// What a front end asks of a cell while it is typed: completion at every byte offset (inside
+/// characters too), whether the cell is complete, and `name?` help. None of it may panic.
+#[test]
+fn random_text_completes_and_inspects_at_every_cursor() {
+    let (_guard, _) = common::gpu();
+    let mut runner = TestRunner::new(Config {
+        cases: cases(128),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let (mut s, _) = Session::captured("<fuzz>");
+    s.execute("let x = zeros(2, 3); fn f(a) { a }");
+    let outcome = runner.run(&text(), |code| {
+        for cursor in 0..=code.len() + 1 {
+            let found = s.complete(&code, cursor);
+            let _ = found.matches();
+        }
+        let _ = s.is_complete(&code);
+        let _ = s.help_query(&code);
+        let _ = s.help_query(&format!("{code}?"));
         Ok(())
     });
     if let Err(e) = outcome {
