@@ -172,6 +172,54 @@ pub fn noun(holder: &str) -> String {
     holder.to_string()
 }
 
+/// Every holder of one block as one phrase, names first. The graph saves are grouped: a block
+/// that two nodes save, reachable from three variables' graphs, is one phrase ("a tensor the
+/// graphs of `x`, `logits` and `loss` save (BmmBackward0, SoftmaxBackward0)"), not six.
+pub fn phrase(holders: &[String]) -> String {
+    let mut parts = Vec::new();
+    let (mut nodes, mut owners) = (Vec::<&str>::new(), Vec::<&str>::new());
+    for holder in holders {
+        let saved = holder
+            .strip_prefix("saved by ")
+            .and_then(|r| r.split_once(" of "));
+        let Some((node, owner)) = saved else {
+            parts.push(noun(holder));
+            continue;
+        };
+        if !nodes.contains(&node) {
+            nodes.push(node);
+        }
+        if !owners.contains(&owner) {
+            owners.push(owner);
+        }
+    }
+    if !owners.is_empty() {
+        let (graphs, verb) = if owners.len() == 1 {
+            ("graph", "saves")
+        } else {
+            ("graphs", "save")
+        };
+        let of = listing(&owners);
+        parts.push(format!(
+            "a tensor the {graphs} of {of} {verb} ({})",
+            nodes.join(", ")
+        ));
+    }
+    listing(&parts)
+}
+
+/// "a", "a and b", "a, b and c".
+fn listing<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_string(),
+        [rest @ .., last] => {
+            let head: Vec<&str> = rest.iter().map(|s| s.as_ref()).collect();
+            format!("{} and {}", head.join(", "), last.as_ref())
+        }
+    }
+}
+
 /// Every live block of cuda:`device`, biggest first, with what holds it.
 pub fn block_holders(map: &HolderMap, device: usize) -> Vec<BlockHolders> {
     let Ok(allocator) = crate::device::cuda_allocator(device) else {
@@ -307,4 +355,37 @@ pub fn pinned_text(map: &HolderMap, device: usize) -> String {
         text += &format!("\n  segment {} ({size} B): {}", i + 1, pins.join(", "));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrase_of(holders: &[&str]) -> String {
+        phrase(&holders.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn one_holder_reads_as_its_noun() {
+        assert_eq!(phrase_of(&["x"]), "`x`");
+        assert_eq!(
+            phrase_of(&["saved by MulBackward0 of `loss`"]),
+            "a tensor the graph of `loss` saves (MulBackward0)"
+        );
+    }
+
+    #[test]
+    fn graph_saves_of_one_block_are_one_phrase_after_the_names() {
+        let saves = ["x", "logits", "loss"].iter().flat_map(|owner| {
+            ["BmmBackward0", "SoftmaxBackward0"].map(|n| format!("saved by {n} of `{owner}`"))
+        });
+        let mut holders: Vec<String> = saves.collect();
+        holders.insert(2, "keep[0]".into());
+        holders.push("w".into());
+        assert_eq!(
+            phrase(&holders),
+            "`keep[0]`, `w` and a tensor the graphs of `x`, `logits` and `loss` save \
+             (BmmBackward0, SoftmaxBackward0)"
+        );
+    }
 }

@@ -46,10 +46,7 @@ fn holders_line(blocks: &[BlockHolders]) -> String {
     let named: Vec<String> = blocks
         .iter()
         .take(BIGGEST_HOLDERS)
-        .map(|b| {
-            let by: Vec<String> = b.holders.iter().map(|h| holders::noun(h)).collect();
-            format!("{} {} B", by.join(" and "), b.size)
-        })
+        .map(|b| format!("{} {} B", holders::phrase(&b.holders), b.size))
         .collect();
     format!("torchlet: the biggest holders: {}", named.join("; "))
 }
