@@ -21,6 +21,15 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// A runner of `cases` cases that keeps no failure file (each failure found is a regression below).
+fn runner(cases: u32) -> TestRunner {
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
 fn shape() -> impl Strategy<Value = String> {
     prop::collection::vec(0usize..4, 0..4).prop_map(|dims| {
         let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -162,11 +171,7 @@ fn random_tensor_programs_never_panic_or_leak() {
     warm.execute(r#"let w = ones(2, 2, #{device: "cuda", requires_grad: true}); w.matmul(w).sum().backward();"#);
     drop(warm);
     let _ = a;
-    let mut runner = TestRunner::new(Config {
-        cases: cases(48),
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases(48));
     let programs = prop::collection::vec(statement(), 1..24);
     let outcome = runner.run(&programs, |p| run_program(&p));
     if let Err(e) = outcome {
@@ -189,11 +194,7 @@ fn text() -> impl Strategy<Value = String> {
 #[test]
 fn random_text_never_panics() {
     let (_guard, _) = common::gpu();
-    let mut runner = TestRunner::new(Config {
-        cases: cases(256),
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases(256));
     let outcome = runner.run(&text(), |code| {
         let (mut s, _) = Session::captured("<fuzz>");
         s.execute(&code);
@@ -211,11 +212,7 @@ fn random_text_never_panics() {
 #[test]
 fn random_text_completes_and_inspects_at_every_cursor() {
     let (_guard, _) = common::gpu();
-    let mut runner = TestRunner::new(Config {
-        cases: cases(128),
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases(128));
     let (mut s, _) = Session::captured("<fuzz>");
     s.execute("let x = zeros(2, 3); fn f(a) { a }");
     let outcome = runner.run(&text(), |code| {
