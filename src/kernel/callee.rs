@@ -205,6 +205,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        // No failure file: a case found failing becomes an assertion above.
+        #![proptest_config(proptest::test_runner::Config {
+            failure_persistence: None,
+            ..Default::default()
+        })]
         /// Inspection runs at whatever offset a front end sends, inside a character too.
         #[test]
         fn no_text_or_cursor_panics(
