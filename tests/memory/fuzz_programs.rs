@@ -1,10 +1,12 @@
 //! Fuzzing the script runner: random tensor programs from a grammar (creation, ops, views, `del`,
-//! grad blocks, device moves, `backward`, allocator settings) and random text. Nothing may panic,
-//! and once every variable is deleted the GPU holds exactly what it held before.
+//! grad blocks, device moves, `backward`, allocator settings), and random text run, completed at
+//! every offset and asked for help. Nothing may panic, and once every variable is deleted the GPU
+//! holds exactly what it held before.
 //!
-//! CI runs a short pass; a long one is `TORCHLET_FUZZ_CASES=200000 cargo test --release --test
-//! memory fuzz_programs:: -- --nocapture`. Every failure proptest finds is shrunk to a small program, and
-//! each one found so far is a case in `regressions` below.
+//! CI runs a short pass; a long one is
+//! `TORCHLET_FUZZ_CASES=200000 cargo test --release --test memory fuzz_programs:: -- --nocapture`.
+//! Every failure proptest finds is shrunk to a small program, and each one found so far is a case
+//! in `regressions` below or a test of its own.
 use crate::common;
 
 use proptest::prelude::*;
