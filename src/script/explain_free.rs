@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use rhai::Dynamic;
 
-use super::holders::{noun, HolderMap};
+use super::holders::{noun, saved_by, HolderMap};
 use crate::alloc::{DevicePtr, SegmentInfo};
 use crate::device::Device;
 
@@ -133,10 +133,7 @@ fn del_sentence(name: &str, freed: u64, kept: &[(u64, String)]) -> String {
 
 /// "`y` also holds x's memory (4000256 B)", "the graph of `loss` also saves x (…)".
 fn also_holds(holder: &str, name: &str, size: u64) -> String {
-    if let Some((node, owner)) = holder
-        .strip_prefix("saved by ")
-        .and_then(|rest| rest.split_once(" of "))
-    {
+    if let Some((node, owner)) = saved_by(holder) {
         return format!("the graph of {owner} also saves {name} ({node}, {size} B)");
     }
     format!("{} also holds {name}'s memory ({size} B)", noun(holder))

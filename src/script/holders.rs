@@ -153,15 +153,18 @@ pub fn is_name(holder: &str) -> bool {
     !holder.contains(' ')
 }
 
+/// The (node, owner) of a graph's save, the holder "saved by MulBackward0 of `loss`".
+pub fn saved_by(holder: &str) -> Option<(&str, &str)> {
+    holder.strip_prefix("saved by ")?.split_once(" of ")
+}
+
 /// A holder as a noun phrase: a name in backticks, a graph's hold spelled out.
 pub fn noun(holder: &str) -> String {
     if is_name(holder) {
         return format!("`{holder}`");
     }
-    if let Some(rest) = holder.strip_prefix("saved by ") {
-        if let Some((node, owner)) = rest.split_once(" of ") {
-            return format!("a tensor the graph of {owner} saves ({node})");
-        }
+    if let Some((node, owner)) = saved_by(holder) {
+        return format!("a tensor the graph of {owner} saves ({node})");
     }
     if let Some(owner) = holder
         .strip_prefix("a leaf of ")
@@ -179,10 +182,7 @@ pub fn phrase(holders: &[String]) -> String {
     let mut parts = Vec::new();
     let (mut nodes, mut owners) = (Vec::<&str>::new(), Vec::<&str>::new());
     for holder in holders {
-        let saved = holder
-            .strip_prefix("saved by ")
-            .and_then(|r| r.split_once(" of "));
-        let Some((node, owner)) = saved else {
+        let Some((node, owner)) = saved_by(holder) else {
             parts.push(noun(holder));
             continue;
         };
