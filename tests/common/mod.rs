@@ -16,6 +16,8 @@ use torchlet::alloc::DeviceAllocator;
 use torchlet::device::{self, Device};
 use torchlet::session::{Outcome, ScriptError, Session};
 
+pub mod kernel_process;
+
 static SPEC: OnceLock<&'static str> = OnceLock::new();
 static GPU: RwLock<()> = RwLock::new(());
 

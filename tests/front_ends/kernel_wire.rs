@@ -1,14 +1,12 @@
 //! The kernel process over its ZeroMQ sockets, from Rust clients: bad input on the wire, interrupts
 //! by message (on control, as kernel.json's interrupt_mode asks, and on shell) and by SIGINT,
 //! heartbeat, comms and debug_request.
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use jupyter_protocol::{
     CommClose, CommId, CommInfoRequest, CommMsg, CommOpen, ConnectionInfo, DebugRequest,
     ExecuteRequest, InterruptRequest, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
-    ReplyStatus, Transport,
+    ReplyStatus,
 };
 use jupyter_zmq_client::{
     create_client_control_connection, create_client_heartbeat_connection,
@@ -18,87 +16,26 @@ use jupyter_zmq_client::{
 use sha2::{Digest, Sha256};
 use zeromq::{Socket, SocketSend};
 
+use crate::common::kernel_process::{self, Kernel};
+
 const KEY: &str = "a-test-key";
 const WAIT: Duration = Duration::from_secs(15);
 
-/// A kernel process on free local ports; killed when dropped.
-struct Kernel {
-    child: Child,
-    info: ConnectionInfo,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_kernel() -> Kernel {
-    start_kernel_logging_to(None)
+    kernel_process::start(KEY, None)
 }
 
-/// A kernel whose stdout and stderr go to `logs/stdout` and `logs/stderr` (or nowhere).
 fn start_kernel_logging_to(logs: Option<&std::path::Path>) -> Kernel {
-    let listeners: Vec<TcpListener> = (0..5)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    let port = |i: usize| listeners[i].local_addr().unwrap().port();
-    let info = ConnectionInfo {
-        transport: Transport::TCP,
-        ip: "127.0.0.1".into(),
-        shell_port: port(0),
-        iopub_port: port(1),
-        stdin_port: port(2),
-        control_port: port(3),
-        hb_port: port(4),
-        signature_scheme: "hmac-sha256".into(),
-        key: KEY.into(),
-        kernel_name: Some("torchlet".into()),
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("connection.json");
-    std::fs::write(&file, serde_json::to_string(&info).unwrap()).unwrap();
-    drop(listeners);
-    let child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
-        .args(["kernel", "--connection-file"])
-        .arg(&file)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .stdout(log_file(logs, "stdout"))
-        .stderr(log_file(logs, "stderr"))
-        .spawn()
-        .expect("start the kernel");
-    Kernel {
-        child,
-        info,
-        _dir: dir,
-    }
+    kernel_process::start(KEY, logs)
 }
 
-fn log_file(logs: Option<&std::path::Path>, name: &str) -> Stdio {
-    logs.map_or_else(Stdio::null, |dir| {
-        std::fs::File::create(dir.join(name)).unwrap().into()
-    })
-}
-
-/// A shell connection, retried until the kernel listens: a ZeroMQ connect fails at once when the
-/// kernel has not bound its port yet (it is still starting), or when the port was briefly another
-/// test's between this test choosing it and the kernel binding it.
+/// A shell connection to a kernel that listens.
 async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
     let session = uuid::Uuid::new_v4().to_string();
-    let started = Instant::now();
-    loop {
-        let identity = peer_identity_for_session(&session).unwrap();
-        match create_client_shell_connection_with_identity(info, &session, identity).await {
-            Ok(shell) => return shell,
-            Err(e) if started.elapsed() < WAIT => {
-                eprintln!("shell not connected yet ({e:?}); retrying");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("connect shell: {e:?}"),
-        }
-    }
+    let identity = peer_identity_for_session(&session).unwrap();
+    create_client_shell_connection_with_identity(info, &session, identity)
+        .await
+        .expect("connect shell")
 }
 
 /// An iopub subscription the kernel has confirmed with its welcome, so nothing published later is missed.

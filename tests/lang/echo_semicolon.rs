@@ -1,13 +1,13 @@
 //! A `;` at the end of an input hides its value, as in IPython: in the session, the REPL and the kernel.
 use crate::common;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use crate::common::kernel_process::{self, Kernel};
+use std::process::Command;
 use std::time::Duration;
 
 use expectrl::Session as Pty;
 use jupyter_protocol::{
     ConnectionInfo, ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
-    KernelInfoRequest, Transport,
+    KernelInfoRequest,
 };
 use jupyter_zmq_client::{
     create_client_iopub_connection, create_client_shell_connection_with_identity,
@@ -68,54 +68,8 @@ fn a_trailing_semicolon_hides_the_value_in_the_repl() {
     assert!(shown.contains("42"), "{shown}");
 }
 
-/// A kernel process on free local ports; killed when dropped.
-struct Kernel {
-    child: Child,
-    info: ConnectionInfo,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_kernel() -> Kernel {
-    let listeners: Vec<TcpListener> = (0..5)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    let port = |i: usize| listeners[i].local_addr().unwrap().port();
-    let info = ConnectionInfo {
-        transport: Transport::TCP,
-        ip: "127.0.0.1".into(),
-        shell_port: port(0),
-        iopub_port: port(1),
-        stdin_port: port(2),
-        control_port: port(3),
-        hb_port: port(4),
-        signature_scheme: "hmac-sha256".into(),
-        key: "echo-test-key".into(),
-        kernel_name: Some("torchlet".into()),
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("connection.json");
-    std::fs::write(&file, serde_json::to_string(&info).unwrap()).unwrap();
-    drop(listeners);
-    let child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
-        .args(["kernel", "--connection-file"])
-        .arg(&file)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the kernel");
-    Kernel {
-        child,
-        info,
-        _dir: dir,
-    }
+    kernel_process::start("echo-test-key", None)
 }
 
 async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
