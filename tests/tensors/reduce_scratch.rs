@@ -420,3 +420,41 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
         }
     }
 }
+
+#[test]
+fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device() {
+    // 18 700 periods of 1009 values, summed from the second element: one element past a 16-byte
+    // boundary, so a head comes before the first aligned load and a tail after the last. The GPU
+    // plan splits it over many blocks, each slice long enough for the 512-thread sum kernel (eight
+    // 16-byte loads a thread, float16 too).
+    let period = values(1009);
+    let periods = 18_700;
+    let n = period.len() * periods;
+    for (dtype, per_load) in [(DType::F32, 4), (DType::F16, 8)] {
+        let traits = KernelTraits::of(ReduceOp::Sum, dtype, false);
+        let plan = staging(&[n - 1], &[1], 1, &[0], &traits, &DeviceProps::H200).expect("split");
+        let slice = (n - 1) / plan.ctas_per_output;
+        assert!(slice >= 8 * 512 * per_load, "{dtype:?}: {plan:?}");
+    }
+    // A whole period sums to 0 and every partial sum is a small integer, exact in float32.
+    let total = -period[0];
+    let _guard = common::gpu();
+    for device in common::devices() {
+        let o = TensorOptions::default().device(device);
+        let v = period
+            .iter()
+            .map(|&x| torchlet::tensor::Scalar::Float(x))
+            .collect();
+        let x = Tensor::from_values(v, vec![1, period.len()], &o).unwrap();
+        let x = x.repeat(&[periods, 1]).unwrap().reshape(&[-1]).unwrap();
+        let tail = x.narrow(0, 1, n - 1).unwrap();
+        let got = tail.sum(None, false).unwrap().to_vec_f64().unwrap();
+        assert_eq!(got, vec![total], "sum on {device}");
+        let half = tail.to_dtype(DType::F16).unwrap().sum(None, false).unwrap();
+        assert_eq!(
+            half.to_vec_f64().unwrap(),
+            vec![total],
+            "float16 sum on {device}"
+        );
+    }
+}

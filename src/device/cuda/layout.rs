@@ -151,6 +151,11 @@ impl RLay {
         }
         Ok((l, m, r))
     }
+
+    /// Whether each output reduces one contiguous run of the input (the kernels' 16-byte path).
+    pub fn reduces_one_run(&self) -> bool {
+        self.nd_red == 1 && self.red_st[0] == 1
+    }
 }
 
 #[cfg(test)]

@@ -167,12 +167,17 @@ impl Gpu<'_> {
             None => (1, 0, 0, 1),
         };
         let mut sp = splits as i32;
+        let (stem, block) = if name == "sum" && long_runs(&l, r, splits, elem) {
+            ("reduce_w", WIDE_BLOCK)
+        } else {
+            ("reduce_b", BLOCK)
+        };
         let f = self
             .kernels
-            .function(self.ctx, KernelName::of("reduce_b", elem).op(name))?;
+            .function(self.ctx, KernelName::of(stem, elem).op(name))?;
         let grid = (splits as u32, m.min(65535) as u32, 1);
         let params = &mut args!(o, ix, a, l, mm, rr, sc, partial, sem, sp, group, pm);
-        launch(self.ctx, f, grid, BLOCK, params)
+        launch(self.ctx, f, grid, block, params)
     }
 
     /// Check that `stage` holds `m` outputs × its blocks of `size`-byte partials and zero its
@@ -390,6 +395,24 @@ impl Gpu<'_> {
             &mut args!(o, g, t, nn, cc, ts),
         )
     }
+}
+
+/// Threads in a block of `reduce_w_sum`, the kernel for long contiguous sums.
+const WIDE_BLOCK: u32 = 512;
+
+/// Fewest 16-byte loads a thread of `reduce_w_sum` must have for it to replace `reduce_b_sum`.
+///
+/// Measured on the H200 (the ninth run in `benches/RESULTS.md`): with 15.5 loads a thread (2^24
+/// float32) the 512-thread kernel took 3% less time, with 7.75 (2^24 float16 and bfloat16) 4–7%
+/// more; at 2^28 (62–124 loads) it gained 1.5–3% in every dtype.
+const WIDE_MIN_LOADS: usize = 8;
+
+/// Whether every block's slice of a contiguous sum gives each of `WIDE_BLOCK` threads at least
+/// `WIDE_MIN_LOADS` 16-byte loads; shorter slices keep 256-thread blocks, which leave fewer
+/// threads idle at the slice's end.
+fn long_runs(l: &RLay, r: usize, splits: usize, elem: DType) -> bool {
+    let per_load = 16 / elem.size().max(1);
+    l.reduces_one_run() && r / splits.max(1) >= WIDE_MIN_LOADS * WIDE_BLOCK as usize * per_load
 }
 
 /// How the kernel stores a partial: 0 = the accumulator (sums), 1 = the element (max/min

@@ -65,9 +65,9 @@ struct R_min {
   }
 };
 
-template <class R> __device__ __forceinline__ Acc block_reduce(Acc a) {
-  __shared__ A sv[256];
-  __shared__ i64 si[256];
+template <class R, int NT> __device__ __forceinline__ Acc block_reduce(Acc a) {
+  __shared__ A sv[NT];
+  __shared__ i64 si[NT];
   sv[threadIdx.x] = a.v;
   si[threadIdx.x] = a.i;
   __syncthreads();
@@ -147,10 +147,40 @@ __device__ __forceinline__ A sum_slice(const T* x, i64 r0, i64 r1) {
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
+// A block's reduction `a` of output m: written out when one block has each output; else stored
+// as a partial, counted in the semaphore of its column of `group` outputs, and the column's last
+// block combines the column's partials.
+template <class R, class O, int NT>
+__device__ __forceinline__ void settle(Acc a, O* out, i64* idx, i64 m, i64 M, double scale, int want_index,
+                                       void* partial, int* sem, int splits, i64 group, int pmode) {
+  __shared__ int last;
+  if (splits == 1) {
+    if (threadIdx.x == 0) finish(out, idx, m, a, scale, want_index);
+    return;
+  }
+  i64 g = m / group, g0 = g * group, g1 = min(M, g0 + group);
+  if (threadIdx.x == 0) {
+    put_partial(partial, m * splits + blockIdx.x, a, pmode);
+    __threadfence();
+    last = atomicAdd(&sem[g], 1) == (int)((g1 - g0) * splits - 1);
+  }
+  __syncthreads();
+  if (last) {
+    // Every other partial of the column was written and fenced before its block counted.
+    __threadfence();
+    for (i64 m2 = g0; m2 < g1; m2++) {
+      Acc b = R::init();
+      for (int s = threadIdx.x; s < splits; s += blockDim.x) R::merge(b, get_partial(partial, m2 * splits + s, pmode));
+      b = block_reduce<R, NT>(b);
+      if (threadIdx.x == 0) finish(out, idx, m2, b, scale, want_index);
+    }
+  }
+  __syncthreads();
+}
+
 template <class R, class O>
 __device__ void reduce_blocks(O* out, i64* idx, const T* in, const RLay& L, i64 M, i64 Rn, double scale, int want_index,
                               void* partial, int* sem, int splits, i64 group, int pmode) {
-  __shared__ int last;
   // Balanced slices of each row: none is empty, since the plan has splits <= Rn.
   i64 r0 = (i64)blockIdx.x * Rn / splits, r1 = ((i64)blockIdx.x + 1) * Rn / splits;
   for (i64 m = blockIdx.y; m < M; m += gridDim.y) {
@@ -165,29 +195,7 @@ __device__ void reduce_blocks(O* out, i64* idx, const T* in, const RLay& L, i64 
       for (i64 r = r0 + threadIdx.x; r < r1; r += blockDim.x)
         R::merge(a, elem(in, base + decompose(r, L.nd_red, L.red_size, L.red_st), r));
     }
-    a = block_reduce<R>(a);
-    if (splits == 1) {
-      if (threadIdx.x == 0) finish(out, idx, m, a, scale, want_index);
-      continue;
-    }
-    i64 g = m / group, g0 = g * group, g1 = min(M, g0 + group);
-    if (threadIdx.x == 0) {
-      put_partial(partial, m * splits + blockIdx.x, a, pmode);
-      __threadfence();
-      last = atomicAdd(&sem[g], 1) == (int)((g1 - g0) * splits - 1);
-    }
-    __syncthreads();
-    if (last) {
-      // Every other partial of the column was written and fenced before its block counted.
-      __threadfence();
-      for (i64 m2 = g0; m2 < g1; m2++) {
-        Acc b = R::init();
-        for (int s = threadIdx.x; s < splits; s += blockDim.x) R::merge(b, get_partial(partial, m2 * splits + s, pmode));
-        b = block_reduce<R>(b);
-        if (threadIdx.x == 0) finish(out, idx, m2, b, scale, want_index);
-      }
-    }
-    __syncthreads();
+    settle<R, O, 256>(block_reduce<R, 256>(a), out, idx, m, M, scale, want_index, partial, sem, splits, group, pmode);
   }
 }
 
@@ -214,3 +222,50 @@ INST_REDUCE(max, R_max, T, 0)
 INST_REDUCE(min, R_min, T, 0)
 INST_REDUCE(argmax, R_max, i64, 1)
 INST_REDUCE(argmin, R_min, i64, 1)
+
+// Long contiguous sums take PyTorch's 512-thread blocks, held to 32 registers so that four fit
+// on an SM: its plans give such sums four blocks an SM, and with 256 threads a block keeps half
+// the threads PyTorch's does (Nsight Compute: latency-bound at 2^24 floats). To fit in 32
+// registers without spilling, a slice is walked in 32-bit vector indices (a block's slice is
+// under 2^31 vectors) and nothing but the sum is compiled in.
+__device__ __forceinline__ A sum_run32(const T* x, i64 r0, i64 r1) {
+  typedef Vec<T, VW> V;
+  A acc[4] = {(A)0, (A)0, (A)0, (A)0};
+  const unsigned bd = blockDim.x, t = threadIdx.x;
+  unsigned mis = (unsigned)(((unsigned long long)(x + r0) / sizeof(T)) % VW);
+  unsigned head = mis ? (unsigned)min(r1 - r0, (i64)(VW - mis)) : 0u;
+  const T* a0 = x + r0 + head;
+  unsigned nvec = (unsigned)((r1 - r0 - head) / VW);
+  if (t < head) acc[1] += (A)ld(x[r0 + t]);
+  const V* xv = reinterpret_cast<const V*>(a0);
+  unsigned j = t;
+  for (; j + 3 * bd < nvec; j += 4 * bd) {
+    V v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) v[u] = xv[j + u * bd];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+      for (int e = 0; e < (int)VW; e++) acc[u] += (A)ld(v[u].v[e]);
+  }
+  for (; j < nvec; j += bd) {
+    V v = xv[j];
+#pragma unroll
+    for (int e = 0; e < (int)VW; e++) acc[0] += (A)ld(v.v[e]);
+  }
+  const T* tail = a0 + (size_t)nvec * VW;
+  unsigned left = (unsigned)(x + r1 - tail);
+  if (t < left) acc[2] += (A)ld(tail[t]);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+extern "C" __global__ void __launch_bounds__(512, 4) KNAME(reduce_w_sum_)(SUM_T* out, i64* idx, const T* in, RLay L, i64 M, i64 Rn, double scale,
+                                                      void* partial, int* sem, int splits, i64 group, int pmode) {
+  i64 r0 = (i64)blockIdx.x * Rn / splits, r1 = ((i64)blockIdx.x + 1) * Rn / splits;
+  for (i64 m = blockIdx.y; m < M; m += gridDim.y) {
+    Acc a;
+    a.i = NO_INDEX;
+    a.v = sum_run32(in + decompose(m, L.nd_out, L.out_size, L.out_st), r0, r1);
+    settle<R_sum, SUM_T, 512>(block_reduce<R_sum, 512>(a), out, idx, m, M, scale, 0, partial, sem, splits, group, pmode);
+  }
+}
