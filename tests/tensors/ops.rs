@@ -163,6 +163,43 @@ fn large_and_strided_operands_take_every_kernel_path() {
 }
 
 #[test]
+fn strided_copies_of_half_precision_keep_every_value() {
+    // A transposed copy to the same dtype moves elements, so each one (subnormals, -0.0, ±inf and
+    // NaN too) must come out as it went in.
+    let specials = [
+        0.0,
+        -0.0,
+        6.0e-8,
+        -6.0e-8,
+        1.0e-40,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    for device in common::devices() {
+        let (a, _) = data(&[64, 48], 6, device);
+        let mut v = a.to_vec_f64().unwrap();
+        v[..specials.len()].copy_from_slice(&specials);
+        v[specials.len()] = f64::NAN;
+        for dtype in [DType::F16, DType::BF16] {
+            let x = tensor(&v, &[64, 48], DType::F32, device)
+                .to_dtype(dtype)
+                .unwrap();
+            let xv = x.to_vec_f64().unwrap();
+            let expected: Vec<f64> = (0..64 * 48).map(|i| xv[(i % 64) * 48 + i / 64]).collect();
+            let copied = x.t().unwrap().contiguous().unwrap();
+            assert_eq!(copied.dtype(), dtype);
+            let got = copied.to_vec_f64().unwrap();
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!(
+                    g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                    "{dtype:?} element {i}: {g} after the copy, {e} before (device {device})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn scalar_ops_on_either_side() {
     for device in common::devices() {
         let (a, av) = data(&[2, 3], 5, device);

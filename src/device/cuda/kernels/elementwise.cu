@@ -148,13 +148,18 @@ __device__ __forceinline__ void scalar_strided(typename Op::Out* out, const T* a
 // @BINARY_INSTANCES@
 
 // ---- casts (and strided copies, as a cast to the same dtype).
+// An element of T as a U. To the same dtype it is the element's bits, as PyTorch's copy keeps
+// them: no float round trip that costs two conversions an element and quiets a NaN's payload.
+template <class U> __device__ __forceinline__ U cast_elem(T v) { return Cv<U>::from(ld(v)); }
+template <> __device__ __forceinline__ T cast_elem<T>(T v) { return v; }
+
 #define INST_CAST(U, us)                                                                         \
   extern "C" __global__ void KNAME(cast_c_##us##_)(U* out, const T* a, i64 n) {                  \
-    for (i64 i = gtid(); i < n; i += gstride()) out[i] = Cv<U>::from(ld(a[i]));                  \
+    for (i64 i = gtid(); i < n; i += gstride()) out[i] = cast_elem<U>(a[i]);                     \
   }                                                                                              \
   extern "C" __global__ void KNAME(cast_s_##us##_)(U* out, const T* a, Lay L, i64 n) {          \
     strided_each<2>(L, n, [&](auto oa, auto) { return a[oa]; },                                  \
-                    [&](auto o, T v) { out[o] = Cv<U>::from(ld(v)); });                          \
+                    [&](auto o, T v) { out[o] = cast_elem<U>(v); });                             \
   }
 INST_CAST(float, f32) INST_CAST(double, f64) INST_CAST(f16, f16) INST_CAST(bf16, bf16)
 INST_CAST(i64, i64) INST_CAST(int, i32) INST_CAST(u8, u8) INST_CAST(bool, bool)
