@@ -1,5 +1,5 @@
-//! Shared by the integration tests: the devices every test body runs on, the lock on cuda:0, and
-//! the article's figures.
+//! Shared by the integration tests: the devices every test body runs on, the lock on cuda:0, the
+//! article's figures, and Jupyter kernel processes on free ports ([`kernel_process`]).
 //!
 //! A test binary holds many areas' tests, and they share one process's devices: cuda:0's
 //! allocator, its statistics, the random generators. So every test that uses cuda:0 holds the GPU

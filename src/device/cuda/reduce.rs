@@ -403,8 +403,8 @@ const WIDE_BLOCK: u32 = 512;
 /// Fewest 16-byte loads a thread of `reduce_w_sum` must have for it to replace `reduce_b_sum`.
 ///
 /// Measured on the H200 (the ninth run in `benches/RESULTS.md`): with 15.5 loads a thread (2^24
-/// float32) the 512-thread kernel took 3% less time, with 7.75 (2^24 float16 and bfloat16) 4–7%
-/// more; at 2^28 (62–124 loads) it gained 1.5–3% in every dtype.
+/// float32) the 512-thread kernel took 3% less time, with 7.75 (2^24 float16 and bfloat16) 4–6%
+/// more; at 2^28 it took 1.4–3.2% less in every dtype.
 const WIDE_MIN_LOADS: usize = 8;
 
 /// Whether every block's slice of a contiguous sum gives each of `WIDE_BLOCK` threads at least
