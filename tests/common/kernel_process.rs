@@ -120,7 +120,7 @@ fn wait_listening(child: &mut Child, info: &ConnectionInfo) -> Result<(), ExitSt
             started.elapsed() < LISTEN_WAIT,
             "the kernel did not listen on ports {waiting:?} within {LISTEN_WAIT:?}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -227,7 +227,9 @@ INST_REDUCE(argmin, R_min, i64, 1)
 // on an SM: its plans give such sums four blocks an SM, and with 256 threads a block keeps half
 // the threads PyTorch's does (Nsight Compute: latency-bound at 2^24 floats). To fit in 32
 // registers without spilling, a slice is walked in 32-bit vector indices (a block's slice is
-// under 2^31 vectors) and nothing but the sum is compiled in.
+// under 2^31 vectors) and nothing but the sum is compiled in. Its loop repeats sum_slice's in
+// those indices: sharing one loop template changed the machine code of both sum kernels (NVRTC,
+// sm_90), a change no H200 run has measured.
 __device__ __forceinline__ A sum_run32(const T* x, i64 r0, i64 r1) {
   typedef Vec<T, VW> V;
   A acc[4] = {(A)0, (A)0, (A)0, (A)0};
