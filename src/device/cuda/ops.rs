@@ -367,7 +367,7 @@ fn strided_threads(n: usize) -> usize {
 }
 
 /// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.
-fn vec_width(elem: DType) -> usize {
+pub(super) fn vec_width(elem: DType) -> usize {
     16 / elem.size()
 }
 

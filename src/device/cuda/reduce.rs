@@ -12,7 +12,7 @@ use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
 use super::layout::{OperandExt, RLay};
 use super::module::{launch, BLOCK};
-use super::ops::{args, Gpu};
+use super::ops::{args, vec_width, Gpu};
 use super::rows::RowPlan;
 use crate::device::backend::Operand;
 use crate::device::ReduceOp;
@@ -411,8 +411,8 @@ const WIDE_MIN_LOADS: usize = 8;
 /// `WIDE_MIN_LOADS` 16-byte loads; shorter slices keep 256-thread blocks, which leave fewer
 /// threads idle at the slice's end.
 fn long_runs(l: &RLay, r: usize, splits: usize, elem: DType) -> bool {
-    let per_load = 16 / elem.size().max(1);
-    l.reduces_one_run() && r / splits.max(1) >= WIDE_MIN_LOADS * WIDE_BLOCK as usize * per_load
+    l.reduces_one_run()
+        && r / splits.max(1) >= WIDE_MIN_LOADS * WIDE_BLOCK as usize * vec_width(elem)
 }
 
 /// How the kernel stores a partial: 0 = the accumulator (sums), 1 = the element (max/min

@@ -31,7 +31,7 @@ impl RowPlan {
     /// operand's row pointer), with at most `warp_cap` vectors a thread (1..=8, a power of two)
     /// when a warp or less shares a row; `None` when a row does not fit in registers.
     pub fn new(len: usize, elem: DType, addrs: &[u64], warp_cap: usize) -> Option<RowPlan> {
-        let vw = 16 / elem.size();
+        let vw = super::ops::vec_width(elem);
         // Row r starts r * len elements in: every row is aligned when the first is and len is a
         // multiple of the vector.
         let width = if len.is_multiple_of(vw) && addrs.iter().all(|a| a % 16 == 0) {
