@@ -44,6 +44,8 @@ pub fn cache_path(dir: &Path, source: &str, arch: &str, driver: i32) -> PathBuf 
     hash.update(arch.as_bytes());
     hash.update(driver.to_le_bytes());
     hash.update(nvrtc_version().to_le_bytes());
+    // The option changes some kernels' machine code, so cubins compiled without it are not reused.
+    hash.update(SPLIT_COMPILE.as_bytes());
     let digest: String = hash
         .finalize()
         .iter()
