@@ -128,9 +128,9 @@ pub fn compile(source: &str, name: &str, arch: &str) -> CudaResult<Vec<u8>> {
 /// a cold cache compiles a whole dtype's module at that dtype's first op. Measured with NVRTC 12.9
 /// on a two-core machine, each dtype's module compiled in 18–27 s instead of 35–48 s. The machine
 /// code was the same for every kernel of float32, int64 and int32 (cubins compared section by
-/// section), and for all but one of float16's (`where`). It differed, at the same or nearly the
-/// same size, in float64's and bfloat16's softmax rows, bfloat16's scalar comparisons, and a few
-/// uint8 and bool backward kernels.
+/// section), and for all but one of float16's (`where`). It differed in float64's and bfloat16's
+/// softmax rows and bfloat16's scalar comparisons (at the same sizes), and in a few uint8 and bool
+/// backward kernels (sizes within 16%).
 const SPLIT_COMPILE: &str = "--split-compile=0";
 
 fn compile_with_nvrtc(source: &str, name: &str, arch: &str) -> CudaResult<Vec<u8>> {
