@@ -199,6 +199,96 @@ fn strided_copies_of_half_precision_keep_every_value() {
     }
 }
 
+/// `v` (dense over `shape`) read through the view that `permute(perm)` makes, in row-major order.
+fn permuted(v: &[f64], shape: &[usize], perm: &[usize]) -> Vec<f64> {
+    let dense: Vec<usize> = (0..shape.len())
+        .map(|d| shape[d + 1..].iter().product())
+        .collect();
+    let (out_shape, out_strides): (Vec<usize>, Vec<usize>) =
+        perm.iter().map(|&d| (shape[d], dense[d])).unzip();
+    (0..v.len())
+        .map(|i| {
+            let (mut rest, mut offset) = (i, 0);
+            for d in (0..out_shape.len()).rev() {
+                offset += rest % out_shape[d] * out_strides[d];
+                rest /= out_shape[d];
+            }
+            v[offset]
+        })
+        .collect()
+}
+
+#[test]
+fn transposed_copies_of_every_shape_and_dtype_move_each_element() {
+    // Transposes of at least 32x32 go through the GPU's shared-memory tiles: sizes that are not
+    // whole tiles, batches, a source row pitch wider than the rows, and every element size.
+    let dtypes = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::I64,
+        DType::I32,
+        DType::U8,
+        DType::Bool,
+    ];
+    for device in common::devices() {
+        for dtype in dtypes {
+            let modulus = if dtype == DType::Bool { 2 } else { 251 };
+            let make = |shape: &[usize]| {
+                let n: usize = shape.iter().product();
+                let v: Vec<f64> = (0..n).map(|i| (i * 7919 % modulus) as f64).collect();
+                (tensor(&v, shape, dtype, device), v)
+            };
+            let check = |got: Tensor, expected: Vec<f64>, what: &str| {
+                assert!(
+                    got.is_contiguous(),
+                    "{what} {dtype:?} on {device}: not contiguous"
+                );
+                assert_eq!(got.dtype(), dtype);
+                let g = got.to_vec_f64().unwrap();
+                let wrong = g.iter().zip(&expected).position(|(a, b)| a != b);
+                assert_eq!(
+                    wrong, None,
+                    "{what} {dtype:?} on {device}: first wrong element"
+                );
+            };
+            let (x, v) = make(&[33, 70]);
+            check(
+                x.t().unwrap().contiguous().unwrap(),
+                permuted(&v, &[33, 70], &[1, 0]),
+                "33x70 .t()",
+            );
+            let (x, v) = make(&[97, 129]);
+            check(
+                x.t().unwrap().contiguous().unwrap(),
+                permuted(&v, &[97, 129], &[1, 0]),
+                "97x129 .t()",
+            );
+            let (x, v) = make(&[3, 45, 100]);
+            let expected = permuted(&v, &[3, 45, 100], &[0, 2, 1]);
+            check(
+                x.permute(&[0, 2, 1]).unwrap().contiguous().unwrap(),
+                expected,
+                "permute(0, 2, 1)",
+            );
+            let (x, v) = make(&[64, 200]);
+            let columns: Vec<f64> = (0..64 * 40).map(|i| v[i / 40 * 200 + 7 + i % 40]).collect();
+            let narrowed = x
+                .narrow(1, 7, 40)
+                .unwrap()
+                .t()
+                .unwrap()
+                .contiguous()
+                .unwrap();
+            check(
+                narrowed,
+                permuted(&columns, &[64, 40], &[1, 0]),
+                "narrow(1, 7, 40).t()",
+            );
+        }
+    }
+}
+
 #[test]
 fn scalar_ops_on_either_side() {
     for device in common::devices() {

@@ -97,6 +97,53 @@ pub fn lay(shape: &[usize], strides: &[&[usize]]) -> CudaResult<Lay> {
     Ok(l)
 }
 
+/// Edge of the tiles the transpose kernel moves through shared memory (its `TILE`).
+pub const TILE: usize = 32;
+
+/// A copy `out[b][r][c] = src[b * batch_stride + r + c * col_stride]` into a dense output of
+/// `batch × rows × cols`: the source is dense along the output's rows, not along its columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transpose {
+    /// Independent matrices (the kernel's `gridDim.z`).
+    pub batch: usize,
+    /// Output rows: the source's dense dimension.
+    pub rows: usize,
+    /// Output columns.
+    pub cols: usize,
+    /// Source elements between one matrix and the next.
+    pub batch_stride: usize,
+    /// Source elements between one output column and the next.
+    pub col_stride: usize,
+}
+
+impl Lay {
+    /// This copy's layout (operand 0 the output, 1 the source) as a batched transpose, when the
+    /// output is dense, the source is dense along the output's second-to-last merged dimension
+    /// and every matrix is at least a tile on each side. Anything else (and grids beyond CUDA's
+    /// limits) takes the strided copy.
+    pub fn as_transpose(&self) -> Option<Transpose> {
+        let nd = self.nd as usize;
+        if !(2..=3).contains(&nd) {
+            return None;
+        }
+        let (rows, cols) = (self.size[nd - 2] as usize, self.size[nd - 1] as usize);
+        let (out, src) = (&self.st[0], &self.st[1]);
+        let dense_out = out[nd - 1] == 1
+            && out[nd - 2] as usize == cols
+            && (nd == 2 || out[0] as usize == rows * cols);
+        let batch = if nd == 3 { self.size[0] as usize } else { 1 };
+        let tiles = rows.div_ceil(TILE) * cols.div_ceil(TILE);
+        let fits = rows >= TILE && cols >= TILE && tiles <= i32::MAX as usize && batch <= 65_535;
+        (dense_out && fits && src[nd - 2] == 1 && src[nd - 1] != 1).then(|| Transpose {
+            batch,
+            rows,
+            cols,
+            batch_stride: if nd == 3 { src[0] as usize } else { 0 },
+            col_stride: src[nd - 1] as usize,
+        })
+    }
+}
+
 /// The kernels' `struct RLay`: kept dims (output index → input offset) and reduced dims.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -184,6 +231,45 @@ mod tests {
                 assert_eq!(kernel_div(n, div), n / d, "{n} / {d} with {div:?}");
             }
         }
+    }
+
+    #[test]
+    fn transposed_views_copy_as_tiles_and_other_views_do_not() {
+        let t = |shape: &[usize], src: &[usize]| {
+            let dense: Vec<usize> = (0..shape.len())
+                .map(|d| shape[d + 1..].iter().product())
+                .collect();
+            lay(shape, &[&dense, src]).unwrap().as_transpose()
+        };
+        // x.t() of a 100x300 matrix, and a batch of them through permute(0, 2, 1).
+        let plain = Transpose {
+            batch: 1,
+            rows: 300,
+            cols: 100,
+            batch_stride: 0,
+            col_stride: 300,
+        };
+        assert_eq!(t(&[300, 100], &[1, 300]), Some(plain));
+        let batched = Transpose {
+            batch: 5,
+            batch_stride: 30_000,
+            ..plain
+        };
+        assert_eq!(t(&[5, 300, 100], &[30_000, 1, 300]), Some(batched));
+        // A column slice of a wider matrix keeps its row pitch as the column stride.
+        assert_eq!(t(&[64, 40], &[1, 512]).map(|p| p.col_stride), Some(512));
+        // Dense along the last dimension, too small, broadcast, or four merged dimensions: strided.
+        assert_eq!(t(&[300, 100], &[100, 1]), None);
+        assert_eq!(t(&[300, 16], &[1, 300]), None);
+        assert_eq!(
+            t(&[300, 100], &[1, 0]),
+            Some(Transpose {
+                col_stride: 0,
+                ..plain
+            })
+        );
+        assert_eq!(t(&[300, 100], &[0, 300]), None);
+        assert_eq!(t(&[2, 3, 300, 100], &[1 << 20, 1 << 16, 1, 300]), None);
     }
 
     #[test]

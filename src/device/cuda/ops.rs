@@ -9,7 +9,7 @@ use cudarc::driver::sys;
 use super::context::CudaContext;
 use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
-use super::layout::{lay, OperandExt};
+use super::layout::{lay, OperandExt, Transpose, TILE};
 use super::module::{grid_for, launch, Kernels, BLOCK, BLOCKS_PER_SM, MAX_GRID};
 use crate::device::backend::Operand;
 use crate::types::{DType, Layout};
@@ -90,9 +90,32 @@ impl Gpu<'_> {
                 &dst.layout.shape,
                 &[&dst.layout.strides, &src.layout.strides],
             )?;
+            if let Some(t) = l.as_transpose().filter(|_| src.dtype == dst.dtype) {
+                return self.transpose(t, dst.dtype, o, a);
+            }
             let name = KernelName::of("cast_s", dst.dtype).and(src.dtype);
             self.run(name, strided_threads(n), &mut args!(o, a, l, nn))
         }
+    }
+
+    /// A same-dtype copy from the source address `a` into the dense output `o` through
+    /// shared-memory tiles (`transpose_` in elementwise.cu says why).
+    fn transpose(&self, t: Transpose, elem: DType, mut o: u64, mut a: u64) -> CudaResult<()> {
+        let tiles_c = t.cols.div_ceil(TILE);
+        let tiles = t.rows.div_ceil(TILE) * tiles_c;
+        let [mut rows, mut cols, mut sb, mut sc, mut tc] =
+            [t.rows, t.cols, t.batch_stride, t.col_stride, tiles_c].map(|v| v as i64);
+        let f = self
+            .kernels
+            .function(self.ctx, KernelName::of("transpose", elem))?;
+        let grid = (tiles as u32, 1, t.batch as u32);
+        launch(
+            self.ctx,
+            f,
+            grid,
+            BLOCK,
+            &mut args!(o, a, rows, cols, sb, sc, tc),
+        )
     }
 
     /// Every element of `dst` set to the scalar (`f` for float dtypes, `i` for the others).

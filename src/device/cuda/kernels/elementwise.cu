@@ -164,6 +164,40 @@ template <> __device__ __forceinline__ T cast_elem<T>(T v) { return v; }
 INST_CAST(float, f32) INST_CAST(double, f64) INST_CAST(f16, f16) INST_CAST(bf16, bf16)
 INST_CAST(i64, i64) INST_CAST(int, i32) INST_CAST(u8, u8) INST_CAST(bool, bool)
 
+// ---- transposed copies to the same dtype: out[b][r][c] = a[b*sb + r + c*sc], the source dense
+// along r. The strided copy writes a warp's 32 elements to consecutive addresses but reads them sc
+// apart, a memory sector for every element. Here a block moves a 32x32 tile through shared memory:
+// a warp reads 32 consecutive source elements (along r) and writes 32 consecutive output elements
+// (along c). The tile holds the elements' bits, so every dtype of one size moves the same way.
+// 256 threads: thread (tx, ty) = (threadIdx.x % 32, threadIdx.x / 32) moves 4 elements a phase.
+template <int S> struct BitsOf;
+template <> struct BitsOf<1> { typedef unsigned char t; };
+template <> struct BitsOf<2> { typedef unsigned short t; };
+template <> struct BitsOf<4> { typedef unsigned t; };
+template <> struct BitsOf<8> { typedef unsigned long long t; };
+#define TILE 32
+extern "C" __global__ void __launch_bounds__(256) KNAME(transpose_)(T* out, const T* a, i64 R, i64 C, i64 sb, i64 sc, i64 tiles_c) {
+  typedef typename BitsOf<sizeof(T)>::t Bits;
+  __shared__ Bits tile[TILE][TILE + 1];  // +1: a warp reading a column of the tile hits 32 banks
+  const Bits* src = reinterpret_cast<const Bits*>(a) + blockIdx.z * sb;
+  Bits* dst = reinterpret_cast<Bits*>(out) + blockIdx.z * R * C;
+  i64 r0 = (i64)blockIdx.x / tiles_c * TILE, c0 = (i64)blockIdx.x % tiles_c * TILE;
+  int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE;
+#pragma unroll
+  for (int j = 0; j < TILE; j += 256 / TILE) {
+    int k = j + ty;
+    i64 r = r0 + tx, c = c0 + k;
+    if (r < R && c < C) tile[k][tx] = src[r + c * sc];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < TILE; j += 256 / TILE) {
+    int k = j + ty;
+    i64 r = r0 + k, c = c0 + tx;
+    if (r < R && c < C) dst[r * C + c] = tile[tx][k];
+  }
+}
+
 // ---- fill, arange, gather/scatter along the last dim (cross-entropy's picks).
 extern "C" __global__ void KNAME(fill_c_)(T* out, double sd, i64 si, i64 n) {
   T v = Cv<T>::from(scalar_val(sd, si));
