@@ -169,6 +169,8 @@ INST_CAST(i64, i64) INST_CAST(int, i32) INST_CAST(u8, u8) INST_CAST(bool, bool)
 // apart, a memory sector for every element. Here a block moves a 32x32 tile through shared memory:
 // a warp reads 32 consecutive source elements (along r) and writes 32 consecutive output elements
 // (along c). The tile holds the elements' bits, so every dtype of one size moves the same way.
+// On the H200 it moved 2.9x (float32) and 3.2x (float16, bfloat16) the bytes a second of PyTorch's
+// transposed copy at 2^24-2^28 elements (benches/RESULTS.md, tenth run).
 // 256 threads: thread (tx, ty) = (threadIdx.x % 32, threadIdx.x / 32) moves 4 elements a phase.
 template <int S> struct BitsOf;
 template <> struct BitsOf<1> { typedef unsigned char t; };
