@@ -258,9 +258,10 @@ mod tests {
         assert_eq!(t(&[5, 300, 100], &[30_000, 1, 300]), Some(batched));
         // A column slice of a wider matrix keeps its row pitch as the column stride.
         assert_eq!(t(&[64, 40], &[1, 512]).map(|p| p.col_stride), Some(512));
-        // Dense along the last dimension, too small, broadcast, or four merged dimensions: strided.
+        // Dense along the last dimension, or narrower than a tile: strided.
         assert_eq!(t(&[300, 100], &[100, 1]), None);
         assert_eq!(t(&[300, 16], &[1, 300]), None);
+        // Broadcast along the columns still reads dense rows (tiled); along the rows it does not.
         assert_eq!(
             t(&[300, 100], &[1, 0]),
             Some(Transpose {
@@ -269,6 +270,7 @@ mod tests {
             })
         );
         assert_eq!(t(&[300, 100], &[0, 300]), None);
+        // Four dimensions that do not merge: strided.
         assert_eq!(t(&[2, 3, 300, 100], &[1 << 20, 1 << 16, 1, 300]), None);
     }
 

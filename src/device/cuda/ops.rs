@@ -109,6 +109,8 @@ impl Gpu<'_> {
             .kernels
             .function(self.ctx, KernelName::of("transpose", elem))?;
         let grid = (tiles as u32, 1, t.batch as u32);
+        // The kernel moves a tile in phases of 8 rows of 32 threads.
+        const _: () = assert!(BLOCK == 256);
         launch(
             self.ctx,
             f,
