@@ -1,7 +1,7 @@
 //! Tensor ops against values computed in f64, one body per behaviour run on every device.
 use crate::common;
 
-use torchlet::device::Device;
+use torchlet::device::{BinaryOp, Device};
 use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn opts(dtype: DType, device: Device) -> TensorOptions {
@@ -285,6 +285,71 @@ fn transposed_copies_of_every_shape_and_dtype_move_each_element() {
                 permuted(&columns, &[64, 40], &[1, 0]),
                 "narrow(1, 7, 40).t()",
             );
+        }
+    }
+}
+
+#[test]
+fn contiguous_ops_reach_every_element_of_every_block_shape() {
+    // The GPU's contiguous kernels give each block 256 threads of one 16-byte vector (1024
+    // elements a block of 4-byte dtypes, 512 of 8-byte, 2048 of 2-byte and 4096 of uint8), and the
+    // last block the elements past the last vector: sizes below one vector, at and either side of a
+    // block's share, and with a partial last block.
+    let dtypes = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
+        DType::U8,
+    ];
+    let sizes = [
+        1,
+        7,
+        9,
+        511,
+        513,
+        1023,
+        1024,
+        1025,
+        2047,
+        2049,
+        4095,
+        4096,
+        4111,
+        3 * 4096 + 8 + 3,
+    ];
+    for device in common::devices() {
+        for dtype in dtypes {
+            for n in sizes {
+                let what = format!("{dtype:?} n={n}");
+                // Small integers, exact in every dtype and in uint8 after the ops below.
+                let av: Vec<f64> = (0..n).map(|i| ((i * 37) % 50) as f64).collect();
+                let bv: Vec<f64> = (0..n).map(|i| ((i * 11 + 5) % 50) as f64).collect();
+                let a = tensor(&av, &[n], dtype, device);
+                let b = tensor(&bv, &[n], dtype, device);
+                let sum: Vec<f64> = av.iter().zip(&bv).map(|(x, y)| x + y).collect();
+                assert_close(&a.add(&b).unwrap(), &sum, 0.0, &format!("{what} add"));
+                let tripled: Vec<f64> = av.iter().map(|x| x * 3.0).collect();
+                let scaled = a.mul_scalar(Scalar::Int(3)).unwrap();
+                assert_close(&scaled, &tripled, 0.0, &format!("{what} mul_scalar"));
+                let less: Vec<f64> = av
+                    .iter()
+                    .zip(&bv)
+                    .map(|(x, y)| (x < y) as u8 as f64)
+                    .collect();
+                let lt = a.compare(&b, BinaryOp::Lt).unwrap();
+                assert_eq!(lt.dtype(), DType::Bool, "{what} lt dtype");
+                assert_close(&lt, &less, 0.0, &format!("{what} lt"));
+                if dtype != DType::U8 {
+                    let neg: Vec<f64> = av.iter().map(|x| -x).collect();
+                    assert_close(&a.neg().unwrap(), &neg, 0.0, &format!("{what} neg"));
+                }
+                // In place: the output is an input, read before it is written.
+                a.add_(&b).unwrap();
+                assert_close(&a, &sum, 0.0, &format!("{what} add_"));
+            }
         }
     }
 }

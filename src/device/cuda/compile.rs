@@ -22,11 +22,25 @@ const INDEXING: &str = include_str!("kernels/indexing.cu");
 /// `strided_each`); the host launches a thread for every `STRIDED_ILP` elements.
 pub const STRIDED_ILP: usize = 4;
 
+/// Threads per block of the contiguous elementwise kernels (`CBLOCK` in prelude.cuh).
+pub const CONTIG_BLOCK: u32 = 256;
+
+/// 16-byte vectors each thread of a contiguous elementwise kernel takes of 4- and 8-byte types
+/// (`VPT` in prelude.cuh); 1- and 2-byte types take one.
+///
+/// One, measured on the H200 against two (benches/RESULTS.md, eleventh run): PyTorch's eight
+/// float32 elements a thread (128 threads of two vectors) made gelu 1% faster but `x * 2` over
+/// 2^24 and 2^28 float32 elements 0.6-0.9% slower; 256 threads of two vectors, 3.5-3.8% slower.
+/// Memory-bound ops are the common case.
+pub const CONTIG_VECTORS: usize = 1;
+
 /// The complete CUDA C source of one element type's module.
 pub fn module_source(elem: DType) -> String {
     [
         elem.module_header().as_str(),
-        &format!("#define SILP {STRIDED_ILP}"),
+        &format!(
+            "#define SILP {STRIDED_ILP}\n#define CBLOCK {CONTIG_BLOCK}\n#define WIDE_VPT {CONTIG_VECTORS}"
+        ),
         PRELUDE,
         &super::functors::fill(ELEMENTWISE),
         REDUCE,

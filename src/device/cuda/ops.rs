@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
+use super::compile::{CONTIG_BLOCK, CONTIG_VECTORS};
 use super::context::CudaContext;
 use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
@@ -58,6 +59,27 @@ impl Gpu<'_> {
     ) -> CudaResult<()> {
         let f = self.kernels.function(self.ctx, name)?;
         launch(self.ctx, f, (grid_for(n, MAX_GRID), 1, 1), BLOCK, params)
+    }
+
+    /// Launch the contiguous elementwise kernel `name` over `n` elements of `elem`: a thread for
+    /// every `VPT` vectors, counting the elements past the last whole vector as one more, so the
+    /// last block holds them (`contig_each` in prelude.cuh). The kernels do not loop, so the grid
+    /// covers every vector: the cap of 2^31 - 1 blocks is 2^40 elements and more.
+    fn run_contig(
+        &self,
+        name: KernelName,
+        n: usize,
+        elem: DType,
+        params: &mut [*mut c_void],
+    ) -> CudaResult<()> {
+        let vw = vec_width(elem);
+        let vpt = if vw >= 8 { 1 } else { CONTIG_VECTORS };
+        let threads = n.div_ceil(vw * vpt);
+        let f = self.kernels.function(self.ctx, name)?;
+        let grid = threads
+            .div_ceil(CONTIG_BLOCK as usize)
+            .min(MAX_GRID as usize) as u32;
+        launch(self.ctx, f, (grid, 1, 1), CONTIG_BLOCK, params)
     }
 
     /// `dst = src` elementwise with dtype conversion (same shape).
@@ -224,9 +246,10 @@ impl Gpu<'_> {
         let src = self.as_elem(src, dst.dtype, 0, &mut st)?;
         let (mut o, mut a, mut nn, mut q0, mut q1) = (dst.addr(), src.addr(), n as i64, p0, p1);
         if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
-            self.run(
+            self.run_contig(
                 KernelName::of("unary_c", dst.dtype).op(op),
-                n / vec_width(dst.dtype),
+                n,
+                dst.dtype,
                 &mut args!(o, a, nn, q0, q1),
             )
         } else {
@@ -264,9 +287,10 @@ impl Gpu<'_> {
         let (mut o, mut a, mut b, mut nn, mut q0, mut q1) =
             (dst.addr(), lhs.addr(), rhs.addr(), n as i64, p0, p1);
         if same_dense(&[&lhs, &rhs, dst]) && aligned16(&[&lhs, &rhs, dst]) {
-            self.run(
+            self.run_contig(
                 KernelName::of("binary_c", compute).op(op),
-                n / vec_width(compute),
+                n,
+                compute,
                 &mut args!(o, a, b, nn, q0, q1),
             )
         } else {
@@ -307,9 +331,10 @@ impl Gpu<'_> {
         let (mut o, mut a, mut sd, mut si, mut r, mut nn) =
             (dst.addr(), src.addr(), f, i, rev as i32, n as i64);
         if same_dense(&[&src, dst]) && aligned16(&[&src, dst]) {
-            self.run(
+            self.run_contig(
                 KernelName::of("scalar_c", compute).op(op),
-                n / vec_width(compute),
+                n,
+                compute,
                 &mut args!(o, a, sd, si, r, nn),
             )
         } else {
@@ -391,7 +416,7 @@ fn strided_threads(n: usize) -> usize {
     n.div_ceil(super::compile::STRIDED_ILP)
 }
 
-/// Elements per 16-byte vector: contiguous kernels need a thread per vector, not per element.
+/// Elements per 16-byte vector.
 pub(super) fn vec_width(elem: DType) -> usize {
     16 / elem.size()
 }

@@ -1,10 +1,9 @@
 // Elementwise kernels: unary, binary (tensor-tensor and tensor-scalar), comparisons, casts, fill,
-// arange, gather/scatter. Contiguous forms use 16-byte vectors and grid-stride loops; strided forms
-// take a Lay (broadcasting = stride 0).
+// arange, gather/scatter. Contiguous forms use 16-byte vectors, VPT of them a thread, with no loop
+// (prelude.cuh contig_each); strided forms take a Lay (broadcasting = stride 0).
 //
-// One vector a thread, no unrolling, and a thread for every vector (Gpu::run): measured on the
-// H200, unrolling four vectors deep raised gelu's registers to 50 (4 blocks an SM) and lost 4-6%;
-// full occupancy keeps as many loads in flight instead.
+// Measured on the H200, a loop taking gelu four float32 vectors deep raised its registers to 50 (4
+// blocks an SM) and lost 4-6%; for two vectors a thread see compile.rs CONTIG_VECTORS.
 
 // ---- unary ops on compute values (the functor and instance lists come from the op table,
 // device/ops, through cuda/functors.rs); integers go through double for the math functions.
@@ -32,14 +31,15 @@ template <class X> __device__ __forceinline__ bool isnan_(X x) { return x != x; 
 template <class Op>
 __device__ __forceinline__ void unary_contig(T* out, const T* a, i64 n, double p0, double p1) {
   typedef Vec<T, VW> V;
-  i64 nv = n / VW;
-  grid_each(nv, [&](auto i) {
-    V x = reinterpret_cast<const V*>(a)[i], y;
+  contig_each(
+      n, [&](auto i) { return reinterpret_cast<const V*>(a)[i]; },
+      [&](auto i, V x) {
+        decltype(Op()(ld(x.v[0]), p0, p1)) y[VW];
 #pragma unroll
-    for (int k = 0; k < (int)VW; k++) y.v[k] = Cv<T>::from(Op()(ld(x.v[k]), p0, p1));
-    reinterpret_cast<V*>(out)[i] = y;
-  });
-  tail_each(nv, VW, n, [&](i64 i) { out[i] = Cv<T>::from(Op()(ld(a[i]), p0, p1)); });
+        for (int k = 0; k < (int)VW; k++) y[k] = Op()(ld(x.v[k]), p0, p1);
+        reinterpret_cast<V*>(out)[i] = Pack<T>::from(y);
+      },
+      [&](i64 i) { out[i] = Cv<T>::from(Op()(ld(a[i]), p0, p1)); });
 }
 
 template <class Op>
@@ -81,15 +81,15 @@ __device__ __forceinline__ void binary_contig(typename Op::Out* out, const T* a,
   typedef typename Op::Out O;
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
-  i64 nv = n / VW;
-  grid_each(nv, [&](auto i) {
-    V x = reinterpret_cast<const V*>(a)[i], y = reinterpret_cast<const V*>(b)[i];
-    VO z;
+  contig_each(
+      n, [&](auto i) { return Two<V>{reinterpret_cast<const V*>(a)[i], reinterpret_cast<const V*>(b)[i]}; },
+      [&](auto i, Two<V> xy) {
+        decltype(Op()(ld(xy.a.v[0]), ld(xy.b.v[0]), p0, p1)) z[VW];
 #pragma unroll
-    for (int k = 0; k < (int)VW; k++) z.v[k] = Cv<O>::from(Op()(ld(x.v[k]), ld(y.v[k]), p0, p1));
-    reinterpret_cast<VO*>(out)[i] = z;
-  });
-  tail_each(nv, VW, n, [&](i64 i) { out[i] = Cv<O>::from(Op()(ld(a[i]), ld(b[i]), p0, p1)); });
+        for (int k = 0; k < (int)VW; k++) z[k] = Op()(ld(xy.a.v[k]), ld(xy.b.v[k]), p0, p1);
+        reinterpret_cast<VO*>(out)[i] = Pack<O>::from(z);
+      },
+      [&](i64 i) { out[i] = Cv<O>::from(Op()(ld(a[i]), ld(b[i]), p0, p1)); });
 }
 
 template <class Op>
@@ -105,21 +105,21 @@ __device__ __forceinline__ void scalar_contig(typename Op::Out* out, const T* a,
   typedef typename Op::Out O;
   typedef Vec<T, VW> V;
   typedef Vec<O, VW> VO;
-  i64 nv = n / VW;
-  grid_each(nv, [&](auto i) {
-    V x = reinterpret_cast<const V*>(a)[i];
-    VO z;
+  contig_each(
+      n, [&](auto i) { return reinterpret_cast<const V*>(a)[i]; },
+      [&](auto i, V x) {
+        C z[VW];
 #pragma unroll
-    for (int k = 0; k < (int)VW; k++) {
-      C v = ld(x.v[k]);
-      z.v[k] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
-    }
-    reinterpret_cast<VO*>(out)[i] = z;
-  });
-  tail_each(nv, VW, n, [&](i64 i) {
-    C v = ld(a[i]);
-    out[i] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
-  });
+        for (int k = 0; k < (int)VW; k++) {
+          C v = ld(x.v[k]);
+          z[k] = rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0);
+        }
+        reinterpret_cast<VO*>(out)[i] = Pack<O>::from(z);
+      },
+      [&](i64 i) {
+        C v = ld(a[i]);
+        out[i] = Cv<O>::from(rev ? Op()(s, v, 0.0, 0.0) : Op()(v, s, 0.0, 0.0));
+      });
 }
 
 template <class Op>
