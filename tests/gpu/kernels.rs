@@ -9,7 +9,13 @@ use torchlet::device::cuda::{self, CudaDevice, CudaMemory};
 use torchlet::device::{Operand, ReduceOp};
 use torchlet::types::{DType, Layout};
 
-use common::{real_gpu as on_gpu, require_real_gpu};
+use common::real_gpu as on_gpu;
+
+/// Fail without the real GPU, and share it with the other tests (`gpu_alone` in main.rs).
+fn require_real_gpu() {
+    common::require_real_gpu();
+    crate::shares_gpu();
+}
 
 /// A device buffer with a row-major shape, held in one raw segment.
 struct Buf {
@@ -179,6 +185,7 @@ fn round(v: f64, elem: DType) -> f64 {
 fn availability_is_reported_clearly() {
     // Decided by the driver, so this runs on every machine: with a GPU, without a driver, and with
     // a driver but no usable device.
+    crate::shares_gpu();
     if on_gpu() || cuda::is_available() {
         assert!(cuda::is_available(), "{:?}", cuda::unavailable_reason());
         assert!(cuda::device_count() >= 1);
@@ -215,7 +222,9 @@ fn availability_is_reported_clearly() {
     ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
 )]
 fn raw_memory_segments_and_expandable_pages() {
-    require_real_gpu();
+    common::require_real_gpu();
+    // It reads the device's free memory, which the other tests' allocations would move.
+    let _alone = crate::gpu_alone();
     let mut mem = CudaMemory::new(0).unwrap();
     let (free0, total) = mem.mem_get_info().unwrap();
     assert!(total > 1 << 30 && free0 <= total);
