@@ -30,7 +30,7 @@ pub const CONTIG_BLOCK: u32 = 256;
 ///
 /// One, measured on the H200 against two (benches/RESULTS.md, eleventh run): PyTorch's eight
 /// float32 elements a thread (128 threads of two vectors) made gelu 1% faster but `x * 2` over
-/// 2^24 and 2^28 float32 elements 0.6-0.9% slower; 256 threads of two vectors, 3.5-3.8% slower.
+/// 2^24 and 2^28 float32 elements 0.6-0.9% slower; 256 threads of two vectors, 2.8-3.8% slower.
 /// Memory-bound ops are the common case.
 pub const CONTIG_VECTORS: usize = 1;
 
