@@ -207,9 +207,13 @@ impl Shell {
             }
             _ => unsupported(&incoming, "shell"),
         };
-        if let Some(reply) = reply {
+        if let Some(mut reply) = reply {
             // Outputs first, then the reply, as ipykernel flushes its streams before replying.
             self.publisher.flushed().await;
+            // Dated when sent, as ipykernel's Session.send dates it: stream text flushed just now
+            // is then dated before its reply, so a client can check the order on the kernel's own
+            // clock, which two sockets' arrival order cannot show.
+            reply.header.date = chrono::Utc::now();
             send_reply(&mut self.send, reply, "shell").await;
         }
         self.publisher.status(ExecutionState::Idle, message);

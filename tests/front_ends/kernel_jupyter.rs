@@ -92,7 +92,7 @@ fn protocol_races_hold_in_every_round() {
     assert!(!log.contains("skipped"), "tests were skipped:\n{log}");
     for name in [
         "test_run_all_aborts_every_cell_queued_behind_a_fast_failure",
-        "test_every_output_arrives_before_its_reply",
+        "test_every_output_is_sent_before_its_reply",
         "test_kernel_writes_nothing_to_stderr",
         "test_rerunning_a_cell_keeps_memory_allocated",
     ] {

@@ -2,7 +2,7 @@
 
 - Run All with stop_on_error: every execute_request sent before a fast failure is aborted,
   however the requests are spread over the socket, and aborted replies carry no execution_count.
-- Every output of a cell is on iopub before its execute_reply is on shell.
+- Every output of a cell is sent on iopub before its execute_reply is sent on shell (by the kernel's dates).
 - A kernel started and shut down by jupyter_client writes nothing to stderr.
 - Re-running `let x = randn(1000, 1000).cuda()` leaves memory_allocated where it was.
 
@@ -10,11 +10,13 @@ Run through `cargo test --test front_ends kernel_jupyter::`; by hand:
 `JUPYTER_PATH=DIR .venv-jupyter/bin/python -m unittest -v tests/jupyter/test_protocol.py`.
 """
 import os
+import re
 import socket
 import struct
 import tempfile
 import time
 import unittest
+from datetime import timezone
 from queue import Empty
 
 import zmq
@@ -24,37 +26,35 @@ KERNEL = os.environ.get("TORCHLET_KERNEL_NAME", "torchlet")
 SIM_KERNEL = os.environ.get("TORCHLET_SIM_KERNEL_NAME", "torchlet-sim")
 ROUNDS = int(os.environ.get("TORCHLET_PROTOCOL_ROUNDS", "20"))
 TIMEOUT = 15
-# How long iopub may trail shell on the client's side (see Recorder.wait).
-SETTLE_S = 0.05
 
 OUTPUTS = {"stream", "display_data", "execute_result", "error", "clear_output", "update_display_data"}
 
 
 class Recorder:
-    """Reads shell and iopub from one thread and numbers each message in the order it became readable.
+    """Reads shell and iopub from one thread, sorting replies and iopub messages by request.
 
-    When shell is readable, everything already readable on iopub is taken first: an output the
-    kernel published before its reply is then always numbered before the reply, whatever order
-    the two sockets are polled in.
+    Two sockets have no common order on the way in: the client's I/O thread may hand over a
+    reply well after outputs the kernel sent first, or before them (100 KB of stream text
+    trailed its reply by more than 50 ms on a loaded 2-core machine). Whether the kernel sent
+    outputs before the reply is read from the kernel's own clock instead, the header dates
+    (see OutputsBeforeReply).
     """
 
     def __init__(self, kc):
         self.kc = kc
-        self.seq = 0
-        self.replies = {}  # msg_id -> (seq, reply)
-        self.iopub = {}  # msg_id -> [(seq, msg)]
+        self.replies = {}  # msg_id -> reply
+        self.iopub = {}  # msg_id -> [msg], in iopub order
 
     def _take_iopub(self):
         while self.kc.iopub_channel.msg_ready():
             msg = self.kc.iopub_channel.get_msg(timeout=0)
             parent = msg["parent_header"].get("msg_id")
-            self.seq += 1
-            self.iopub.setdefault(parent, []).append((self.seq, msg))
+            self.iopub.setdefault(parent, []).append(msg)
 
     def _idle(self, msg_id):
         return any(
             m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
-            for _, m in self.iopub.get(msg_id, [])
+            for m in self.iopub.get(msg_id, [])
         )
 
     def wait(self, msg_ids, timeout=TIMEOUT):
@@ -71,21 +71,26 @@ class Recorder:
             poller.poll(int(left * 1000))
             self._take_iopub()
             while self.kc.shell_channel.msg_ready():
-                # Two sockets have no common order on the way in: the client's I/O thread may
-                # hand over a reply a few milliseconds before outputs the kernel sent first
-                # (seen on a loaded 2-core machine). Give iopub that long to catch up.
-                settle = time.time() + SETTLE_S
-                while time.time() < settle:
-                    if self.kc.iopub_channel.socket.poll(1):
-                        self._take_iopub()
-                self._take_iopub()
                 reply = self.kc.shell_channel.get_msg(timeout=0)
-                self.seq += 1
-                self.replies[reply["parent_header"]["msg_id"]] = (self.seq, reply)
-        return {m: self.replies[m][1] for m in msg_ids}
+                self.replies[reply["parent_header"]["msg_id"]] = reply
+        return {m: self.replies[m] for m in msg_ids}
 
     def published(self, msg_id):
-        return [m for _, m in self.iopub.get(msg_id, [])]
+        return self.iopub.get(msg_id, [])
+
+
+def sent_at(msg):
+    """A message's header date as a sortable (UTC second, nanoseconds) pair.
+
+    The kernel writes nanoseconds, which jupyter_client leaves as a string, and chrono drops
+    trailing zero digits, so the strings themselves do not sort.
+    """
+    date = msg["header"]["date"]
+    if not isinstance(date, str):
+        date = date.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(?:Z|\+00:00)", date)
+    assert m, f"a header date not in UTC: {date!r}"
+    return m[1], int((m[2] or "").ljust(9, "0"))
 
 
 def execute_msg(kc, code, **options):
@@ -206,24 +211,29 @@ class OutputsBeforeReply(KernelCase):
         'eprint("only stderr")',
     ]
 
-    def test_every_output_arrives_before_its_reply(self):
+    def test_every_output_is_sent_before_its_reply(self):
         for round in range(ROUNDS):
             msgs = [execute_msg(self.kc, code, stop_on_error=False) for code in self.CELLS]
             ids = self.send_all(msgs)
             replies = self.rec.wait(ids)
             for code, msg_id in zip(self.CELLS, ids):
                 with self.subTest(round=round, code=code):
-                    reply_seq = self.rec.replies[msg_id][0]
-                    published = self.rec.iopub[msg_id]
-                    kinds = [m["msg_type"] for _, m in published]
-                    outputs = [(seq, m["msg_type"]) for seq, m in published if m["msg_type"] in OUTPUTS]
+                    # The kernel dates a message when it sends it (as ipykernel's Session.send),
+                    # so an output sent after its reply, such as stream text still batched when
+                    # the reply went out, is dated after the reply.
+                    reply = replies[msg_id]
+                    published = self.rec.published(msg_id)
+                    kinds = [m["msg_type"] for m in published]
+                    outputs = [m for m in published if m["msg_type"] in OUTPUTS]
                     self.assertTrue(outputs, f"no outputs: {kinds}")
-                    late = [kind for seq, kind in outputs if seq > reply_seq]
-                    self.assertEqual(late, [], f"outputs after the reply: {kinds}")
+                    late = [(m["msg_type"], m["header"]["date"]) for m in outputs
+                            if sent_at(m) > sent_at(reply)]
+                    self.assertEqual(late, [], f"outputs dated after the reply "
+                                     f"({reply['header']['date']}): {kinds}")
                     self.assertEqual(kinds[:2], ["status", "execute_input"])
-                    self.assertEqual(published[0][1]["content"]["execution_state"], "busy")
+                    self.assertEqual(published[0]["content"]["execution_state"], "busy")
                     self.assertEqual(kinds[-1], "status")
-                    self.assertEqual(published[-1][1]["content"]["execution_state"], "idle")
+                    self.assertEqual(published[-1]["content"]["execution_state"], "idle")
                     self.assertEqual(kinds.count("status"), 2)
             statuses = [replies[m]["content"]["status"] for m in ids]
             self.assertEqual(statuses, ["ok", "ok", "ok", "error", "ok", "ok"])
