@@ -1,10 +1,11 @@
-//! GPU benchmarks on the real device, run beside `.gpu/torch_anchor.py` in the same GPU run so
-//! RESULTS.md can give ratios: `x * 2` over 2^28 float32, sgemm 4096³, `randn(1000, 1000)` on the
-//! GPU, a script-level `empty` + `del` pair, a 10×10 op (tensor API and script), and the random
-//! fill kernels; layer_norm, gelu and softmax over 4096×4096 float32, float16 and bfloat16, `sum()`
-//! of 2^28 float32, a transformer block's training step and the MLP step of script 05 beside
+//! GPU benchmarks on the real device, run beside PyTorch in the same GPU run so RESULTS.md can give
+//! ratios: `x * 2` over 2^28 float32, sgemm 4096³ and a 10×10 op beside `benches/ops_torch.py`,
+//! `randn(1000, 1000)` on the GPU, a script-level `empty` + `del` pair and the random fill kernels;
+//! layer_norm, gelu and softmax over 4096×4096 float32, float16 and bfloat16, `sum()` of 2^28
+//! float32, a transformer block's training step and the MLP step of script 05 beside
 //! `benches/model_ops_torch.py`; and the size, dtype and layout sweep beside
-//! `benches/sweep_torch.py`. Without a GPU it says so and measures nothing.
+//! `benches/sweep_torch.py`. `benches/gpu_measure.sh` runs them all in one device call. Without a
+//! GPU it says so and measures nothing.
 
 use std::time::{Duration, Instant};
 
