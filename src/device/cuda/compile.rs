@@ -12,6 +12,7 @@ use super::error::{nvrtc as nvrtc_err, CudaError, CudaResult};
 use crate::types::DType;
 
 const PRELUDE: &str = include_str!("kernels/prelude.cuh");
+const CONTIG_WALK: &str = include_str!("kernels/contig_walk.cuh");
 const ELEMENTWISE: &str = include_str!("kernels/elementwise.cu");
 const REDUCE: &str = include_str!("kernels/reduce.cu");
 const SOFTMAX: &str = include_str!("kernels/softmax.cu");
@@ -22,11 +23,11 @@ const INDEXING: &str = include_str!("kernels/indexing.cu");
 /// `strided_each`); the host launches a thread for every `STRIDED_ILP` elements.
 pub const STRIDED_ILP: usize = 4;
 
-/// Threads per block of the contiguous elementwise kernels (`CBLOCK` in prelude.cuh).
+/// Threads per block of the contiguous elementwise kernels (`CBLOCK` in contig_walk.cuh).
 pub const CONTIG_BLOCK: u32 = 256;
 
 /// 16-byte vectors each thread of a contiguous elementwise kernel takes of 4- and 8-byte types
-/// (`VPT` in prelude.cuh); 1- and 2-byte types take one.
+/// (`VPT` in contig_walk.cuh); 1- and 2-byte types take one.
 ///
 /// One, measured on the H200 against two (benches/RESULTS.md, eleventh run): PyTorch's eight
 /// float32 elements a thread (128 threads of two vectors) made gelu 1% faster but `x * 2` over
@@ -42,6 +43,7 @@ pub fn module_source(elem: DType) -> String {
             "#define SILP {STRIDED_ILP}\n#define CBLOCK {CONTIG_BLOCK}\n#define WIDE_VPT {CONTIG_VECTORS}"
         ),
         PRELUDE,
+        CONTIG_WALK,
         &super::functors::fill(ELEMENTWISE),
         REDUCE,
         SOFTMAX,

@@ -63,7 +63,7 @@ impl Gpu<'_> {
 
     /// Launch the contiguous elementwise kernel `name` over `n` elements of `elem`: a thread for
     /// every `VPT` vectors, counting the elements past the last whole vector as one more, so the
-    /// last block holds them (`contig_each` in prelude.cuh). The kernels do not loop, so the grid
+    /// last block holds them (`contig_each` in contig_walk.cuh). The kernels do not loop, so the grid
     /// covers every vector: the cap of 2^31 - 1 blocks is 2^40 elements and more.
     fn run_contig(
         &self,

@@ -1,6 +1,6 @@
 // Elementwise kernels: unary, binary (tensor-tensor and tensor-scalar), comparisons, casts, fill,
 // arange, gather/scatter. Contiguous forms use 16-byte vectors, VPT of them a thread, with no loop
-// (prelude.cuh contig_each); strided forms take a Lay (broadcasting = stride 0).
+// (contig_walk.cuh); strided forms take a Lay (broadcasting = stride 0).
 //
 // Measured on the H200, a loop taking gelu four float32 vectors deep raised its registers to 50 (4
 // blocks an SM) and lost 4-6%; for two vectors a thread see compile.rs CONTIG_VECTORS.

@@ -132,9 +132,6 @@ __device__ __forceinline__ void strided_each(const Lay& L, i64 n, Load load, Sto
 // 16-byte (or narrower, for outputs) vectors for contiguous loads and stores.
 template <class X, int N> struct alignas(sizeof(X) * N) Vec { X v[N]; };
 #define VW (16 / sizeof(T))
-// Vectors each thread of a contiguous kernel takes: WIDE_VPT of 4- and 8-byte types, one of 1- and
-// 2-byte types (the host defines WIDE_VPT and CBLOCK, the block size, from compile.rs).
-#define VPT ((int)VW >= 8 ? 1 : WIDE_VPT)
 
 // Pack<S>::from(v): a vector of results converted to storage type S, as Cv<S> converts each. The
 // half types convert two at a time (one instruction where Cv takes two and a byte permute), as
@@ -164,51 +161,6 @@ PACK_PAIRS(bf16, "cvt.rn.bf16x2.f32")
 
 // Two operands' vectors, loaded together.
 template <class V> struct Two { V a, b; };
-
-// This block's share of nv vectors: `store(i, load(i))` for each, where load reads the operands and
-// store computes and writes. Block b takes the CBLOCK * VPT vectors from b * CBLOCK * VPT; thread
-// t the ones at t, t + CBLOCK, ... (coalesced), all loaded before any is stored, so the loads are in
-// flight together even when out aliases an input. Returns whether the block's share was whole.
-template <class I, class Load, class Store> __device__ __forceinline__ bool chunk_vectors(I nv, Load load, Store store) {
-  const I first = (I)blockIdx.x * (CBLOCK * VPT);
-  const I base = first + threadIdx.x;
-  typedef decltype(load(base)) R;
-  R r[VPT];
-  if (first + CBLOCK * VPT <= nv) {
-#pragma unroll
-    for (int k = 0; k < VPT; k++) r[k] = load(base + k * CBLOCK);
-#pragma unroll
-    for (int k = 0; k < VPT; k++) store(base + k * CBLOCK, r[k]);
-    return true;
-  }
-#pragma unroll
-  for (int k = 0; k < VPT; k++)
-    if (base + k * CBLOCK < nv) r[k] = load(base + k * CBLOCK);
-#pragma unroll
-  for (int k = 0; k < VPT; k++)
-    if (base + k * CBLOCK < nv) store(base + k * CBLOCK, r[k]);
-  return false;
-}
-
-// The contiguous kernels' walk over n elements: chunk_vectors over the whole 16-byte vectors, then
-// `tail(i)` for the elements past the last one (fewer than VW), in the last block's first threads.
-// The host launches ceil(n / (VW * VPT * CBLOCK)) blocks (ops.rs run_contig), so only the last
-// block's share is partial and only it can hold the tail.
-//
-// Measured with Nsight Compute and the machine code on the H200: a grid-stride loop spent 35 of a
-// float32 gelu thread's 150 instructions (four elements) on the loop, bounds and the tail, where
-// PyTorch's kernel spends 12 of 227 (eight elements), and gelu is issue-bound. This is PyTorch's
-// shape: no loop, one block-uniform bounds test, and 32-bit indices when every index fits (64-bit
-// index arithmetic made the float16 gelu 3% slower than the loop's 32-bit one).
-template <class Load, class Store, class Tail>
-__device__ __forceinline__ void contig_each(i64 n, Load load, Store store, Tail tail) {
-  const int vw = (int)VW;  // VW is a size_t, which would make every index 64-bit
-  const bool whole = n < 0x80000000LL ? chunk_vectors((unsigned)n / vw, load, store)
-                                      : chunk_vectors(n / vw, load, store);
-  if (whole || blockIdx.x != gridDim.x - 1) return;
-  const i64 done = n / vw * vw;
-  if (threadIdx.x < n - done) tail(done + threadIdx.x);
-}
 
 __device__ __forceinline__ C scalar_val(double d, i64 i) { return IS_FP ? (C)d : (C)i; }
 
