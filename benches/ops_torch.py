@@ -8,21 +8,10 @@ the bench's, so benches/compare_torch.py pairs them.
 """
 import json
 import sys
-import time
 
 import torch
 
-
-def seconds(fn, k):
-    """Mean time of one call over `k`, the device waited for, after a warm-up."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(k):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / k
+from model_ops_torch import bench as seconds  # mean seconds of one call over k, after a warm-up
 
 
 def main():
