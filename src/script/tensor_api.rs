@@ -185,6 +185,26 @@ fn register_inspection(engine: &mut Engine) {
             |t: &mut Tensor| t.element_size() as INT,
         )
         .register_doc(
+            "stride",
+            &["t.stride([dim]) — elements to step in each dimension, or in one (views share memory)"],
+            |t: &mut Tensor| shape_array(&t.stride()),
+        )
+        .register_fn("stride", |t: &mut Tensor, dim: INT| -> Res<INT> {
+            let strides = t.stride();
+            let d = wrap_dim(dim, strides.len())?;
+            Ok(strides[d] as INT)
+        })
+        .register_doc(
+            "is_contiguous",
+            &["t.is_contiguous() — whether the elements lie dense in row-major order"],
+            |t: &mut Tensor| t.is_contiguous(),
+        )
+        .register_doc(
+            "storage_offset",
+            &["t.storage_offset() — elements from the start of the memory t views to its first"],
+            |t: &mut Tensor| t.storage_offset() as INT,
+        )
+        .register_doc(
             "data_ptr",
             &["t.data_ptr() — address of the first element"],
             |t: &mut Tensor| t.data_ptr() as INT,
@@ -202,9 +222,16 @@ fn register_inspection(engine: &mut Engine) {
         .register_indexer_get(|t: &mut Tensor, i: INT| t.index(i as isize).or_raise());
 }
 
-/// A possibly negative dim as an index into `rank` dims, with PyTorch's message when out of range.
+/// A possibly negative dim as an index into `rank` dims, with PyTorch's message when out of range
+/// (`size` and `stride` take no dim of a 0-d tensor, where reductions would take 0 and -1).
 fn wrap_dim(dim: INT, rank: usize) -> Res<usize> {
-    let r = rank.max(1) as INT;
+    if rank == 0 {
+        return Err(super::errors::raise(
+            "IndexError",
+            format!("Dimension specified as {dim} but tensor has no dimensions"),
+        ));
+    }
+    let r = rank as INT;
     if dim < -r || dim >= r {
         return Err(super::errors::raise(
             "IndexError",

@@ -138,6 +138,18 @@ fn index_errors() {
         "{}",
         e.message
     );
+    // A 0-d tensor has no dim to ask about, 0 and -1 included (reductions would take them).
+    for code in ["c.sum().size(0)", "c.sum().stride(-1)", "c.stride(2)"] {
+        let e = fails(&mut s, code);
+        assert_eq!(e.kind, "IndexError", "{code}");
+    }
+    let e = fails(&mut s, "c.sum().size(0)");
+    assert!(
+        e.message
+            .contains("Dimension specified as 0 but tensor has no dimensions"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]

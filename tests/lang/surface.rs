@@ -304,6 +304,21 @@ const ROWS: &[(&str, &str, &str)] = &[
         "[4, 2, 8, 8]",
     ),
     (
+        "t.stride",
+        "[m.stride(), m.t().stride(), m.stride(-1), zeros([2, 3, 4]).permute([2, 0, 1]).stride(), tensor(1.0).stride()]",
+        "[[3, 1], [1, 3], 1, [1, 12, 4], []]",
+    ),
+    (
+        "t.is_contiguous",
+        "[m.is_contiguous(), m.t().is_contiguous(), m.t().contiguous().is_contiguous(), m.narrow(1, 1, 2).is_contiguous(), m.narrow(0, 1, 1).is_contiguous()]",
+        "[true, false, true, false, true]",
+    ),
+    (
+        "t.storage_offset",
+        "[m.storage_offset(), m.narrow(1, 1, 2).storage_offset(), m[1].storage_offset(), m[1].clone().storage_offset()]",
+        "[0, 1, 3, 0]",
+    ),
+    (
         "t.data_ptr",
         "[m.data_ptr() != 0, m.narrow(1, 1, 2).data_ptr() - m.data_ptr(), m.clone().data_ptr() != m.data_ptr()]",
         "[true, 4, true]",
