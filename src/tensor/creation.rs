@@ -111,13 +111,22 @@ impl Tensor {
     }
 
     /// The identity matrix, `n` × `m` (`m` defaults to `n`).
+    ///
+    /// Zeros with the diagonal set to one in place, as PyTorch's `eye_out`: building the n × m
+    /// values in host memory first overflowed or exhausted it for sizes the allocator would have
+    /// refused with a clear error (`eye(1 << 20)` asked the host for 8 TiB and aborted).
     pub fn eye(n: usize, m: Option<usize>, opts: &TensorOptions) -> Result<Tensor> {
         let m = m.unwrap_or(n);
-        let mut values = vec![0.0; n * m];
-        for i in 0..n.min(m) {
-            values[i * m + i] = 1.0;
+        let t = Tensor::empty_on(&[n, m], opts.dtype, opts.device)?;
+        if t.numel() > 0 {
+            t.backend().fill(t.operand(), Scalar::Int(0))?;
+            let mut diagonal = t.layout().clone();
+            diagonal.shape = vec![n.min(m)];
+            diagonal.strides = vec![m + 1];
+            t.backend()
+                .fill(t.view_as_layout(diagonal).operand(), Scalar::Int(1))?;
         }
-        Self::from_f64s(&values, &[n, m], opts)?.finish(opts)
+        t.finish(opts)
     }
 
     fn from_f64s(values: &[f64], shape: &[usize], opts: &TensorOptions) -> Result<Tensor> {

@@ -200,7 +200,16 @@ impl Tensor {
         let d = wrap_dim(dim, self.dim())?;
         let len = self.dims()[d];
         if len == 0 {
-            return self.split_with_sizes(&vec![0; chunks], dim);
+            // `chunks` empty views, as PyTorch; a count no memory could hold is an error, not an
+            // abort of the whole session.
+            let mut sizes = Vec::new();
+            sizes.try_reserve_exact(chunks).map_err(|_| {
+                TensorError::runtime(format!(
+                    "chunk: {chunks} empty chunks of a dimension of size 0 do not fit in host memory"
+                ))
+            })?;
+            sizes.resize(chunks, 0);
+            return self.split_with_sizes(&sizes, dim);
         }
         self.split(len.div_ceil(chunks), dim)
     }

@@ -153,6 +153,28 @@ fn index_errors() {
 }
 
 #[test]
+fn sizes_no_memory_holds_are_errors_not_aborts() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    // eye built its n × m values in host memory first, which overflowed or aborted the process.
+    let e = fails(&mut s, "eye(1 << 40)");
+    assert!(
+        e.message.contains("Storage size calculation overflowed"),
+        "{}",
+        e.message
+    );
+    let e = fails(&mut s, "eye(1 << 20, #{device: \"cuda\"})");
+    assert_eq!(e.kind, "OutOfMemoryError", "{}", e.message);
+    let e = fails(&mut s, "zeros(0).chunk(1 << 40)");
+    assert_eq!(e.kind, "RuntimeError", "{}", e.message);
+    let outcome = s.execute("eye(2, 3, #{device: \"cuda\"}).tolist()");
+    assert_eq!(
+        outcome.value.unwrap().plain,
+        "[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]"
+    );
+}
+
+#[test]
 fn bad_options_are_type_errors() {
     let _g = exclusive();
     let mut s = session_with_tensors();
