@@ -164,7 +164,11 @@ pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
                     "CUDA error: invalid device ordinal: cuda:{i} does not exist ({} CUDA device{} available{})",
                     list.len(),
                     if list.len() == 1 { " is" } else { "s are" },
-                    if list.is_empty() { String::new() } else { format!(": cuda:0 to cuda:{}", list.len() - 1) }
+                    match list.len() {
+                        0 => String::new(),
+                        1 => ": cuda:0".into(),
+                        n => format!(": cuda:0 to cuda:{}", n - 1),
+                    }
                 ))
             }),
             Err(why) => Err(unavailable(why)),

@@ -103,6 +103,18 @@ fn device_mismatch() {
         e.message
     );
     assert_eq!((e.line, e.column), (Some(1), Some(13)));
+    // A device that does not exist is named, with the ones that do.
+    let count = s.execute("cuda::device_count()").value.unwrap().plain;
+    let e = fails(&mut s, "zeros(2).to(\"cuda:7\")");
+    let available = match count.as_str() {
+        "1" => "(1 CUDA device is available: cuda:0)".to_string(),
+        n => format!("({n} CUDA devices are available: cuda:0 to cuda:"),
+    };
+    assert!(
+        e.message.contains("cuda:7 does not exist") && e.message.contains(&available),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
