@@ -98,16 +98,35 @@ impl Tensor {
         };
         // Both halves are computed from their own end, as PyTorch does, so `end` is exact.
         let half = steps / 2;
-        let values: Vec<f64> = (0..steps)
-            .map(|i| {
-                if i < half {
-                    start + step * i as f64
-                } else {
-                    end - step * (steps - 1 - i) as f64
-                }
-            })
-            .collect();
-        Self::from_f64s(&values, &[steps], opts)?.finish(opts)
+        let value = |i: usize| {
+            if steps == 1 {
+                start // PyTorch's single step is `start`, not `end`
+            } else if i < half {
+                start + step * i as f64
+            } else {
+                end - step * (steps - 1 - i) as f64
+            }
+        };
+        // The tensor first, so a size the device cannot hold is the allocator's error; only then
+        // the values, in host memory, which may still be short of room for them.
+        let t = Tensor::empty_on(&[steps], opts.dtype, opts.device)?;
+        let size = opts.dtype.size();
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(steps * size).map_err(|_| {
+            TensorError::runtime(format!(
+                "linspace: the {steps} values do not fit in host memory on their way to {}",
+                opts.device
+            ))
+        })?;
+        bytes.resize(steps * size, 0);
+        for i in 0..steps {
+            // SAFETY: `bytes` holds `steps` elements of `opts.dtype`.
+            unsafe { store_f64(bytes.as_mut_ptr(), opts.dtype, i, value(i)) };
+        }
+        if steps > 0 {
+            t.backend().write_bytes(t.storage_ptr(), &bytes)?;
+        }
+        t.finish(opts)
     }
 
     /// The identity matrix, `n` × `m` (`m` defaults to `n`).
@@ -127,16 +146,6 @@ impl Tensor {
                 .fill(t.view_as_layout(diagonal).operand(), Scalar::Int(1))?;
         }
         t.finish(opts)
-    }
-
-    fn from_f64s(values: &[f64], shape: &[usize], opts: &TensorOptions) -> Result<Tensor> {
-        let size = opts.dtype.size();
-        let mut bytes = vec![0u8; values.len() * size];
-        for (i, v) in values.iter().enumerate() {
-            // SAFETY: `bytes` holds `values.len()` elements of `opts.dtype`.
-            unsafe { store_f64(bytes.as_mut_ptr(), opts.dtype, i, *v) };
-        }
-        Self::from_bytes(&bytes, shape, opts.dtype, opts.device)
     }
 
     /// A tensor whose elements are `bytes` (host, native layout of `dtype`).

@@ -177,6 +177,8 @@ fn sizes_no_memory_holds_are_errors_not_aborts() {
     );
     let e = fails(&mut s, "eye(1 << 20, #{device: \"cuda\"})");
     assert_eq!(e.kind, "OutOfMemoryError", "{}", e.message);
+    let e = fails(&mut s, "linspace(0, 1, 1 << 40, #{device: \"cuda\"})");
+    assert_eq!(e.kind, "OutOfMemoryError", "{}", e.message);
     let e = fails(&mut s, "zeros(0).chunk(1 << 40)");
     assert_eq!(e.kind, "RuntimeError", "{}", e.message);
     let outcome = s.execute("eye(2, 3, #{device: \"cuda\"}).tolist()");

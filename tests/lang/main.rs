@@ -8,6 +8,7 @@ mod compound_assign;
 mod cuda_module;
 mod del;
 mod echo_semicolon;
+mod edge_arguments;
 mod errors;
 mod globals;
 mod grad_mode;

@@ -86,8 +86,8 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "linspace",
-        "desc(linspace(0.0, 1.0, 5, dev))",
-        r#"[[5], "float32", [0.0, 0.25, 0.5, 0.75, 1.0]]"#,
+        "[desc(linspace(0.0, 1.0, 5, dev)), vals(linspace(2.0, 3.0, 1, dev)), linspace(0.0, 1.0, 0, dev).shape]",
+        r#"[[[5], "float32", [0.0, 0.25, 0.5, 0.75, 1.0]], [2.0], [0]]"#,
     ),
     (
         "eye",
