@@ -122,7 +122,12 @@ impl Session {
         self.forget_oom_diagnoses();
         let mark = self.before_input();
         let started = Instant::now();
-        let result = self.run(code).map_err(|mut error| {
+        // A panic below is a torchlet bug; as an error of this input it leaves the REPL, the
+        // kernel or the script runner with every earlier variable, where unwinding out of here
+        // would end the process and lose them.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(code)));
+        let result = run.unwrap_or_else(|panic| Err(ScriptError::internal(&panic_text(&*panic))));
+        let result = result.map_err(|mut error| {
             if error.kind == "OutOfMemoryError" {
                 for note in self.oom_notes() {
                     error.message = format!("{}\n{note}", error.message);
@@ -381,4 +386,13 @@ impl Session {
         self.functions = rhai::AST::empty();
         self.function_sources.clear();
     }
+}
+
+/// What a panic said, for [`ScriptError::internal`].
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }

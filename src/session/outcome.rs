@@ -58,6 +58,24 @@ impl ScriptError {
         }
     }
 
+    /// torchlet failing inside itself (a panic: a bug) while it ran an input; `what` is the panic's
+    /// text.
+    pub fn internal(what: &str) -> Self {
+        ScriptError {
+            kind: "InternalError".into(),
+            message: format!(
+                "torchlet failed inside itself while running this input ({what}); this is a bug, \
+                 please report it. The session goes on, with the variables made before this input."
+            ),
+            source: None,
+            line: None,
+            column: None,
+            source_line: None,
+            frames: Vec::new(),
+            hint: None,
+        }
+    }
+
     /// A parse error of `code`.
     pub fn from_parse(error: &ParseError, code: &str, source: Option<&str>) -> Self {
         let mut message = error.err_type().to_string();

@@ -189,6 +189,24 @@ fn sizes_no_memory_holds_are_errors_not_aborts() {
 }
 
 #[test]
+fn a_panic_inside_torchlet_is_an_internal_error_and_the_session_goes_on() {
+    let _g = exclusive();
+    let mut s = session_with_tensors();
+    // No script reaches a panic on purpose; a function registered here stands in for the bug.
+    s.engine_mut()
+        .register_fn("_fails_inside", || -> i64 { panic!("an invariant broke") });
+    let e = fails(&mut s, "_fails_inside()");
+    assert_eq!(e.kind, "InternalError");
+    assert!(
+        e.message.contains("an invariant broke") && e.message.contains("please report it"),
+        "{}",
+        e.message
+    );
+    let outcome = s.execute("(x * 0 + 1).sum().item()");
+    assert_eq!(outcome.value.unwrap().plain, "1000000.0");
+}
+
+#[test]
 fn bad_options_are_type_errors() {
     let _g = exclusive();
     let mut s = session_with_tensors();
