@@ -122,12 +122,7 @@ impl Session {
         self.forget_oom_diagnoses();
         let mark = self.before_input();
         let started = Instant::now();
-        // A panic below is a torchlet bug; as an error of this input it leaves the REPL, the
-        // kernel or the script runner with every earlier variable, where unwinding out of here
-        // would end the process and lose them.
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(code)));
-        let result = run.unwrap_or_else(|panic| Err(ScriptError::internal(&panic_text(&*panic))));
-        let result = result.map_err(|mut error| {
+        let result = self.run_guarded(code).map_err(|mut error| {
             if error.kind == "OutOfMemoryError" {
                 for note in self.oom_notes() {
                     error.message = format!("{}\n{note}", error.message);
@@ -150,6 +145,15 @@ impl Session {
         };
         self.after_input(mark, &outcome);
         outcome
+    }
+
+    /// `run`, with a panic below it (a torchlet bug) as an error of this input: the REPL, the
+    /// kernel or the script runner keeps every earlier variable, where unwinding out of here would
+    /// end the process and lose them.
+    #[allow(clippy::result_large_err)] // as `run`
+    fn run_guarded(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(typed)))
+            .unwrap_or_else(|panic| Err(ScriptError::internal(&panic_text(&*panic))))
     }
 
     // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
