@@ -152,8 +152,15 @@ impl Session {
     /// end the process and lose them.
     #[allow(clippy::result_large_err)] // as `run`
     fn run_guarded(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(typed)))
-            .unwrap_or_else(|panic| Err(ScriptError::internal(&panic_text(&*panic))))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(typed))).unwrap_or_else(
+            |panic| {
+                // What `run` would have closed had it returned: the input's allocation site and
+                // `del`'s tombstones.
+                crate::script::provenance::end_input();
+                crate::script::syntax::compact_deleted(&mut self.scope);
+                Err(ScriptError::internal(&panic_text(&*panic)))
+            },
+        )
     }
 
     // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
