@@ -80,16 +80,7 @@ impl ExecuteDone {
         ExecuteDone {
             outcome: Outcome {
                 value: None,
-                error: Some(ScriptError {
-                    kind: "InternalError".into(),
-                    message,
-                    source: None,
-                    line: None,
-                    column: None,
-                    source_line: None,
-                    frames: Vec::new(),
-                    hint: None,
-                }),
+                error: Some(ScriptError::unplaced("InternalError", message)),
                 elapsed: Duration::ZERO,
             },
             user_expressions: HashMap::new(),
@@ -106,11 +97,7 @@ impl ExecuteDone {
 }
 
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+    let what = crate::session::panic_text(&**panic);
     format!(
         "torchlet crashed while running this cell ({what}); please report it. \
              The kernel is still running and earlier variables are kept."

@@ -362,16 +362,7 @@ struct Failure {
 
 impl Failure {
     fn into_error(self) -> ScriptError {
-        ScriptError {
-            kind: self.kind.into(),
-            message: self.message,
-            source: None,
-            line: None,
-            column: None,
-            source_line: None,
-            frames: Vec::new(),
-            hint: None,
-        }
+        ScriptError::unplaced(self.kind, self.message)
     }
 }
 

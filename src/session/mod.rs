@@ -399,8 +399,8 @@ impl Session {
     }
 }
 
-/// What a panic said, for [`ScriptError::internal`].
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+/// What a panic said, for [`ScriptError::internal`] and the kernel's own guard.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -58,15 +58,11 @@ impl ScriptError {
         }
     }
 
-    /// torchlet failing inside itself (a panic: a bug) while it ran an input; `what` is the panic's
-    /// text.
-    pub fn internal(what: &str) -> Self {
+    /// An error with no position in the input (a command's, or torchlet's own).
+    pub fn unplaced(kind: &str, message: String) -> Self {
         ScriptError {
-            kind: "InternalError".into(),
-            message: format!(
-                "torchlet failed inside itself while running this input ({what}); this is a bug, \
-                 please report it. The session goes on, with the variables made before this input."
-            ),
+            kind: kind.into(),
+            message,
             source: None,
             line: None,
             column: None,
@@ -74,6 +70,18 @@ impl ScriptError {
             frames: Vec::new(),
             hint: None,
         }
+    }
+
+    /// torchlet failing inside itself (a panic: a bug) while it ran an input; `what` is the panic's
+    /// text.
+    pub fn internal(what: &str) -> Self {
+        Self::unplaced(
+            "InternalError",
+            format!(
+                "torchlet failed inside itself while running this input ({what}); this is a bug, \
+                 please report it. The session goes on, with the variables made before this input."
+            ),
+        )
     }
 
     /// A parse error of `code`.

@@ -92,6 +92,12 @@ pub fn device_names() -> Vec<&'static str> {
 /// while this thread holds the GPU already.
 pub fn uses_gpu() {
     setup();
+    shares_gpu_as_is();
+}
+
+/// [`uses_gpu`] for tests that drive cuda:0 through the driver themselves (tests/gpu), without
+/// setting torchlet's devices up.
+pub fn shares_gpu_as_is() {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
         if matches!(*held, Held::Nothing) {
@@ -142,6 +148,12 @@ fn lock() -> Exclusive {
     let guard = GPU.write().unwrap_or_else(|e| e.into_inner());
     HELD.with(|held| *held.borrow_mut() = Held::Exclusive);
     Exclusive(guard)
+}
+
+/// cuda:0 to this test alone, as it is, for tests that drive it through the driver themselves and
+/// read its free memory (tests/gpu), without setting torchlet's devices up.
+pub fn alone_as_is() -> Exclusive {
+    lock()
 }
 
 /// [`exclusive`], with cuda:0's allocator.

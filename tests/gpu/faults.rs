@@ -8,7 +8,7 @@ const LIMIT: Duration = Duration::from_secs(300);
 
 /// `torchlet run -e code` with `env`, killed (and the test failed) if it outlives LIMIT.
 fn run(code: &str, env: &[(&str, &str)]) -> Output {
-    crate::shares_gpu();
+    crate::common::shares_gpu_as_is();
     let mut child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
         .args(["run", "-e", code])
         .env_remove("TORCHLET_SIMULATE_CUDA")

@@ -11,10 +11,10 @@ use torchlet::types::{DType, Layout};
 
 use common::real_gpu as on_gpu;
 
-/// Fail without the real GPU, and share it with the other tests (`gpu_alone` in main.rs).
+/// Fail without the real GPU, and share it with the other tests (`alone_as_is` in tests/common).
 fn require_real_gpu() {
     common::require_real_gpu();
-    crate::shares_gpu();
+    common::shares_gpu_as_is();
 }
 
 /// A device buffer with a row-major shape, held in one raw segment.
@@ -185,7 +185,7 @@ fn round(v: f64, elem: DType) -> f64 {
 fn availability_is_reported_clearly() {
     // Decided by the driver, so this runs on every machine: with a GPU, without a driver, and with
     // a driver but no usable device.
-    crate::shares_gpu();
+    common::shares_gpu_as_is();
     if on_gpu() || cuda::is_available() {
         assert!(cuda::is_available(), "{:?}", cuda::unavailable_reason());
         assert!(cuda::device_count() >= 1);
@@ -224,7 +224,7 @@ fn availability_is_reported_clearly() {
 fn raw_memory_segments_and_expandable_pages() {
     common::require_real_gpu();
     // It reads the device's free memory, which the other tests' allocations would move.
-    let _alone = crate::gpu_alone();
+    let _alone = common::alone_as_is();
     let mut mem = CudaMemory::new(0).unwrap();
     let (free0, total) = mem.mem_get_info().unwrap();
     assert!(total > 1 << 30 && free0 <= total);

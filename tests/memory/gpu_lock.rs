@@ -17,6 +17,8 @@ const LOCKS: &[&str] = &[
     "gpu()",
     "exclusive_simulating(",
     "setup_simulated_gpu(",
+    "shares_gpu_as_is()",
+    "alone_as_is()",
 ];
 /// Calls that run code in another process.
 const SPAWNS: &[&str] = &["Command::new", "CARGO_BIN_EXE", "current_exe"];
