@@ -9,7 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use torchlet::device::cuda::{self, CudaDevice};
 use torchlet::device::{self, Device, Operand};
 use torchlet::session::Session;
@@ -30,6 +31,15 @@ fn timed(iters: u64, mut f: impl FnMut()) -> Duration {
     t.elapsed()
 }
 
+/// Time `op` under `name` in `g`, after one untimed call: an op's first call on a fresh machine
+/// compiles its kernels (NVRTC, hundreds of milliseconds), and a warm-up that ends inside that
+/// call leaves criterion planning ten iterations, one of them cold.
+fn bench_op(g: &mut BenchmarkGroup<'_, WallTime>, name: impl Into<String>, mut op: impl FnMut()) {
+    op();
+    sync();
+    g.bench_function(name.into(), |b| b.iter_custom(|n| timed(n, &mut op)));
+}
+
 fn on_cuda() -> TensorOptions {
     TensorOptions {
         device: Device::Cuda(0),
@@ -41,34 +51,24 @@ fn tensor_ops(c: &mut Criterion) {
     let mut g = c.benchmark_group("gpu");
     let x = Tensor::randn(&[1 << 28], &on_cuda()).unwrap();
     g.throughput(Throughput::Bytes(8 << 28));
-    g.bench_function("scale_2p28_f32", |b| {
-        b.iter_custom(|n| timed(n, || drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())))
+    bench_op(&mut g, "scale_2p28_f32", || {
+        drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())
     });
     drop(x);
     let a = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
     let bm = Tensor::randn(&[4096, 4096], &on_cuda()).unwrap();
     g.throughput(Throughput::Elements(2 * 4096u64.pow(3)));
-    g.bench_function("sgemm_4096", |b| {
-        b.iter_custom(|n| timed(n, || drop(a.matmul(&bm).unwrap())))
-    });
+    bench_op(&mut g, "sgemm_4096", || drop(a.matmul(&bm).unwrap()));
     drop((a, bm));
     g.throughput(Throughput::Elements(1_000_000));
-    g.bench_function("randn_1000x1000_cuda", |b| {
-        b.iter_custom(|n| {
-            timed(n, || {
-                drop(Tensor::randn(&[1000, 1000], &on_cuda()).unwrap())
-            })
-        })
+    bench_op(&mut g, "randn_1000x1000_cuda", || {
+        drop(Tensor::randn(&[1000, 1000], &on_cuda()).unwrap())
     });
     let s = Tensor::randn(&[10, 10], &on_cuda()).unwrap();
     g.throughput(Throughput::Elements(2));
-    g.bench_function("small_op_10x10_pair", |b| {
-        b.iter_custom(|n| {
-            timed(n, || {
-                let y = s.mul_scalar(Scalar::Float(2.0)).unwrap();
-                drop(y.add_scalar(Scalar::Float(1.0)).unwrap());
-            })
-        })
+    bench_op(&mut g, "small_op_10x10_pair", || {
+        let y = s.mul_scalar(Scalar::Float(2.0)).unwrap();
+        drop(y.add_scalar(Scalar::Float(1.0)).unwrap());
     });
     g.finish();
 }
@@ -115,21 +115,13 @@ fn random_kernels(c: &mut Criterion) {
     let mut g = c.benchmark_group("gpu_random");
     g.throughput(Throughput::Elements(1_000_000));
     let mut seed = 0;
-    g.bench_function("curand_normal_1e6", |b| {
-        b.iter_custom(|n| {
-            timed(n, || {
-                seed += 1;
-                dev.rng.fill(&dev.gpu(), &v, true, seed).unwrap()
-            })
-        })
+    bench_op(&mut g, "curand_normal_1e6", || {
+        seed += 1;
+        dev.rng.fill(&dev.gpu(), &v, true, seed).unwrap()
     });
-    g.bench_function("philox_normal_1e6", |b| {
-        b.iter_custom(|n| {
-            timed(n, || {
-                seed += 1;
-                dev.gpu().philox(&v, seed, 0, true).unwrap()
-            })
-        })
+    bench_op(&mut g, "philox_normal_1e6", || {
+        seed += 1;
+        dev.gpu().philox(&v, seed, 0, true).unwrap()
     });
     g.finish();
 }
@@ -150,25 +142,19 @@ fn model_ops(c: &mut Criterion) {
         };
         let (x, w, b) = (make(&[4096, 4096]), make(&[4096]), make(&[4096]));
         g.throughput(Throughput::Bytes(2 * dtype.size() as u64 * 4096 * 4096));
-        g.bench_function(format!("layer_norm_4096x4096_{tag}"), |bn| {
-            bn.iter_custom(|n| {
-                timed(n, || {
-                    drop(x.layer_norm(&[4096], Some(&w), Some(&b), 1e-5).unwrap())
-                })
-            })
+        bench_op(&mut g, format!("layer_norm_4096x4096_{tag}"), || {
+            drop(x.layer_norm(&[4096], Some(&w), Some(&b), 1e-5).unwrap())
         });
-        g.bench_function(format!("gelu_4096x4096_{tag}"), |bn| {
-            bn.iter_custom(|n| timed(n, || drop(x.gelu("none").unwrap())))
+        bench_op(&mut g, format!("gelu_4096x4096_{tag}"), || {
+            drop(x.gelu("none").unwrap())
         });
-        g.bench_function(format!("softmax_4096x4096_{tag}"), |bn| {
-            bn.iter_custom(|n| timed(n, || drop(x.softmax(1).unwrap())))
+        bench_op(&mut g, format!("softmax_4096x4096_{tag}"), || {
+            drop(x.softmax(1).unwrap())
         });
     }
     let x = Tensor::randn(&[1 << 28], &on_cuda()).unwrap();
     g.throughput(Throughput::Bytes(4 << 28));
-    g.bench_function("sum_2p28_f32", |bn| {
-        bn.iter_custom(|n| timed(n, || drop(x.sum(None, false).unwrap())))
-    });
+    bench_op(&mut g, "sum_2p28_f32", || drop(x.sum(None, false).unwrap()));
     drop(x);
     // One training step of scripts/10_transformer_block.rhai's block (forward, backward, AdamW).
     let script = std::fs::read_to_string(concat!(
@@ -188,10 +174,9 @@ fn model_ops(c: &mut Criterion) {
         + "loss.backward(); opt.step(); opt.zero_grad();";
     let (mut s, _) = Session::captured("<bench>");
     assert!(s.execute(setup).error.is_none());
-    assert!(s.execute(&step).error.is_none());
     g.throughput(Throughput::Elements(1));
-    g.bench_function("transformer_block_step", |bn| {
-        bn.iter_custom(|n| timed(n, || assert!(s.execute(&step).error.is_none())))
+    bench_op(&mut g, "transformer_block_step", || {
+        assert!(s.execute(&step).error.is_none())
     });
     // One step of scripts/05_training_loop.rhai's loop: the 2-64-1 MLP's forward, backward, SGD
     // update under no_grad and `loss.item()`, which waits for the device as the script does.
@@ -209,9 +194,8 @@ fn model_ops(c: &mut Criterion) {
         w1.grad = (); b1.grad = (); w2.grad = (); b2.grad = (); loss.item();";
     let (mut s, _) = Session::captured("<bench>");
     assert!(s.execute(setup).error.is_none());
-    assert!(s.execute(step).error.is_none());
-    g.bench_function("mlp_step", |bn| {
-        bn.iter_custom(|n| timed(n, || assert!(s.execute(step).error.is_none())))
+    bench_op(&mut g, "mlp_step", || {
+        assert!(s.execute(step).error.is_none())
     });
     g.finish();
 }
@@ -235,18 +219,18 @@ fn sweep(c: &mut Criterion) {
             let square = x.view(&[1 << (k / 2), 1 << (k - k / 2)]).unwrap();
             let rows = x.view(&[(n / 1024) as isize, 1024]).unwrap();
             g.throughput(Throughput::Bytes(2 * bytes));
-            g.bench_function(format!("scale_{tag}_2p{k}"), |b| {
-                b.iter_custom(|i| timed(i, || drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())))
+            bench_op(&mut g, format!("scale_{tag}_2p{k}"), || {
+                drop(x.mul_scalar(Scalar::Float(2.0)).unwrap())
             });
-            g.bench_function(format!("transpose_copy_{tag}_2p{k}"), |b| {
-                b.iter_custom(|i| timed(i, || drop(square.t().unwrap().contiguous().unwrap())))
+            bench_op(&mut g, format!("transpose_copy_{tag}_2p{k}"), || {
+                drop(square.t().unwrap().contiguous().unwrap())
             });
-            g.bench_function(format!("softmax_{tag}_2p{k}"), |b| {
-                b.iter_custom(|i| timed(i, || drop(rows.softmax(1).unwrap())))
+            bench_op(&mut g, format!("softmax_{tag}_2p{k}"), || {
+                drop(rows.softmax(1).unwrap())
             });
             g.throughput(Throughput::Bytes(bytes));
-            g.bench_function(format!("sum_{tag}_2p{k}"), |b| {
-                b.iter_custom(|i| timed(i, || drop(x.sum(None, false).unwrap())))
+            bench_op(&mut g, format!("sum_{tag}_2p{k}"), || {
+                drop(x.sum(None, false).unwrap())
             });
         }
     }

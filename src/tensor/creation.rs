@@ -1,5 +1,6 @@
 //! Creating tensors: zeros/ones/empty/full, random, ranges, eye, from values, `*_like`.
 
+use crate::device::cpu::reserve_host;
 use crate::device::Distribution;
 
 use super::element::{store_f64, store_scalar};
@@ -111,8 +112,7 @@ impl Tensor {
         // the values, in host memory, which may still be short of room for them.
         let t = Tensor::empty_on(&[steps], opts.dtype, opts.device)?;
         let size = opts.dtype.size();
-        let mut bytes = Vec::new();
-        bytes.try_reserve_exact(steps * size).map_err(|_| {
+        let mut bytes = reserve_host::<u8>(steps.saturating_mul(size)).ok_or_else(|| {
             TensorError::runtime(format!(
                 "linspace: the {steps} values do not fit in host memory on their way to {}",
                 opts.device

@@ -1,6 +1,7 @@
 //! Shape ops that copy or split: cat, stack, split/chunk (views), repeat, and their backwards.
 
 use crate::autograd::{needs_grad, record, record_multi};
+use crate::device::cpu::{host_can_hold, reserve_host};
 
 use super::layout::wrap_dim;
 use super::math::device_mismatch;
@@ -201,9 +202,11 @@ impl Tensor {
         let len = self.dims()[d];
         if len == 0 {
             // `chunks` empty views, as PyTorch; a count no memory could hold is an error, not an
-            // abort of the whole session.
-            let mut sizes = Vec::new();
-            sizes.try_reserve_exact(chunks).map_err(|_| {
+            // abort of the whole session. Each view is a `TensorImpl` in host memory too.
+            let views = chunks.saturating_mul(std::mem::size_of::<super::handle::TensorImpl>());
+            let mut sizes = reserve_host::<usize>(chunks)
+                .filter(|_| host_can_hold(views))
+                .ok_or_else(|| {
                 TensorError::runtime(format!(
                     "chunk: {chunks} empty chunks of a dimension of size 0 do not fit in host memory"
                 ))

@@ -181,6 +181,11 @@ fn sizes_no_memory_holds_are_errors_not_aborts() {
     assert_eq!(e.kind, "OutOfMemoryError", "{}", e.message);
     let e = fails(&mut s, "zeros(0).chunk(1 << 40)");
     assert_eq!(e.kind, "RuntimeError", "{}", e.message);
+    // 4 TiB of host memory is refused even where the kernel would grant it untouched
+    // (vm.overcommit_memory = 1), as GPU hosts often do: writing it would kill the session.
+    let e = fails(&mut s, "empty(1 << 40)");
+    assert_eq!(e.kind, "OutOfMemoryError", "{}", e.message);
+    assert!(e.message.contains("DefaultCPUAllocator"), "{}", e.message);
     let outcome = s.execute("eye(2, 3, #{device: \"cuda\"}).tolist()");
     assert_eq!(
         outcome.value.unwrap().plain,

@@ -2,6 +2,7 @@
 
 mod compare;
 mod elementwise;
+mod host_limit;
 mod indexing;
 mod matmul;
 mod norm;
@@ -11,6 +12,8 @@ mod reduce;
 mod staged;
 
 use std::alloc::{alloc, dealloc, Layout as MemLayout};
+
+pub(crate) use host_limit::{host_can_hold, reserve_host};
 use std::sync::Arc;
 
 use crate::alloc::{DeviceAllocator, DevicePtr};
@@ -28,7 +31,11 @@ pub(crate) fn host_alloc(bytes: usize) -> Result<DevicePtr> {
     let layout = MemLayout::from_size_align(bytes, ALIGN)
         .map_err(|_| TensorError::runtime(format!("cannot allocate {bytes} bytes on the CPU")))?;
     // SAFETY: bytes > 0 (the tensor layer never asks for empty storage).
-    let p = unsafe { alloc(layout) };
+    let p = if host_can_hold(bytes) {
+        unsafe { alloc(layout) }
+    } else {
+        std::ptr::null_mut()
+    };
     if p.is_null() {
         return Err(TensorError::new(
             crate::types::ErrorKind::OutOfMemory,
