@@ -70,6 +70,34 @@ fn where_masked_fill_and_triangles() {
 }
 
 #[test]
+fn a_zero_dim_cpu_mask_fills_all_or_nothing_on_every_device() {
+    let _gpu = common::exclusive();
+    for device in common::devices() {
+        // A 0-d mask may stay on the CPU; on the H200 its host pointer once reached the fill
+        // kernel and lost the CUDA context for the rest of the session.
+        let x = iota(&[2, 3], DType::F32, device);
+        let yes = bools(&[true], &[], Device::Cpu);
+        let no = bools(&[false], &[], Device::Cpu);
+        assert_eq!(
+            vals(&x.masked_fill(&yes, Scalar::Int(5)).unwrap()),
+            [5.0; 6]
+        );
+        assert_eq!(
+            vals(&x.masked_fill(&no, Scalar::Int(5)).unwrap()),
+            [0., 1., 2., 3., 4., 5.]
+        );
+        x.masked_fill_(&yes, Scalar::Int(-1)).unwrap();
+        assert_eq!(vals(&x), [-1.0; 6], "{device}");
+        let sum = (x.sum(None, false).unwrap()).item().unwrap();
+        assert_eq!(
+            sum,
+            Scalar::Float(-6.0),
+            "{device}: the device still computes"
+        );
+    }
+}
+
+#[test]
 fn index_select_gather_and_embedding() {
     let _gpu = common::exclusive();
     for device in common::devices() {
