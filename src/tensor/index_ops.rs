@@ -134,17 +134,15 @@ impl Tensor {
                 dims_str(self.dims()).trim_matches(|c| c == '[' || c == ']'),
             )));
         }
-        if self.numel() > 0 && mask.device() != self.device() {
-            // A 0-d mask on another device (check_mask lets only those through) is one bool: fill
-            // everything or nothing. Its pointer must never reach this device's kernel, where a
-            // host address is an illegal access that loses the whole CUDA context.
-            if mask.item()?.to_i64() != 0 {
-                self.backend().fill(self.operand(), value)?;
-            }
-        } else if self.numel() > 0 {
+        if self.numel() > 0 && mask.device() == self.device() {
             let lm = mask.layout().broadcast_to(&shape);
             self.backend()
                 .masked_fill(self.operand(), mask.operand_with(&lm), value)?;
+        } else if self.numel() > 0 && mask.item()?.to_i64() != 0 {
+            // A 0-d mask on another device (check_mask lets only those through) is one bool: fill
+            // everything or nothing. Its pointer must never reach this device's kernel, where a
+            // host address is an illegal access that loses the whole CUDA context.
+            self.backend().fill(self.operand(), value)?;
         }
         self.bump_version();
         Ok(())

@@ -12,8 +12,6 @@ mod reduce;
 mod staged;
 
 use std::alloc::{alloc, dealloc, Layout as MemLayout};
-
-pub(crate) use host_limit::{host_can_hold, reserve_host};
 use std::sync::Arc;
 
 use crate::alloc::{DeviceAllocator, DevicePtr};
@@ -23,6 +21,8 @@ use crate::device::backend::{
 use crate::device::Device;
 use crate::types::{Result, Scalar, TensorError};
 
+pub(crate) use host_limit::{host_can_hold, reserve_host};
+
 /// Host allocations are aligned for the widest SIMD loads the kernels use.
 const ALIGN: usize = 64;
 
@@ -30,8 +30,8 @@ const ALIGN: usize = 64;
 pub(crate) fn host_alloc(bytes: usize) -> Result<DevicePtr> {
     let layout = MemLayout::from_size_align(bytes, ALIGN)
         .map_err(|_| TensorError::runtime(format!("cannot allocate {bytes} bytes on the CPU")))?;
-    // SAFETY: bytes > 0 (the tensor layer never asks for empty storage).
     let p = if host_can_hold(bytes) {
+        // SAFETY: bytes > 0 (the tensor layer never asks for empty storage).
         unsafe { alloc(layout) }
     } else {
         std::ptr::null_mut()
