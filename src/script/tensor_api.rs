@@ -164,11 +164,7 @@ fn register_inspection(engine: &mut Engine) {
             &["t.size([dim]) — the shape as an array, or one dimension's length"],
             |t: &mut Tensor| shape_array(&t.shape()),
         )
-        .register_fn("size", |t: &mut Tensor, dim: INT| -> Res<INT> {
-            let shape = t.shape();
-            let d = wrap_dim(dim, shape.len())?;
-            Ok(shape[d] as INT)
-        })
+        .register_fn("size", |t: &mut Tensor, dim: INT| one_dim(&t.shape(), dim))
         .register_doc(
             "dim",
             &["t.dim() — the number of dimensions"],
@@ -189,11 +185,7 @@ fn register_inspection(engine: &mut Engine) {
             &["t.stride([dim]) — elements to step in each dimension, or in one (views share memory)"],
             |t: &mut Tensor| shape_array(&t.stride()),
         )
-        .register_fn("stride", |t: &mut Tensor, dim: INT| -> Res<INT> {
-            let strides = t.stride();
-            let d = wrap_dim(dim, strides.len())?;
-            Ok(strides[d] as INT)
-        })
+        .register_fn("stride", |t: &mut Tensor, dim: INT| one_dim(&t.stride(), dim))
         .register_doc(
             "is_contiguous",
             &["t.is_contiguous() — whether the elements lie dense in row-major order"],
@@ -220,6 +212,11 @@ fn register_inspection(engine: &mut Engine) {
             |t: &mut Tensor| to_list(t),
         )
         .register_indexer_get(|t: &mut Tensor, i: INT| t.index(i as isize).or_raise());
+}
+
+/// The entry of `per_dim` (a shape or strides) for a possibly negative `dim`.
+fn one_dim(per_dim: &[usize], dim: INT) -> Res<INT> {
+    Ok(per_dim[wrap_dim(dim, per_dim.len())?] as INT)
 }
 
 /// A possibly negative dim as an index into `rank` dims, with PyTorch's message when out of range
