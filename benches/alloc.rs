@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 fn warmed() -> CachingAllocator<SimulatedMemory> {
     CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())
@@ -51,7 +51,7 @@ fn cache_hit_crowded(c: &mut Criterion) {
 
 fn tagged_with_history(c: &mut Criterion) {
     let a = warmed();
-    a.record_memory_history(torchlet::alloc::HistoryOptions {
+    a.record_memory_history(torchlet_alloc::HistoryOptions {
         max_entries: 10_000,
         ..Default::default()
     });

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
-use torchlet::device::cuda::{self, CudaDevice};
-use torchlet::device::{self, Device, Operand};
-use torchlet::session::Session;
-use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::device::cuda::{self, CudaDevice};
+use torchlet_core::device::{self, Device, Operand};
+use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_session::Session;
 
 fn sync() {
     device::synchronize(0).expect("synchronize");
@@ -106,7 +106,7 @@ fn script_level(c: &mut Criterion) {
 fn random_kernels(c: &mut Criterion) {
     let dev = CudaDevice::get(0).unwrap();
     let t = Tensor::empty(&[1000, 1000], &on_cuda()).unwrap();
-    let layout = torchlet::types::Layout::contiguous(&[1_000_000]);
+    let layout = torchlet_alloc::types::Layout::contiguous(&[1_000_000]);
     let v = Operand {
         ptr: t.data_ptr(),
         dtype: DType::F32,

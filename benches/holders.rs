@@ -1,7 +1,7 @@
 //! How long `memory_holders` and `explain_free` take with 10,000 live tensors on the simulated
 //! GPU (the target: under 10 ms each).
 use criterion::{criterion_group, criterion_main, Criterion};
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 /// A session holding `x` and 10,000 small tensors in `ts`, half of them views of one another.
 fn crowded_session() -> Session {
@@ -16,7 +16,7 @@ fn crowded_session() -> Session {
 }
 
 fn holders(c: &mut Criterion) {
-    torchlet::device::init(Some("16GiB")).expect("simulated GPU");
+    torchlet_core::device::init(Some("16GiB")).expect("simulated GPU");
     let s = crowded_session();
     assert!(s.memory_holders(0).len() > 5000);
     let mut group = c.benchmark_group("holders, 10000 live tensors");

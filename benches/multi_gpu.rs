@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchlet::alloc::RawMemory;
-use torchlet::device::cuda::{self, nccl, peer, CudaDevice, CudaMemory};
-use torchlet::tensor::DType;
+use torchlet_alloc::RawMemory;
+use torchlet_core::device::cuda::{self, nccl, peer, CudaDevice, CudaMemory};
+use torchlet_core::tensor::DType;
 
 /// 1 GiB, the size both sides measure.
 const BYTES: usize = 1 << 30;

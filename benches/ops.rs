@@ -5,8 +5,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use torchlet::device::{self, Device};
-use torchlet::tensor::{Scalar, Tensor, TensorOptions};
+use torchlet_core::device::{self, Device};
+use torchlet_core::tensor::{Scalar, Tensor, TensorOptions};
 
 fn dispatch(c: &mut Criterion) {
     let x = Tensor::randn(&[10, 10], &TensorOptions::default()).unwrap();

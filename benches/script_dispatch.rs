@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use torchlet::session::{CapturedOutput, InterruptHandle};
+use torchlet_session::{CapturedOutput, InterruptHandle};
 
 /// Time `iters` runs of `body` inside one compiled script loop (the loop's own few tens of
 /// nanoseconds per turn are included: a statement never runs without one).
@@ -17,7 +17,7 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
 /// [`per_iteration`], with provenance on when `named`: each allocating statement is named
 /// `FILE:LINE:COL: text` and the name travels with its allocations, as in a session.
 fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
-    let engine = torchlet::script::new_engine(
+    let engine = torchlet_rhai::new_engine(
         Rc::new(CapturedOutput::default()),
         InterruptHandle::default(),
     );
@@ -28,7 +28,7 @@ fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
     let timed = |code: String| {
         let ast = engine.compile_with_scope(&scope, &code).expect("compiles");
         // As a session runs it: with CPython's lifetimes for temporaries.
-        let ast = torchlet::script::Lifetimes::new(&engine).rewrite(
+        let ast = torchlet_rhai::Lifetimes::new(&engine).rewrite(
             &engine,
             &ast,
             &rhai::AST::empty(),
@@ -37,19 +37,19 @@ fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
         );
         let mut scope = scope.clone();
         if named {
-            torchlet::script::provenance::begin_input("<bench>", &code);
+            torchlet_rhai::provenance::begin_input("<bench>", &code);
         }
         let start = Instant::now();
         engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
         let elapsed = start.elapsed();
-        torchlet::script::provenance::end_input();
+        torchlet_rhai::provenance::end_input();
         elapsed
     };
     timed(format!("for i in 0..{iters} {{ {body} }}"))
 }
 
 fn dispatch(c: &mut Criterion) {
-    torchlet::device::init(Some("16GiB")).expect("simulated GPU");
+    torchlet_core::device::init(Some("16GiB")).expect("simulated GPU");
     let mut group = c.benchmark_group("script");
     group.bench_function("x * 2 on a 10x10 cpu tensor", |b| {
         b.iter_custom(|iters| per_iteration("let x = ones(10, 10);", "let y = x * 2;", iters))

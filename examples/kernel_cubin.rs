@@ -2,9 +2,9 @@
 //! its machine code can be read without a GPU (benches/ncu/sass.sh):
 //! `cargo run --example kernel_cubin -- f32 OUT.cubin`, with NVRTC on the library path.
 
-use torchlet::device::cuda::compile;
-use torchlet::device::cuda::elem::CudaDType;
-use torchlet::types::DType;
+use torchlet_alloc::types::DType;
+use torchlet_core::device::cuda::compile;
+use torchlet_core::device::cuda::elem::CudaDType;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

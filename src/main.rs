@@ -1,4 +1,8 @@
 //! The `torchlet` command line: REPL, script runner, Jupyter kernel.
+mod fit;
+mod repl;
+mod runner;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -91,7 +95,7 @@ struct KernelArgs {
 #[derive(Subcommand, Debug)]
 enum KernelAction {
     /// Install the kernelspec so Jupyter front ends list torchlet.
-    Install(torchlet::kernel::InstallArgs),
+    Install(torchlet_kernel::InstallArgs),
 }
 
 fn main() -> ExitCode {
@@ -99,18 +103,18 @@ fn main() -> ExitCode {
     if let Some(Command::Fit(args)) = cli.command {
         return finish(fit(args));
     }
-    if let Err(message) = torchlet::session::init_devices(cli.simulate_cuda.as_deref()) {
+    if let Err(message) = torchlet_session::init_devices(cli.simulate_cuda.as_deref()) {
         eprintln!("torchlet: {message}");
         return ExitCode::from(2);
     }
     let result = match cli.command {
-        None => torchlet::repl::run(),
+        None => crate::repl::run(),
         Some(Command::Run(args)) => {
-            let options = torchlet::runner::RunOptions {
+            let options = crate::runner::RunOptions {
                 ledger: args.ledger,
                 snapshot: args.snapshot,
             };
-            torchlet::runner::run(
+            crate::runner::run(
                 args.file.as_deref(),
                 args.code.as_deref(),
                 &args.args,
@@ -120,11 +124,11 @@ fn main() -> ExitCode {
         Some(Command::Kernel(KernelArgs {
             action: Some(KernelAction::Install(install)),
             ..
-        })) => torchlet::kernel::install(&install),
+        })) => torchlet_kernel::install(&install),
         Some(Command::Kernel(KernelArgs {
             connection_file: Some(file),
             ..
-        })) => torchlet::kernel::run(&file),
+        })) => torchlet_kernel::run(&file),
         Some(Command::Kernel(_)) => {
             Err("kernel: pass --connection-file FILE, or `kernel install`".into())
         }
@@ -135,7 +139,7 @@ fn main() -> ExitCode {
 
 /// `torchlet fit`: shapes-only devices of its own, so it starts before any other device setup.
 fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
-    let fit_args = torchlet::fit::FitArgs {
+    let fit_args = crate::fit::FitArgs {
         file: args.file,
         args: args.args,
         gpus: args.gpu,
@@ -144,8 +148,8 @@ fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
         with_values: args.values,
     };
     match args.child_result {
-        Some(result) => torchlet::fit::child(&fit_args, &result, args.child_quiet),
-        None => torchlet::fit::fit(&fit_args),
+        Some(result) => crate::fit::child(&fit_args, &result, args.child_quiet),
+        None => crate::fit::fit(&fit_args),
     }
 }
 

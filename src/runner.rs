@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::rc::Rc;
 
-use crate::session::{Session, SessionOptions, StdioFrontend};
+use torchlet_session::{Session, SessionOptions, StdioFrontend};
 
 /// How `torchlet run` runs a script.
 #[derive(Clone, Debug, Default)]
@@ -51,16 +51,16 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
     let mut session = Session::new(options, Rc::new(StdioFrontend));
     session.set_args(args);
     if let Some(path) = &run.snapshot {
-        if let Err(e) = crate::session::snapshot_dump::record_everywhere() {
+        if let Err(e) = torchlet_session::snapshot_dump::record_everywhere() {
             eprintln!("torchlet: --snapshot {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
     let outcome = if run.ledger {
         let (outcome, lines) = session.execute_with_ledger(text);
-        let device = crate::session::current_device();
+        let device = torchlet_session::current_device();
         println!("\nledger of {source_name} (cuda:{device}, bytes):");
-        println!("{}", crate::session::ledger::table(&lines, text).plain);
+        println!("{}", torchlet_session::ledger::table(&lines, text).plain);
         outcome
     } else {
         session.execute(text)
@@ -93,7 +93,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
 
 /// `--snapshot PATH`: dump every device's history; whether it was written (a message says if not).
 fn write_snapshot(path: &Path) -> bool {
-    match crate::session::snapshot_dump::dump(&path.to_string_lossy()) {
+    match torchlet_session::snapshot_dump::dump(&path.to_string_lossy()) {
         Ok(events) => {
             eprintln!(
                 "torchlet: wrote {} ({events} events) for PyTorch's memory viewer",

@@ -3,10 +3,10 @@
 //! TORCHLET_TEST_DEVICE=cuda when there are two or more (and says it skipped otherwise).
 
 use common::real_gpu;
-use torchlet::device::collective::AllReduceOp;
-use torchlet::device::{self, Device};
-use torchlet::session::Session;
-use torchlet::tensor::{collective, DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::device::collective::AllReduceOp;
+use torchlet_core::device::{self, Device};
+use torchlet_core::tensor::{collective, DType, Scalar, Tensor, TensorOptions};
+use torchlet_session::Session;
 
 mod common;
 

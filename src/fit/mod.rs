@@ -64,8 +64,8 @@ fn run_child(
     }
     cmd.env_remove("TORCHLET_SIMULATE_CUDA");
     if let Some(conf) = conf {
-        cmd.env(crate::session::CONF_ENV, conf);
-        cmd.env_remove(crate::session::CONF_ENV_ALIAS);
+        cmd.env(torchlet_session::CONF_ENV, conf);
+        cmd.env_remove(torchlet_session::CONF_ENV_ALIAS);
     }
     let status = cmd
         .status()
@@ -83,14 +83,14 @@ fn run_child(
 /// `--child-result FILE`: run once here (shapes only unless `--values`) and write the report.
 pub fn child(a: &FitArgs, result: &Path, quiet: bool) -> Result<ExitCode, String> {
     let devices = if a.with_values {
-        crate::session::fit::init_with_values(&a.gpus)
+        torchlet_session::fit::init_with_values(&a.gpus)
     } else {
-        crate::session::fit::init_shapes_only(&a.gpus)
+        torchlet_session::fit::init_shapes_only(&a.gpus)
     };
     devices.map_err(|e| format!("--gpu: {e}"))?;
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
-    let report = crate::session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet);
+    let report = torchlet_session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet);
     std::fs::write(result, report.to_string())
         .map_err(|e| format!("cannot write {}: {e}", result.display()))?;
     Ok(ExitCode::SUCCESS)

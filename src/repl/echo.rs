@@ -1,5 +1,5 @@
 //! How the REPL shows an outcome: the value in PyTorch's format, an error under a caret.
-use crate::session::{Outcome, ScriptError};
+use torchlet_session::{Outcome, ScriptError};
 
 /// Print the value to stdout, or the error (with its caret) to stderr.
 pub fn show(outcome: &Outcome, multiline: bool) {

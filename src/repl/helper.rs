@@ -9,7 +9,7 @@ use rustyline::hint::{Hinter, HistoryHinter};
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use crate::session::Session;
+use torchlet_session::Session;
 
 /// Completes against the live session; `pending` holds the lines of an unfinished input.
 pub struct ReplHelper {

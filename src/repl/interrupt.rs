@@ -1,5 +1,5 @@
 //! Ctrl-C while code runs: a SIGINT handler that asks the session to stop.
-use crate::session::InterruptHandle;
+use torchlet_session::InterruptHandle;
 
 /// Route SIGINT to `handle` for the rest of the process.
 ///

@@ -15,8 +15,8 @@ use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{CompletionType, Config, Editor};
 
-use crate::session::{is_command, Completeness, Session, SessionOptions, StdioFrontend};
 use helper::ReplHelper;
+use torchlet_session::{is_command, Completeness, Session, SessionOptions, StdioFrontend};
 
 /// Run the REPL until Ctrl-D or `:quit`; when stdin is not a terminal, run it as a script.
 pub fn run() -> Result<ExitCode, String> {

@@ -1,5 +1,5 @@
 //! The REPL's prompts: `>>> `, `... ` for continuation lines, and device memory with `:prompt mem`.
-use crate::session::memory;
+use torchlet_session::memory;
 
 /// The prompt that starts an input.
 pub const FIRST: &str = ">>> ";

@@ -1,6 +1,6 @@
 //! Allocator settings: PyTorch's syntax, every key, and errors that name the key (§2.7).
 
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 const MIB: usize = 1 << 20;
 

@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, X};
-use torchlet::alloc::{
+use torchlet_alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, HistoryOptions, SimulatedMemory, TraceAction,
 };
 

@@ -4,10 +4,10 @@
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, X};
-use torchlet::alloc::{
+use torchlet_alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, HistoryOptions, SimulatedMemory, TraceAction,
 };
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 const MIB: u64 = 1 << 20;
 

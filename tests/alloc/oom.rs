@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, TWO_X};
-use torchlet::alloc::{
+use torchlet_alloc::{
     AllocConfig, AllocError, CachingAllocator, DeviceAllocator, DevicePtr, RawError, RawMemory,
     SimulatedMemory,
 };

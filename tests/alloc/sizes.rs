@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::SEGMENT;
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 fn fresh() -> CachingAllocator<SimulatedMemory> {
     CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())

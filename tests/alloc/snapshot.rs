@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
-use torchlet::alloc::{
+use torchlet_alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, HistoryMode, HistoryOptions, SimulatedMemory,
     TraceAction,
 };

@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 fn fresh() -> CachingAllocator<SimulatedMemory> {
     CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())

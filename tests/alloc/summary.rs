@@ -1,6 +1,6 @@
 //! `memory_summary`, full and abbreviated, to the character (reference §4.2 and §4.3, [measured]).
 
-use torchlet::alloc::{
+use torchlet_alloc::{
     memory_summary, AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory,
 };
 

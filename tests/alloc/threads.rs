@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use torchlet::alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
 /// The first and last 4 KiB of a block (or all of it), as one thread's mark.
 fn ends(p: u64, n: usize) -> [(u64, usize); 2] {

@@ -12,9 +12,9 @@
 use std::cell::RefCell;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use torchlet::alloc::DeviceAllocator;
-use torchlet::device::{self, Device};
-use torchlet::session::{Outcome, ScriptError, Session};
+use torchlet_alloc::DeviceAllocator;
+use torchlet_core::device::{self, Device};
+use torchlet_session::{Outcome, ScriptError, Session};
 
 pub mod kernel_process;
 
@@ -43,11 +43,11 @@ pub fn real_gpu() -> bool {
 
 /// Fail a test that needs the real GPU when it runs without one (through `--include-ignored`).
 ///
-/// Such tests are `#[ignore]`d unless built with `TORCHLET_TEST_DEVICE=cuda` (see build.rs).
+/// Such tests are `#[ignore]`d unless built with `--features gpu-tests`.
 pub fn require_real_gpu() {
     assert!(
         real_gpu(),
-        "this test needs a real GPU: build and run it with TORCHLET_TEST_DEVICE=cuda"
+        "this test needs a real GPU: build it with --features gpu-tests and run it with TORCHLET_TEST_DEVICE=cuda"
     );
 }
 

@@ -1,7 +1,7 @@
 //! The `:commands` a session answers (the REPL's and, as `%magics`, the kernel's).
 use crate::common;
 use common::figures::{SEGMENT, X};
-use torchlet::session::{Outcome, Session};
+use torchlet_session::{Outcome, Session};
 
 fn session() -> Session {
     Session::captured("<test>").0

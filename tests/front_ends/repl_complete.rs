@@ -1,5 +1,5 @@
 //! Tab completion from a session: variables, functions, members after `.`, `cuda::`, `:commands`, each with its kind.
-use torchlet::session::{Completion, CompletionKind, Session};
+use torchlet_session::{Completion, CompletionKind, Session};
 
 fn complete(s: &Session, code: &str) -> Completion {
     s.complete(code, code.len())

@@ -190,7 +190,7 @@ fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_simulated_gpu() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
+    not(feature = "gpu-tests"),
     ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
 )]
 fn ctrl_c_stops_running_code_and_keeps_the_session_on_the_real_gpu() {
@@ -381,7 +381,7 @@ fn trace_shows_the_articles_numbers_on_the_simulated_gpu() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
+    not(feature = "gpu-tests"),
     ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
 )]
 fn trace_shows_the_articles_numbers_on_the_real_gpu() {

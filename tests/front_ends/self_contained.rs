@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 /// Where everything that runs lives; data a test needs belongs in tests/data/ (see its README).
 const SCANNED: [&str; 7] = [
     "src",
+    "crates",
     "tests",
     "scripts",
     "benches",
     ".ci",
     "kernelspec",
-    "build.rs",
 ];
 
 /// Spellings of the reference folder beside the repository. Built at run time so that this file,

@@ -2,8 +2,8 @@
 //! Needs libnvrtc (CUDA), which machines without a GPU lack: ignored unless built with
 //! TORCHLET_TEST_DEVICE=cuda.
 
-use torchlet::device::cuda::compile;
-use torchlet::types::DType;
+use torchlet_alloc::types::DType;
+use torchlet_core::device::cuda::compile;
 
 /// Fail clearly when run without NVRTC (through `--include-ignored`).
 fn require_nvrtc() {
@@ -17,8 +17,8 @@ fn require_nvrtc() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs CUDA's NVRTC: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn every_module_compiles_for_sm90() {
     require_nvrtc();
@@ -35,8 +35,8 @@ fn every_module_compiles_for_sm90() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs CUDA's NVRTC: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs CUDA's NVRTC: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn cache_key_changes_with_source_arch_and_driver() {
     require_nvrtc();

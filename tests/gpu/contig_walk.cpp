@@ -1,4 +1,4 @@
-// Host check of the contiguous kernels' walk (src/device/cuda/kernels/contig_walk.cuh): for every n
+// Host check of the contiguous kernels' walk (crates/core/src/device/cuda/kernels/contig_walk.cuh): for every n
 // around a vector, a thread's share and a block, and for n around 2^31 and 2^32 (the 64-bit path),
 // the grid the host launches stores every element exactly once and reads no vector past the end.
 // Built by tests/gpu/contig_walk.rs with -DT=<element type> -DWIDE_VPT=<n> -DCBLOCK=<n>.
@@ -11,7 +11,7 @@
 typedef long long i64;
 struct Dim { unsigned x; } blockIdx, threadIdx, gridDim;
 #define VW (16 / sizeof(T))
-#include "../../src/device/cuda/kernels/contig_walk.cuh"
+#include "../../crates/core/src/device/cuda/kernels/contig_walk.cuh"
 
 static int fails = 0;
 

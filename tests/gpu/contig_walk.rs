@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use torchlet::device::cuda::compile::{CONTIG_BLOCK, CONTIG_VECTORS};
+use torchlet_core::device::cuda::compile::{CONTIG_BLOCK, CONTIG_VECTORS};
 
 /// Compile the harness for one element type and block shape, run it, and return what it printed.
 fn walk(elem: &str, vectors: usize, block: u32) -> String {

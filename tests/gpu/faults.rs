@@ -76,13 +76,13 @@ print(ones(4, #{device: "cuda"}).sum().item());
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn an_illegal_address_in_a_kernel_is_a_clear_error_on_every_later_statement() {
     assert!(
         std::env::var("TORCHLET_TEST_DEVICE").is_ok_and(|v| v == "cuda"),
-        "this test needs a real GPU: build and run it with TORCHLET_TEST_DEVICE=cuda"
+        "this test needs a real GPU: build it with --features gpu-tests and run it with TORCHLET_TEST_DEVICE=cuda"
     );
     let out = run(FAULT, &[]);
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));

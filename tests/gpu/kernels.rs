@@ -1,13 +1,13 @@
 //! The real CUDA backend's pieces on the GPU: availability, raw memory and expandable segments,
 //! every kernel family against a host reference, cuBLAS and cuRAND. The GPU tests are ignored unless
-//! built with TORCHLET_TEST_DEVICE=cuda; availability is checked on every machine.
+//! built with `--features gpu-tests`; availability is checked on every machine.
 use crate::common;
 
 use half::{bf16, f16};
-use torchlet::alloc::{RawError, RawMemory};
-use torchlet::device::cuda::{self, CudaDevice, CudaMemory};
-use torchlet::device::{Operand, ReduceOp};
-use torchlet::types::{DType, Layout};
+use torchlet_alloc::types::{DType, Layout};
+use torchlet_alloc::{RawError, RawMemory};
+use torchlet_core::device::cuda::{self, CudaDevice, CudaMemory};
+use torchlet_core::device::{Operand, ReduceOp};
 
 use common::real_gpu as on_gpu;
 
@@ -35,7 +35,7 @@ impl Buf {
 }
 
 fn strides_of(shape: &[usize]) -> Vec<usize> {
-    torchlet::types::contiguous_strides(shape)
+    torchlet_alloc::types::contiguous_strides(shape)
 }
 
 fn encode(vals: &[f64], elem: DType) -> Vec<u8> {
@@ -201,8 +201,8 @@ fn availability_is_reported_clearly() {
         let reason = cuda::unavailable_reason().expect("a reason");
         assert!(reason.contains("libcuda"), "{reason}");
         assert!(reason.contains("tried libcuda.so"), "{reason}");
-        torchlet::device::init(None).unwrap();
-        let err = torchlet::device::backend(torchlet::device::Device::Cuda(0))
+        torchlet_core::device::init(None).unwrap();
+        let err = torchlet_core::device::backend(torchlet_core::device::Device::Cuda(0))
             .err()
             .expect("no GPU");
         assert!(err.to_string().contains("--simulate-cuda"), "{err}");
@@ -218,8 +218,8 @@ fn availability_is_reported_clearly() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn raw_memory_segments_and_expandable_pages() {
     common::require_real_gpu();
@@ -261,8 +261,8 @@ fn raw_memory_segments_and_expandable_pages() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn raw_memory_out_of_memory_is_a_value() {
     require_real_gpu();
@@ -293,8 +293,8 @@ const UNARY: [(&str, HostFn); 11] = [
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn unary_ops_match_the_host_for_float_dtypes() {
     require_real_gpu();
@@ -362,8 +362,8 @@ fn unary_ops_match_the_host_for_float_dtypes() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn binary_ops_broadcast_and_promote() {
     require_real_gpu();
@@ -467,8 +467,8 @@ fn binary_ops_broadcast_and_promote() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn casts_between_every_dtype_pair() {
     require_real_gpu();
@@ -507,8 +507,8 @@ fn casts_between_every_dtype_pair() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn fill_and_arange() {
     require_real_gpu();
@@ -553,8 +553,8 @@ fn host_reduce(op: ReduceOp, x: &[f64]) -> f64 {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn reductions_over_dims_and_all() {
     require_real_gpu();
@@ -636,8 +636,8 @@ fn reductions_over_dims_and_all() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn softmax_rows_and_columns_with_backward() {
     require_real_gpu();
@@ -702,8 +702,8 @@ fn softmax_rows_and_columns_with_backward() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn nll_loss_and_scatter() {
     require_real_gpu();
@@ -761,8 +761,8 @@ fn nll_loss_and_scatter() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn matmul_through_cublas_with_workspace_from_the_caller() {
     require_real_gpu();
@@ -843,8 +843,8 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn random_fills_normal_and_uniform_any_length() {
     require_real_gpu();
@@ -885,8 +885,8 @@ fn random_fills_normal_and_uniform_any_length() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn kernels_come_from_the_disk_cache_the_second_time() {
     require_real_gpu();
@@ -910,8 +910,8 @@ fn kernels_come_from_the_disk_cache_the_second_time() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn philox_fills_are_counter_based_for_every_float_dtype() {
     require_real_gpu();
@@ -976,8 +976,8 @@ fn host_softmax(xs: &[f64], d: usize, log: bool) -> Vec<f64> {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn softmax_row_kernels_for_every_length_alignment_and_dtype() {
     require_real_gpu();
@@ -1034,8 +1034,8 @@ fn softmax_row_kernels_for_every_length_alignment_and_dtype() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn layer_norm_row_kernels_for_every_length_alignment_and_dtype() {
     require_real_gpu();
@@ -1107,8 +1107,8 @@ fn layer_norm_row_kernels_for_every_length_alignment_and_dtype() {
 
 #[test]
 #[cfg_attr(
-    not(torchlet_gpu_tests),
-    ignore = "needs a real GPU: TORCHLET_TEST_DEVICE=cuda"
+    not(feature = "gpu-tests"),
+    ignore = "needs a real GPU: build with --features gpu-tests, run with TORCHLET_TEST_DEVICE=cuda"
 )]
 fn sums_over_contiguous_runs_at_any_alignment() {
     require_real_gpu();

@@ -4,7 +4,7 @@ use crate::common;
 
 use common::{error, eval};
 
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");

@@ -6,7 +6,7 @@ use crate::common;
 use common::{error, value};
 
 use rhai::Array;
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");

@@ -4,7 +4,7 @@ use crate::common;
 use common::exclusive;
 use common::figures::{SEGMENT, TWO_X, X};
 use rhai::Dynamic;
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 fn eval(s: &mut Session, code: &str) -> Dynamic {
     let outcome = s.execute(&format!("let __r = {{ {code} }};"));

@@ -3,9 +3,9 @@ use crate::common;
 
 use common::value;
 
-use torchlet::session::{Outcome, Session};
+use torchlet_session::{Outcome, Session};
 
-fn error(outcome: Outcome) -> torchlet::session::ScriptError {
+fn error(outcome: Outcome) -> torchlet_session::ScriptError {
     outcome.error.expect("expected an error")
 }
 
@@ -113,7 +113,7 @@ mod tensors {
     //! `del` frees GPU memory at once, unless something else still holds the tensor.
 
     use crate::common::figures::X;
-    use torchlet::session::Session;
+    use torchlet_session::Session;
 
     /// The simulated (or real) cuda:0 to this test alone.
     fn exclusive() -> crate::common::Exclusive {

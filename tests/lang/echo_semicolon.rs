@@ -13,7 +13,7 @@ use jupyter_zmq_client::{
     create_client_iopub_connection, create_client_shell_connection_with_identity,
     peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
 };
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -6,7 +6,7 @@
 //! `eye(1 << 20)`, `linspace(0, 1, 1 << 40)` and `zeros(0).chunk(1 << 40)` aborting on host memory.
 use crate::common;
 
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 /// Tensors to call methods on; `dev` is bound to the device's options.
 const SUBJECTS: &[&str] = &[

@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::time::Duration;
 
 use common::exclusive;
-use torchlet::session::{Frontend, ScriptError, Session, SessionOptions};
+use torchlet_session::{Frontend, ScriptError, Session, SessionOptions};
 
 /// A session holding `x` (4 MB) on the GPU and `c` on the CPU.
 fn session_with_tensors() -> Session {

@@ -1,7 +1,7 @@
 //! Functions read top-level variables as Python functions read globals; assigning makes a local.
 use crate::common;
 
-use torchlet::session::{Outcome, Session};
+use torchlet_session::{Outcome, Session};
 
 fn value(outcome: Outcome) -> String {
     if let Some(e) = outcome.error {

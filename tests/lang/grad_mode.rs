@@ -1,6 +1,6 @@
 //! `no_grad { … }`, `enable_grad { … }`, `inference_mode { … }`: Python's `with` for grad mode.
 use crate::common;
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 use common::value;
 
@@ -108,7 +108,7 @@ fn an_error_inside_a_block_reports_its_position_and_keeps_earlier_variables() {
 mod autograd {
     //! The blocks set grad mode, nest, restore it on error, and change what memory the graph keeps.
 
-    use torchlet::session::Session;
+    use torchlet_session::Session;
 
     use crate::common::exclusive;
 

@@ -1,6 +1,6 @@
 //! Python that torchlet cannot accept fails with a `hint:` line giving the torchlet spelling, and misspelt names get "did you mean".
 use crate::common;
-use torchlet::session::{Completeness, ScriptError, Session};
+use torchlet_session::{Completeness, ScriptError, Session};
 
 /// The error of `code` in a fresh session that has `x` (a 3×4 tensor) and `learning_rate`.
 fn error_of(code: &str) -> ScriptError {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use torchlet::session::{CapturedOutput, Session, SessionOptions};
+use torchlet_session::{CapturedOutput, Session, SessionOptions};
 
 /// A long training loop: forward, backward, update, again and again.
 const WORK: &str = r#"started();

@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::figures::X;
-use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
-use torchlet::session::Session;
+use torchlet_alloc::{HistoryMode, HistoryOptions, TraceAction};
+use torchlet_session::Session;
 
 /// 1024×1024 float32: one 4 MiB block.
 const MIB4: u64 = 4 << 20;
@@ -20,7 +20,7 @@ fn run(session: &mut Session, code: &str) {
 
 /// Requested sizes of the blocks freed while `code` ran, in order.
 fn frees_during(session: &mut Session, code: &str) -> Vec<u64> {
-    let a = torchlet::device::cuda_allocator(0).unwrap();
+    let a = torchlet_core::device::cuda_allocator(0).unwrap();
     a.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 100_000,

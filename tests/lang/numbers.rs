@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{error, eval};
-use torchlet::session::{Completeness, OutputEvent, Session};
+use torchlet_session::{Completeness, OutputEvent, Session};
 
 /// Each `(code, echo)` pair, in one session.
 fn check(cases: &[(&str, &str)]) {

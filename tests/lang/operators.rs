@@ -3,7 +3,7 @@
 use crate::common;
 use common::device_names as devices;
 use rhai::{Array, Dynamic};
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
     let (mut s, _) = Session::captured("<test>");

@@ -1,7 +1,7 @@
 //! Output and help: `print`, `eprint`, `display`, `clear_output`, `input`, `help`, `name?`, value echo.
 use std::rc::Rc;
 
-use torchlet::session::{CapturedOutput, OutputEvent, Session, SessionOptions};
+use torchlet_session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
 fn session_with_inputs(inputs: &[&str]) -> (Session, Rc<CapturedOutput>) {
     let output = Rc::new(CapturedOutput::with_inputs(
@@ -68,7 +68,7 @@ fn help_prints_the_one_line_doc() {
     assert!(s.execute("help(\"zeros\")").error.is_none());
     assert_eq!(
         out.stdout_text(),
-        format!("{}\n", torchlet::script::help::doc("zeros").unwrap())
+        format!("{}\n", torchlet_rhai::help::doc("zeros").unwrap())
     );
     out.clear();
     assert!(s.execute("help(\"cuda::memory_reserved\")").error.is_none());
@@ -105,7 +105,7 @@ fn question_mark_asks_for_help() {
         );
         assert_eq!(
             s.is_complete(query),
-            torchlet::session::Completeness::Complete
+            torchlet_session::Completeness::Complete
         );
     }
     let e = s
@@ -131,7 +131,7 @@ fn caught_errors_print_with_their_kind() {
 mod tensors {
     //! Tensors print and echo in PyTorch's format, on every device.
 
-    use torchlet::session::{OutputEvent, Session};
+    use torchlet_session::{OutputEvent, Session};
 
     use crate::common::device_names as devices;
 

@@ -2,7 +2,7 @@
 use crate::common;
 use std::process::Command;
 
-use torchlet::session::{Outcome, ScriptError, Session};
+use torchlet_session::{Outcome, ScriptError, Session};
 
 fn value(outcome: Outcome) -> String {
     match (outcome.value, outcome.error) {
@@ -288,7 +288,7 @@ fn completion_and_completeness_read_the_python_spelling() {
     let found = s.complete("x = torch.zeros_l", 17);
     assert_eq!(found.start, 10);
     assert_eq!(found.matches(), vec!["zeros_like".to_string()]);
-    use torchlet::session::Completeness;
+    use torchlet_session::Completeness;
     assert_eq!(s.is_complete("import torch"), Completeness::Complete);
     assert_eq!(s.is_complete("torch.randn(2,"), Completeness::Incomplete);
 }

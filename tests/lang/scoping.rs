@@ -2,7 +2,7 @@
 //! block, `x = …` binds a new name, and a loop's previous value lives until it is rebound.
 use crate::common;
 
-use torchlet::session::{Outcome, Session};
+use torchlet_session::{Outcome, Session};
 
 fn value(outcome: Outcome) -> String {
     if let Some(e) = outcome.error {

@@ -3,7 +3,7 @@
 use crate::common;
 
 use serde_json::Value;
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 fn recorded() -> Vec<(String, String, String)> {
     let path = concat!(
@@ -56,9 +56,9 @@ fn overflowing_shapes_give_pytorchs_errors_and_the_session_goes_on() {
 #[test]
 fn an_expanded_view_past_int64_elements_is_refused() {
     for device in common::devices() {
-        let t = torchlet::tensor::Tensor::ones(
+        let t = torchlet_core::tensor::Tensor::ones(
             &[1],
-            &torchlet::tensor::TensorOptions::default().device(device),
+            &torchlet_core::tensor::TensorOptions::default().device(device),
         )
         .expect("ones");
         let e = t.expand(&[1 << 40, 1 << 40]).expect_err("numel overflows");

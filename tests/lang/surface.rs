@@ -24,8 +24,8 @@ use std::rc::Rc;
 
 use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
 use rhai::{Dynamic, Map};
-use torchlet::script::help::{self, Kind};
-use torchlet::session::{CapturedOutput, OutputEvent, Session, SessionOptions};
+use torchlet_rhai::help::{self, Kind};
+use torchlet_session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
 /// Bound before every row: `dev` (the row's device as options), `gpu` (cuda:0 as options),
 /// `devname`, three tensors on `dev`, and `vals`/`desc` to print a tensor's values rounded to four

@@ -1,6 +1,6 @@
 //! An error inside a function prints Python's traceback: every call as `FILE:LINE:COL in NAME`,
 //! innermost last, then the error.
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 const CODE: &str = "fn inner(a) {
     a + zeros(3)

@@ -3,7 +3,7 @@
 //! where it was, and the same op then runs.
 use crate::common;
 
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 /// Inputs every op below may use, all on the GPU.
 const SETUP: &str = r#"

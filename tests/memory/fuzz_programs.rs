@@ -11,7 +11,7 @@ use crate::common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 /// Variable names the programs use (a small pool, so statements meet each other's values).
 const NAMES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
@@ -142,7 +142,7 @@ fn clean_up(s: &mut Session) {
 }
 
 fn run_program(statements: &[String]) -> Result<(), TestCaseError> {
-    let a = torchlet::device::cuda_allocator(0).unwrap();
+    let a = torchlet_core::device::cuda_allocator(0).unwrap();
     let (mut s, _) = Session::captured("<fuzz>");
     let before = a.memory_allocated();
     for statement in statements {

@@ -2,8 +2,8 @@
 //! (`explain_free`, `:why`): every prediction is checked by doing it.
 use crate::common;
 
-use torchlet::session::explain_free::Way;
-use torchlet::session::Session;
+use torchlet_session::explain_free::Way;
+use torchlet_session::Session;
 
 fn run(s: &mut Session, code: &str) -> String {
     let outcome = s.execute(code);
@@ -39,7 +39,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 ];
 
 fn fresh(setup: &str) -> Session {
-    let a = torchlet::device::cuda_allocator(0).unwrap();
+    let a = torchlet_core::device::cuda_allocator(0).unwrap();
     a.empty_cache();
     let (mut s, _) = Session::captured("<holders>");
     run(&mut s, "manual_seed(0);");
@@ -206,7 +206,7 @@ fn empty_cache_report_names_what_pins_each_segment() {
 #[test]
 fn the_trace_says_what_empty_cache_could_not_release() {
     let (_guard, _) = common::gpu();
-    let output = std::rc::Rc::new(torchlet::session::CapturedOutput::default());
+    let output = std::rc::Rc::new(torchlet_session::CapturedOutput::default());
     let mut s = Session::new(Default::default(), output.clone());
     run(
         &mut s,
@@ -226,21 +226,21 @@ fn the_trace_says_what_empty_cache_could_not_release() {
 #[test]
 fn every_allocation_names_the_statement_that_made_it() {
     let (_guard, a) = common::gpu();
-    a.record_memory_history(torchlet::alloc::HistoryOptions {
-        enabled: Some(torchlet::alloc::HistoryMode::All),
+    a.record_memory_history(torchlet_alloc::HistoryOptions {
+        enabled: Some(torchlet_alloc::HistoryMode::All),
         max_entries: 1000,
         clear_history: true,
     });
     let mut s = fresh("let x = randn(1000, 1000).cuda();\nfor i in 0..2 {\n    let t = x * 2;\n}");
     let trace = a.snapshot().device_traces[0].clone();
-    a.record_memory_history(torchlet::alloc::HistoryOptions {
+    a.record_memory_history(torchlet_alloc::HistoryOptions {
         enabled: None,
         max_entries: 1,
         clear_history: true,
     });
     let tags: Vec<String> = trace
         .iter()
-        .filter(|e| e.action == torchlet::alloc::TraceAction::Alloc)
+        .filter(|e| e.action == torchlet_alloc::TraceAction::Alloc)
         .filter_map(|e| e.tag.as_deref().map(str::to_string))
         .collect();
     assert_eq!(

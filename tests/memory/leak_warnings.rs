@@ -4,7 +4,7 @@ use crate::common;
 
 use std::rc::Rc;
 
-use torchlet::session::{CapturedOutput, Session, SessionOptions};
+use torchlet_session::{CapturedOutput, Session, SessionOptions};
 
 fn stderr_of(code: &str) -> String {
     let output = Rc::new(CapturedOutput::default());

@@ -4,7 +4,7 @@ use crate::common;
 
 use std::process::Command;
 
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 const PROGRAM: &str = "let x = randn(1000, 1000).cuda();
 let keep = [];

@@ -3,8 +3,8 @@
 //! A process takes each cuBLAS workspace once and keeps it; every test here holds the GPU
 //! exclusively, which starts it without workspaces, as the allocator's figures are shared.
 use crate::common;
-use torchlet::device::Device;
-use torchlet::session::{Outcome, Session};
+use torchlet_core::device::Device;
+use torchlet_session::{Outcome, Session};
 
 fn text(outcome: Option<Outcome>) -> String {
     let outcome = outcome.expect("a command");

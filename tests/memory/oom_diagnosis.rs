@@ -2,7 +2,7 @@
 //! reserved-but-free bytes by cause, the biggest holders, and a replay under other settings.
 use crate::common;
 
-use torchlet::alloc::{
+use torchlet_alloc::{
     AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr, HistoryOptions, OomDiagnosis,
     PoolKind, ReplayVerdict, SimulatedMemory,
 };
@@ -144,7 +144,7 @@ fn an_injected_failure_is_not_reproduced_by_the_replay() {
 #[test]
 fn an_uncaught_oom_in_a_script_ends_with_the_notes_and_the_biggest_holders() {
     let (_guard, allocator) = common::gpu();
-    let (mut s, _) = torchlet::session::Session::captured("<oom>");
+    let (mut s, _) = torchlet_session::Session::captured("<oom>");
     let (_, total) = allocator.mem_get_info().unwrap();
     let fraction = (90 * MIB) as f64 / total as f64;
     let setup = format!(

@@ -15,8 +15,8 @@ use std::process::Command;
 use std::rc::Rc;
 
 use serde_json::{json, Value};
-use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
-use torchlet::session::{CapturedOutput, Session, SessionOptions};
+use torchlet_alloc::{HistoryMode, HistoryOptions, TraceAction};
+use torchlet_session::{CapturedOutput, Session, SessionOptions};
 
 /// Where the child finds its program and writes its record.
 const PROGRAM_ENV: &str = "TORCHLET_PARITY_PROGRAM";
@@ -216,7 +216,7 @@ fn run_one_program() {
     };
     let (program, record) = (PathBuf::from(program), PathBuf::from(record));
     common::uses_gpu();
-    let allocator = torchlet::device::cuda_allocator(0).expect("cuda:0");
+    let allocator = torchlet_core::device::cuda_allocator(0).expect("cuda:0");
     allocator.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 10_000_000,
@@ -238,7 +238,7 @@ fn run_one_program() {
     {
         let lines = lines.clone();
         let count = events_so_far.clone();
-        torchlet::script::lifetimes::register_line_hook(session.engine_mut(), move |line| {
+        torchlet_rhai::lifetimes::register_line_hook(session.engine_mut(), move |line| {
             lines.borrow_mut().push((count(), line))
         });
     }
@@ -286,7 +286,7 @@ fn run_one_program() {
 }
 
 /// The events the comparison sees: what PyTorch's recorder keeps.
-fn kept_events(trace: &[torchlet::alloc::TraceEntry]) -> Vec<&torchlet::alloc::TraceEntry> {
+fn kept_events(trace: &[torchlet_alloc::TraceEntry]) -> Vec<&torchlet_alloc::TraceEntry> {
     trace
         .iter()
         .filter(|e| !matches!(e.action, TraceAction::FreeRequested | TraceAction::Snapshot))

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::rc::Rc;
 
-use torchlet::session::{CapturedOutput, OutputEvent, Picture, Session};
+use torchlet_session::{CapturedOutput, OutputEvent, Picture, Session};
 
 fn session() -> (Session, Rc<CapturedOutput>) {
     common::uses_gpu();

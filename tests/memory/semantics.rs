@@ -2,9 +2,9 @@
 use crate::common;
 
 use common::figures::{SEGMENT, TWO_X, X};
-use torchlet::autograd;
-use torchlet::device::Device;
-use torchlet::tensor::{Scalar, Tensor, TensorOptions};
+use torchlet_core::autograd;
+use torchlet_core::device::Device;
+use torchlet_core::tensor::{Scalar, Tensor, TensorOptions};
 
 fn cpu_randn(shape: &[usize]) -> Tensor {
     Tensor::randn(shape, &TensorOptions::default()).unwrap()
@@ -186,7 +186,7 @@ fn copying_a_transposed_gpu_tensor_to_the_host_takes_no_gpu_memory() {
 
 #[test]
 #[cfg_attr(
-    torchlet_gpu_tests,
+    feature = "gpu-tests",
     ignore = "exhausts the simulated GPU's fixed 16 GiB, which a real GPU does not have"
 )]
 fn out_of_memory_is_an_error_that_keeps_every_tensor() {

@@ -3,7 +3,7 @@
 //! `cargo test --test memory soak:: -- --nocapture` to see the curves' endpoints.
 use crate::common;
 
-use torchlet::session::Session;
+use torchlet_session::Session;
 
 /// The process's resident set size in bytes (Linux).
 fn rss() -> u64 {
@@ -24,7 +24,7 @@ fn run(s: &mut Session, code: &str) {
 
 /// Run `rounds` inputs of `code`, sampling (reserved, RSS, trace length) after each.
 fn curve(s: &mut Session, code: &str, rounds: usize) -> Vec<(u64, u64, usize)> {
-    let a = torchlet::device::cuda_allocator(0).unwrap();
+    let a = torchlet_core::device::cuda_allocator(0).unwrap();
     (0..rounds)
         .map(|_| {
             run(s, code);

@@ -1,6 +1,6 @@
 //! `autocast(#{dtype, enabled, device_type}) { … }`: PyTorch's mixed precision, its lists and its cast cache.
 use crate::common;
-use torchlet::session::{Completeness, Session};
+use torchlet_session::{Completeness, Session};
 
 use common::value;
 

@@ -1,9 +1,9 @@
 //! Autograd: every op's gradient against finite differences in f64, and PyTorch's graph semantics.
 use crate::common;
 
-use torchlet::autograd::{self, enable_grad, inference_mode, is_grad_enabled, no_grad};
-use torchlet::device::Device;
-use torchlet::tensor::{DType, Result, Scalar, Tensor, TensorOptions};
+use torchlet_core::autograd::{self, enable_grad, inference_mode, is_grad_enabled, no_grad};
+use torchlet_core::device::Device;
+use torchlet_core::tensor::{DType, Result, Scalar, Tensor, TensorOptions};
 
 fn opts(device: Device) -> TensorOptions {
     TensorOptions::default().dtype(DType::F64).device(device)
@@ -496,7 +496,7 @@ fn layer_norm_dropout_and_in_place_activation_gradients() {
     });
     check_grad("dropout", &[&[40]], |t| {
         // The same mask for every evaluation: reseed before drawing it.
-        torchlet::tensor::manual_seed(7);
+        torchlet_core::tensor::manual_seed(7);
         t[0].dropout(0.3, true)?.pow_scalar(2.0)
     });
     check_grad("relu_", &[&[8]], |t| {

@@ -2,7 +2,7 @@
 //! and keywords, PyTorch's errors, and a session that keeps every tensor after one.
 use crate::common;
 use common::exclusive;
-use torchlet::session::{ScriptError, Session};
+use torchlet_session::{ScriptError, Session};
 
 /// Run `code`, which must succeed; the value's plain text.
 fn run(s: &mut Session, code: &str) -> String {
@@ -100,8 +100,8 @@ fn spellings_and_keywords() {
 }
 
 /// The sizes of the blocks `a` allocated (`+`) and freed (`-`) while `f` ran, in order.
-fn block_events(a: &dyn torchlet::alloc::DeviceAllocator, f: impl FnOnce()) -> Vec<i64> {
-    use torchlet::alloc::{HistoryMode, HistoryOptions, TraceAction};
+fn block_events(a: &dyn torchlet_alloc::DeviceAllocator, f: impl FnOnce()) -> Vec<i64> {
+    use torchlet_alloc::{HistoryMode, HistoryOptions, TraceAction};
     a.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 100_000,
@@ -124,8 +124,8 @@ fn block_events(a: &dyn torchlet::alloc::DeviceAllocator, f: impl FnOnce()) -> V
 fn layer_norm_backward_of_many_short_rows_sums_partial_blocks() {
     // Every tensor of this test is made under the lock: the other tests read cuda:0's totals.
     let (_g, a) = common::gpu();
-    use torchlet::device::Device;
-    use torchlet::tensor::{Tensor, TensorOptions};
+    use torchlet_core::device::Device;
+    use torchlet_core::tensor::{Tensor, TensorOptions};
     let opts = TensorOptions::default()
         .device(Device::Cuda(0))
         .requires_grad(true);

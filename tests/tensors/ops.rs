@@ -1,8 +1,8 @@
 //! Tensor ops against values computed in f64, one body per behaviour run on every device.
 use crate::common;
 
-use torchlet::device::{BinaryOp, Device};
-use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::device::{BinaryOp, Device};
+use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn opts(dtype: DType, device: Device) -> TensorOptions {
     TensorOptions::default().dtype(dtype).device(device)
@@ -764,10 +764,10 @@ fn manual_seed_makes_random_tensors_repeat() {
     let (_g, _) = common::gpu();
     for device in common::devices() {
         let o = opts(DType::F32, device);
-        torchlet::tensor::manual_seed(7);
+        torchlet_core::tensor::manual_seed(7);
         let a = Tensor::randn(&[300], &o).unwrap().to_vec_f64().unwrap();
         let b = Tensor::randn(&[300], &o).unwrap().to_vec_f64().unwrap();
-        torchlet::tensor::manual_seed(7);
+        torchlet_core::tensor::manual_seed(7);
         let c = Tensor::randn(&[300], &o).unwrap().to_vec_f64().unwrap();
         assert_eq!(a, c);
         assert_ne!(a, b);
@@ -926,7 +926,7 @@ fn a_pending_interrupt_stops_ops_and_clears() {
     // Interrupt flags are per thread: this test's flag cannot stop the other tests.
     let handle = std::thread::spawn(move || {
         let flag = Arc::new(AtomicBool::new(false));
-        torchlet::tensor::set_interrupt_flag(flag.clone());
+        torchlet_core::tensor::set_interrupt_flag(flag.clone());
         for device in devices {
             let x = Tensor::ones(&[4], &opts(DType::F32, device)).unwrap();
             flag.store(true, Ordering::SeqCst);

@@ -3,10 +3,10 @@
 //! and the errors a script gets, with PyTorch's messages.
 use crate::common;
 
-use torchlet::device::Device;
-use torchlet::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
-use torchlet::session::Session;
-use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::device::Device;
+use torchlet_core::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
+use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_session::Session;
 
 fn opts(device: Device) -> TensorOptions {
     TensorOptions::default().dtype(DType::F64).device(device)

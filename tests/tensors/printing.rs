@@ -3,9 +3,9 @@ use crate::common;
 
 use std::collections::HashMap;
 
-use torchlet::autograd;
-use torchlet::device::Device;
-use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::autograd;
+use torchlet_core::device::Device;
+use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn pytorch() -> HashMap<String, String> {
     serde_json::from_str(include_str!("../data/torch_repr.json")).expect("fixture parses")

@@ -5,10 +5,10 @@ use crate::common;
 use std::sync::Arc;
 
 use serde_json::Value;
-use torchlet::alloc::{DeviceAllocator, HistoryOptions, TraceAction};
-use torchlet::device::reduce_plan::{staging, DeviceProps, KernelTraits, Staging};
-use torchlet::device::{Device, ReduceOp};
-use torchlet::tensor::{DType, Tensor, TensorOptions};
+use torchlet_alloc::{DeviceAllocator, HistoryOptions, TraceAction};
+use torchlet_core::device::reduce_plan::{staging, DeviceProps, KernelTraits, Staging};
+use torchlet_core::device::{Device, ReduceOp};
+use torchlet_core::tensor::{DType, Tensor, TensorOptions};
 
 /// The recorded cases.
 fn cases() -> Vec<Value> {
@@ -285,7 +285,7 @@ fn gpu_reductions_allocate_what_pytorch_allocates_in_its_order() {
 #[test]
 fn cpu_reductions_allocate_no_staging() {
     // The host has no caching allocator and no plan: the staging exists only on CUDA devices.
-    assert!(torchlet::device::cpu_backend().props().is_none());
+    assert!(torchlet_core::device::cpu_backend().props().is_none());
 }
 
 /// The allocator events of `op` on a tensor of ones of `shape` on cuda:0.
@@ -367,7 +367,7 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
         let o = TensorOptions::default().device(device);
         let v = xs
             .iter()
-            .map(|&x| torchlet::tensor::Scalar::Float(x))
+            .map(|&x| torchlet_core::tensor::Scalar::Float(x))
             .collect();
         let x = Tensor::from_values(v, vec![rows, cols], &o).unwrap();
         let got = |t: Tensor| t.to_vec_f64().unwrap();
@@ -443,7 +443,7 @@ fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device() {
         let o = TensorOptions::default().device(device);
         let v = period
             .iter()
-            .map(|&x| torchlet::tensor::Scalar::Float(x))
+            .map(|&x| torchlet_core::tensor::Scalar::Float(x))
             .collect();
         let x = Tensor::from_values(v, vec![1, period.len()], &o).unwrap();
         let x = x.repeat(&[periods, 1]).unwrap().reshape(&[-1]).unwrap();

@@ -2,9 +2,9 @@
 //! views and copies, and PyTorch's errors from scripts, after which the session goes on.
 use crate::common;
 
-use torchlet::device::Device;
-use torchlet::session::Session;
-use torchlet::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::device::Device;
+use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_session::Session;
 
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 

@@ -1,0 +1,53 @@
+//! The CUDA caching allocator, exactly as PyTorch's behaves, generic over raw device memory, and
+//! `types`, the vocabulary every layer above shares (dtype, scalar, layout, errors).
+//!
+//! Map: `types` (the shared vocabulary); `size` (rounding and segment sizes), `config` (settings), `block` (arena and pools),
+//! `caching` (malloc/free, split/merge), `release` (empty_cache, OOM flushes, GC), `expandable`
+//! (page-mapped segments), `oom` (the error message), `oom_diagnosis` and `replay` (what torchlet adds to it), `stats`, `summary`, `history`, `snapshot`,
+//! `device_allocator` (the object-safe face), `sim_memory` (the simulated GPU's memory).
+
+pub mod types;
+
+mod block;
+mod caching;
+mod config;
+mod device_allocator;
+mod error;
+mod expandable;
+mod history;
+mod introspect;
+mod oom;
+mod oom_diagnosis;
+mod peak_moments;
+mod raw;
+mod release;
+mod replay;
+mod sim_memory;
+mod size;
+mod snapshot;
+mod stats;
+mod summary;
+
+pub mod site;
+
+pub use caching::CachingAllocator;
+pub use config::{AllocConfig, CONF_ENV, CONF_ENV_ALIAS};
+pub use device_allocator::DeviceAllocator;
+pub use error::AllocError;
+pub use history::{HistoryMode, HistoryOptions, TraceAction, TraceEntry};
+pub use oom::{OomReport, MEMORY_MANAGEMENT_URL};
+pub use oom_diagnosis::OomDiagnosis;
+pub use peak_moments::{PeakMoment, PeakMoments};
+pub use raw::{DevicePtr, RawError, RawMemory};
+pub use replay::ReplayVerdict;
+pub use sim_memory::SimulatedMemory;
+pub use size::{
+    format_size, get_allocation_size, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC, ONE_EXA_BYTES,
+    ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE,
+};
+pub use snapshot::{AllocatorSettings, BlockInfo, SegmentInfo, Snapshot};
+pub use stats::{DeviceStats, PoolKind, Stat, StatArray};
+pub use summary::memory_summary;
+
+/// A stream handle; 0 is the default stream.
+pub type StreamId = u64;

@@ -1,0 +1,230 @@
+//! The backend trait: one implementation per device kind (`cpu`, `sim`, `cuda`); tensors call only this.
+//!
+//! The tensor layer owns every allocation decision: it asks `alloc` for exactly the output of an op
+//! (as PyTorch does) and hands the backend operands that are already broadcast (stride-0
+//! dimensions) and already checked for shape, dtype and device. Kernels never allocate device
+//! memory of their own, except where PyTorch does too (e.g. a cuBLAS workspace, taken from the
+//! device's caching allocator; a reduction's staging buffer, which the tensor layer allocates from
+//! `reduce_plan` and hands over in `ReduceOut`). A kernel computes in the category of its destination's dtype:
+//! float destinations in at least f32 (f64 where convenient), integer destinations in i64.
+
+use std::sync::Arc;
+
+use torchlet_alloc::types::{DType, Layout, Result, Scalar};
+use torchlet_alloc::{DeviceAllocator, DevicePtr};
+
+pub use super::ops::{BinaryOp, UnaryOp};
+use super::reduce_plan::{DeviceProps, Staging};
+use super::Device;
+
+/// One strided operand of a kernel: the storage's base address, its dtype and the view's layout.
+#[derive(Clone, Copy, Debug)]
+pub struct Operand<'a> {
+    /// Address of the storage's first byte (host address on `cpu`/`sim`, device address on `cuda`).
+    pub ptr: DevicePtr,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, strides (elements) and offset (elements) of the view.
+    pub layout: &'a Layout,
+}
+
+/// Reductions over one dimension or over all elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum (floats accumulate in f64; ints in i64).
+    Sum,
+    /// Arithmetic mean (float dtypes only).
+    Mean,
+    /// Largest value (NaN propagates).
+    Max,
+    /// Smallest value (NaN propagates).
+    Min,
+    /// Index of the first largest value (NaN counts as largest), into an int64 destination.
+    ArgMax,
+    /// Index of the first smallest value (NaN counts as smallest), into an int64 destination.
+    ArgMin,
+}
+
+/// Where a reduction writes, and the staging memory PyTorch's plan gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct ReduceOut<'a> {
+    /// The contiguous keepdim-shaped result (the int64 indices, for ArgMax/ArgMin).
+    pub dst: Operand<'a>,
+    /// For Max/Min along a dim: the int64 indices, found by the same pass as the values.
+    pub indices: Option<Operand<'a>>,
+    /// The staging buffer and semaphores, when the plan splits outputs across blocks.
+    pub staging: Option<StagingMemory>,
+}
+
+/// A reduction's staging plan and the device memory the tensor layer allocated for it.
+#[derive(Clone, Copy, Debug)]
+pub struct StagingMemory {
+    /// What the memory is for: sizes, partials per output, outputs per semaphore.
+    pub plan: Staging,
+    /// `plan.buffer_bytes` for the partial results, one accumulator per output and block.
+    pub buffer: DevicePtr,
+    /// `plan.semaphore_bytes` of int counters, which the backend zeroes before use.
+    pub semaphores: DevicePtr,
+}
+
+/// Distributions for random fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// Uniform on [0, 1).
+    Uniform,
+    /// Standard normal.
+    Normal,
+}
+
+/// Where layer norm's backward writes: each gradient only when asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerNormGrads<'a> {
+    /// The input's gradient [rows, n], contiguous.
+    pub dx: Option<Operand<'a>>,
+    /// The weight's gradient as `parts` partial sums [parts, n] over consecutive row blocks.
+    pub dweight: Option<Operand<'a>>,
+    /// The bias's gradient, laid out as `dweight`.
+    pub dbias: Option<Operand<'a>>,
+    /// How many row blocks `dweight`/`dbias` hold (1: the finished gradient).
+    pub parts: usize,
+}
+
+/// One device's memory and kernels. Implemented by `cpu`, `sim` and `cuda`.
+pub trait Backend: Send + Sync {
+    /// The device this backend computes on.
+    fn device(&self) -> Device;
+    /// A human-readable device name (`get_device_name`).
+    fn name(&self) -> String;
+    /// The caching allocator behind a CUDA-like device; `None` for the CPU.
+    fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>>;
+    /// Allocate `bytes` (> 0) for a new storage, through the device's allocator.
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
+    /// Return a storage's memory (called once, when its last handle drops).
+    fn free(&self, ptr: DevicePtr, bytes: usize);
+    /// Wait for all queued work on the device.
+    fn synchronize(&self) -> Result<()>;
+    /// Copy host bytes into device memory at `dst` (synchronously).
+    fn write_bytes(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+    /// Copy device memory at `src` into host bytes (synchronously).
+    fn read_bytes(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+    /// `dst = src` elementwise, converting dtype; both views have the same shape.
+    fn copy(&self, src: Operand, dst: Operand) -> Result<()>;
+    /// Set every element of `dst` to `value` (converted to `dst`'s dtype).
+    fn fill(&self, dst: Operand, value: Scalar) -> Result<()>;
+    /// Fill a contiguous `dst` with random numbers; the same `seed` gives the same numbers.
+    fn random(&self, dst: Operand, dist: Distribution, seed: u64) -> Result<()>;
+    /// Fill a contiguous `dst` with `start + i * step`.
+    fn arange(&self, dst: Operand, start: f64, step: f64) -> Result<()>;
+    /// `dst = op(src)`; same shape.
+    fn unary(&self, op: UnaryOp, src: Operand, dst: Operand) -> Result<()>;
+    /// `dst = lhs op rhs`; `lhs`, `rhs` already broadcast to `dst`'s shape.
+    fn binary(&self, op: BinaryOp, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
+    /// `dst = src op scalar`, or `scalar op src` when `scalar_first`.
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        src: Operand,
+        scalar: Scalar,
+        scalar_first: bool,
+        dst: Operand,
+    ) -> Result<()>;
+    /// Whether kernels compute values (false on the shapes-only GPU of `torchlet fit`).
+    fn has_values(&self) -> bool {
+        true
+    }
+    /// What a reduction plan reads of the device (`None`: not a CUDA-like device, no plan).
+    fn props(&self) -> Option<DeviceProps> {
+        None
+    }
+    /// Reduce `src` over `dims` (ascending; every dim for a full reduction) into `out.dst`, whose
+    /// shape is `src`'s with the reduced dims set to 1 (keepdim); with `out.staging`, blocks of
+    /// outputs meet in that memory as PyTorch's kernel does.
+    fn reduce(&self, op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Result<()>;
+    /// The cuBLAS workspaces taken from the allocator so far (none on the CPU, or before a matmul).
+    fn blas_workspaces(&self) -> Vec<crate::device::blas_handle::Workspace> {
+        Vec::new()
+    }
+    /// Give the cuBLAS workspaces back to the caching allocator (PyTorch's
+    /// `torch._C._cuda_clearCublasWorkspaces()`); the next matrix product takes them again.
+    fn clear_blas_workspaces(&self) {}
+    /// Batched matrix product: `lhs` [b, m, k] × `rhs` [b, k, n] → contiguous `dst` [b, m, n].
+    fn matmul(&self, lhs: Operand, rhs: Operand, dst: Operand) -> Result<()>;
+    /// `dst = bias + lhs × rhs` ([1, m, k] × [1, k, n], `bias` already broadcast to `dst`):
+    /// PyTorch's addmm with beta 1. `lt`: PyTorch takes the cuBLASLt route with a bias epilogue,
+    /// whose handle keeps a workspace of its own in the caching allocator.
+    fn addmm(
+        &self,
+        bias: Operand,
+        lhs: Operand,
+        rhs: Operand,
+        dst: Operand,
+        lt: bool,
+    ) -> Result<()>;
+    /// Layer norm of each row of the contiguous `x` [rows, n] into `y`, with the per-row `mean`
+    /// and `rstd` [rows] (float32, float64 for float64 input); `weight`/`bias` [n] contiguous.
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm(
+        &self,
+        x: Operand,
+        weight: Option<Operand>,
+        bias: Option<Operand>,
+        eps: f64,
+        y: Operand,
+        mean: Operand,
+        rstd: Operand,
+    ) -> Result<()>;
+    /// Layer norm's backward from the contiguous `dy`, the forward's `x`, `mean`, `rstd`, `weight`.
+    fn layer_norm_backward(
+        &self,
+        dy: Operand,
+        x: Operand,
+        mean: Operand,
+        rstd: Operand,
+        weight: Option<Operand>,
+        grads: LayerNormGrads,
+    ) -> Result<()>;
+    /// Dropout of `src` into the contiguous `out`, keeping each element with probability `1 - p`
+    /// (a hash of `seed` and the index decides) and recording it in the bool `mask`.
+    fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()>;
+    /// Dropout's backward: `out = grad * mask * scale` (`out` contiguous).
+    fn dropout_backward(
+        &self,
+        grad: Operand,
+        mask: Operand,
+        scale: f64,
+        out: Operand,
+    ) -> Result<()>;
+    /// (Log-)softmax of `src` along `dim` into a same-shaped contiguous `dst`.
+    fn softmax(&self, src: Operand, dim: usize, log: bool, dst: Operand) -> Result<()>;
+    /// Softmax's backward from `grad` and the forward `output`, into a same-shaped `dst`.
+    fn softmax_backward(
+        &self,
+        grad: Operand,
+        output: Operand,
+        dim: usize,
+        log: bool,
+        dst: Operand,
+    ) -> Result<()>;
+    /// Mean negative log-likelihood: `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
+    fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()>;
+    /// NLL's backward: `dst` [n, c] zero except `dst[i, target[i]] = -grad[0] / n`.
+    fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()>;
+    /// `dst[.., index[..], ..] = src[..]` along `dim` (`index` int64, shaped like `src`);
+    /// other elements of `dst` are left as they are.
+    fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// `dst = cond ? a : b` elementwise; `cond` (bool), `a`, `b` broadcast to the contiguous
+    /// `dst`'s shape, `a` and `b` of `dst`'s dtype.
+    fn where_select(&self, cond: Operand, a: Operand, b: Operand, dst: Operand) -> Result<()>;
+    /// `dst[i] = value` where `mask[i]` (bool, broadcast to `dst`'s shape); in place.
+    fn masked_fill(&self, dst: Operand, mask: Operand, value: Scalar) -> Result<()>;
+    /// The contiguous `dst` = `src` (same shape, at least 2 dims) with the elements outside
+    /// the triangle of its last two dims zeroed: `upper` keeps `col - row >= diagonal`, else
+    /// `col - row <= diagonal`.
+    fn triangle(&self, src: Operand, diagonal: i64, upper: bool, dst: Operand) -> Result<()>;
+    /// `dst[p] = src[p with dim replaced by index[p]]`; `index` (int64, every value in range)
+    /// has `dst`'s shape (stride 0 where an index is shared, as index_select's).
+    fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// `dst[p with dim replaced by index[p]] += src[p]`; `index` (int64, in range) has `src`'s
+    /// shape; repeated indices add up (index_add, scatter_add, embedding's backward).
+    fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+}

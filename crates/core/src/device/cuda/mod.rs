@@ -1,0 +1,66 @@
+//! The real CUDA backend over cudarc: device discovery, raw memory for the caching allocator,
+//! NVRTC-compiled kernels, cuBLAS matmul, cuRAND fills, peer copies and NCCL collectives; `probe`
+//! wraps each GPU in a `Backend`.
+
+pub mod availability;
+pub mod backend;
+pub mod blas;
+pub mod compile;
+pub mod context;
+pub mod device;
+pub mod elem;
+pub mod error;
+pub mod fault;
+pub mod functors;
+pub mod indexing;
+pub mod kernel_name;
+pub mod layout;
+pub mod memory;
+pub mod module;
+pub mod nccl;
+pub mod norm;
+pub mod ops;
+pub mod peer;
+pub mod reduce;
+pub mod rng;
+pub mod rows;
+
+use std::sync::Arc;
+
+pub use backend::CudaBackend;
+pub use context::{context, devices, CudaContext, DeviceInfo};
+pub use device::CudaDevice;
+pub use elem::CudaDType;
+pub use error::{CudaError, CudaResult};
+pub use memory::CudaMemory;
+
+use super::Backend;
+
+/// Whether a real CUDA GPU can be used (driver and libraries load, at least one device).
+pub fn is_available() -> bool {
+    availability::check().is_ok()
+}
+
+/// Why CUDA is unavailable (what was looked for), or `None` when it is available.
+pub fn unavailable_reason() -> Option<String> {
+    availability::check().as_ref().err().cloned()
+}
+
+/// Number of real CUDA devices (0 without a driver).
+pub fn device_count() -> usize {
+    devices().map(|d| d.len()).unwrap_or(0)
+}
+
+/// The CUDA devices of this machine, each as a backend with its own caching allocator, or why
+/// there are none (what was looked for; the registry adds how to simulate a GPU).
+pub fn probe() -> Result<Vec<Arc<dyn Backend>>, String> {
+    availability::check().clone()?;
+    let config = torchlet_alloc::AllocConfig::from_env().map_err(|e| e.to_string())?;
+    (0..device_count())
+        .map(|i| {
+            CudaBackend::new(i, config.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Backend>)
+                .map_err(|e| format!("cuda:{i}: {e}"))
+        })
+        .collect()
+}

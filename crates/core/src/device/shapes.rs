@@ -1,0 +1,198 @@
+//! The shapes-only simulated GPU (`torchlet fit`): every allocation and free a real run makes,
+//! through PyTorch's allocator, and no math.
+//!
+//! Tensors keep their shapes, dtypes and allocator blocks; kernels do nothing, so the host pages
+//! behind the simulated memory are never touched and a 7-billion-parameter step costs no host
+//! RAM for its data. Whatever needs values (`item()`, printing a tensor, a condition on one,
+//! copying to the CPU) reads device memory, and that fails with an error saying how to go on.
+use std::sync::Arc;
+
+use crate::device::backend::{
+    Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
+};
+use crate::device::blas_handle::Workspace;
+use crate::device::reduce_plan::DeviceProps;
+use crate::device::sim::SimBackend;
+use crate::device::Device;
+use torchlet_alloc::types::{Result, Scalar, TensorError};
+use torchlet_alloc::{AllocConfig, DeviceAllocator, DevicePtr};
+
+/// What reading values in a shapes-only run says.
+pub const NO_VALUES: &str = "torchlet fit runs shapes only, so tensors have no values here: this \
+needs one (item(), printing a tensor, a condition on a tensor, .cpu() or .tolist()). Use \
+fit_value(x, default) to give fit a value in its place, or pass the value as an argument";
+
+/// A simulated GPU that allocates as a real run does and computes nothing.
+pub struct ShapesBackend {
+    sim: SimBackend,
+}
+
+impl ShapesBackend {
+    /// Shapes-only `cuda:index` with `capacity` bytes.
+    pub fn new(index: usize, capacity: u64, config: AllocConfig) -> ShapesBackend {
+        ShapesBackend {
+            sim: SimBackend::new(index, capacity, config),
+        }
+    }
+}
+
+impl Backend for ShapesBackend {
+    fn device(&self) -> Device {
+        self.sim.device()
+    }
+    fn name(&self) -> String {
+        format!("{} (shapes only)", self.sim.name())
+    }
+    fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>> {
+        self.sim.allocator()
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        self.sim.alloc(bytes)
+    }
+    fn free(&self, ptr: DevicePtr, bytes: usize) {
+        self.sim.free(ptr, bytes)
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn has_values(&self) -> bool {
+        false
+    }
+    fn props(&self) -> Option<DeviceProps> {
+        self.sim.props()
+    }
+    fn blas_workspaces(&self) -> Vec<Workspace> {
+        self.sim.blas_workspaces()
+    }
+    fn clear_blas_workspaces(&self) {
+        self.sim.clear_blas_workspaces()
+    }
+    fn matmul(&self, _lhs: Operand, _rhs: Operand, _dst: Operand) -> Result<()> {
+        self.sim.take_workspace()
+    }
+    fn addmm(&self, _b: Operand, _l: Operand, _r: Operand, _dst: Operand, lt: bool) -> Result<()> {
+        self.sim.take_addmm_workspaces(lt)
+    }
+    fn layer_norm(
+        &self,
+        _x: Operand,
+        _weight: Option<Operand>,
+        _bias: Option<Operand>,
+        _eps: f64,
+        _y: Operand,
+        _mean: Operand,
+        _rstd: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn layer_norm_backward(
+        &self,
+        _dy: Operand,
+        _x: Operand,
+        _mean: Operand,
+        _rstd: Operand,
+        _weight: Option<Operand>,
+        _grads: LayerNormGrads,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn dropout(
+        &self,
+        _src: Operand,
+        _p: f64,
+        _seed: u64,
+        _mask: Operand,
+        _out: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn dropout_backward(
+        &self,
+        _g: Operand,
+        _mask: Operand,
+        _scale: f64,
+        _out: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn write_bytes(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn read_bytes(&self, _src: DevicePtr, _dst: &mut [u8]) -> Result<()> {
+        Err(TensorError::runtime(NO_VALUES))
+    }
+    fn copy(&self, _src: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn fill(&self, _dst: Operand, _value: Scalar) -> Result<()> {
+        Ok(())
+    }
+    fn random(&self, _dst: Operand, _dist: Distribution, _seed: u64) -> Result<()> {
+        Ok(())
+    }
+    fn arange(&self, _dst: Operand, _start: f64, _step: f64) -> Result<()> {
+        Ok(())
+    }
+    fn unary(&self, _op: UnaryOp, _src: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn binary(&self, _op: BinaryOp, _l: Operand, _r: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn binary_scalar(
+        &self,
+        _op: BinaryOp,
+        _src: Operand,
+        _scalar: Scalar,
+        _scalar_first: bool,
+        _dst: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn reduce(&self, _op: ReduceOp, _src: Operand, _dims: &[usize], _out: ReduceOut) -> Result<()> {
+        Ok(())
+    }
+    fn softmax(&self, _src: Operand, _dim: usize, _log: bool, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn softmax_backward(
+        &self,
+        _grad: Operand,
+        _output: Operand,
+        _dim: usize,
+        _log: bool,
+        _dst: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn nll_loss(&self, _logp: Operand, _target: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn nll_loss_backward(&self, _grad: Operand, _target: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn scatter(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn where_select(&self, _cond: Operand, _a: Operand, _b: Operand, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn masked_fill(&self, _dst: Operand, _mask: Operand, _value: Scalar) -> Result<()> {
+        Ok(())
+    }
+    fn triangle(&self, _src: Operand, _diagonal: i64, _upper: bool, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn gather(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn scatter_add(
+        &self,
+        _src: Operand,
+        _index: Operand,
+        _dim: usize,
+        _dst: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,42 @@
+//! Tensors: the `Tensor` handle, shapes and views, dtypes, op dispatch, PyTorch-style printing.
+//!
+//! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
+//! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
+//! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
+//! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
+//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
+//! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
+//! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
+//! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
+//! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
+
+pub mod autocast;
+mod batched;
+pub mod collective;
+mod compare;
+mod convert;
+mod creation;
+mod grad;
+mod handle;
+mod index_ops;
+mod inplace;
+mod interrupt;
+mod linalg;
+mod loss;
+mod math;
+mod nn;
+mod print;
+mod random;
+mod reduce;
+mod shape_ops;
+mod unary_list;
+mod update;
+mod views;
+
+pub use handle::{Tensor, TensorOptions};
+pub use interrupt::{check_interrupt, set_interrupt_flag};
+pub use random::manual_seed;
+pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};
+pub use torchlet_alloc::types::{dtype, element, layout};
+pub use torchlet_alloc::types::{Category, DType, ErrorKind, Result, Scalar, TensorError};
+pub use unary_list::{UnaryMethod, UNARY_METHODS};

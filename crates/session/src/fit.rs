@@ -1,0 +1,89 @@
+//! One run of a script for `torchlet fit` (shapes only, or with values to check it): each
+//! reached, and the first out-of-memory error, as JSON the `fit` front end reads.
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::{Session, SessionOptions, StdioFrontend};
+use torchlet_alloc::PeakMoment;
+
+/// Simulate GPUs of `sizes` (`"80GiB,24GiB"`) shapes only; before anything else touches devices.
+pub fn init_shapes_only(sizes: &str) -> Result<(), String> {
+    // The registry words its errors for --simulate-cuda; here the sizes came from --gpu.
+    torchlet_core::device::init_shapes_only(sizes)
+        .map_err(|e| e.trim_start_matches("--simulate-cuda: ").to_string())
+}
+
+/// Simulate GPUs of `sizes` with values (`torchlet fit --values`), to check a shapes-only run.
+pub fn init_with_values(sizes: &str) -> Result<(), String> {
+    torchlet_core::device::init(Some(sizes))
+        .map_err(|e| e.trim_start_matches("--simulate-cuda: ").to_string())
+}
+
+/// Run `text` (named `source`) with `args` on the devices set up; the report as JSON. With `quiet`, what
+/// the script prints is dropped (a sweep runs it many times).
+pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
+    let started = Instant::now();
+    let mut session = if quiet {
+        Session::captured(source).0
+    } else {
+        let options = SessionOptions {
+            source_name: Some(source.to_string()),
+            ..Default::default()
+        };
+        Session::new(options, Rc::new(StdioFrontend))
+    };
+    session.set_args(args);
+    let outcome = session.execute(text);
+    let error = outcome.error.map(|e| {
+        json!({
+            "kind": e.kind,
+            "message": e.message,
+            "at": format!("{}:{}", e.source.clone().unwrap_or_default(), e.line.unwrap_or(0)),
+            "oom": e.kind == "OutOfMemoryError",
+        })
+    });
+    // The report is taken before the session (and its tensors) goes.
+    let devices: Vec<Value> = torchlet_core::device::started_cuda_allocators()
+        .into_iter()
+        .map(|(index, a)| {
+            let peaks = a.peak_moments();
+            let (_, total) = a.mem_get_info().unwrap_or((0, 0));
+            json!({
+                "index": index,
+                "capacity": total,
+                "peak_allocated": moment(&peaks.allocated),
+                "peak_reserved": moment(&peaks.reserved),
+            })
+        })
+        .collect();
+    drop(session);
+    json!({
+        "mode": if torchlet_core::device::shapes_only() { "shapes only" } else { "with values" },
+        "devices": devices,
+        "error": error,
+        "seconds": started.elapsed().as_secs_f64(),
+        "max_rss_bytes": max_rss_bytes(),
+    })
+}
+
+fn moment(m: &PeakMoment) -> Value {
+    json!({
+        "allocated": m.allocated,
+        "reserved": m.reserved,
+        "segments": m.segments,
+        "fragmentation": m.fragmentation(),
+        "site": m.site.as_deref(),
+    })
+}
+
+/// The process's peak resident memory.
+fn max_rss_bytes() -> u64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    usage.ru_maxrss as u64 * 1024
+}

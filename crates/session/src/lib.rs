@@ -1,0 +1,409 @@
+//! One interpreter session: a persistent scope, `execute(code)`, completion, and an interrupt flag.
+//!
+//! Every front end (the script runner, the REPL, the Jupyter kernel) drives a `Session` and sees
+//! nothing below it. Output produced while code runs goes to the session's `Frontend` as it
+//! happens, so a notebook shows `print` lines before a long cell finishes.
+//!
+//! Map: this file runs inputs (spelling, Python scoping, the lifetime rewrite, evaluation);
+//! `outcome` and `traceback` shape what comes back; `spelling` reads PyTorch's names through the
+//! session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the kernel's
+//! inspect; `commands` runs the `:commands` with `vars`, `memory` and `trace`. The output sink,
+//! display data and interrupt flag are the language's (`script`), re-exported for front ends.
+
+mod commands;
+mod complete;
+pub mod fit;
+mod inspect;
+pub mod memory;
+mod memplot;
+mod oom_notes;
+mod outcome;
+mod spelling;
+mod trace;
+mod traceback;
+pub mod variables_panel;
+mod vars;
+
+pub use commands::{is_command, CommandInfo, COMMANDS};
+pub use trace::Reports;
+pub use traceback::Frame;
+
+pub use complete::{Candidate, Completion, CompletionKind};
+pub use outcome::{Completeness, Outcome, ScriptError};
+// What front ends hand to a session and get back from it is the language layer's.
+pub use torchlet_rhai::{
+    explain_free, holders, ledger, snapshot_dump, CapturedOutput, DisplayData, Frontend,
+    InterruptHandle, OutputEvent, Picture, StdioFrontend,
+};
+
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Choose the CUDA devices, real or simulated (`--simulate-cuda=16GiB,8GiB`), before any session
+/// opens; `Err` says why the choice is refused.
+pub fn init_devices(simulate: Option<&str>) -> Result<(), String> {
+    torchlet_core::device::init(simulate)
+}
+
+/// The environment variables that configure the allocator, in PyTorch's syntax.
+pub use torchlet_alloc::{CONF_ENV, CONF_ENV_ALIAS};
+
+/// The index that `cuda` without a number means now.
+pub fn current_device() -> usize {
+    torchlet_core::device::current_device()
+}
+
+/// Options a front end chooses when it opens a session.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Name shown in error positions (`FILE:LINE:COL`), e.g. the script's path or `<cell>`.
+    pub source_name: Option<String>,
+    /// Report each statement's line to the `__line` hook before it runs (see
+    /// [`torchlet_rhai::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
+    pub mark_lines: bool,
+}
+
+/// One interpreter session with a scope that persists between `execute` calls.
+pub struct Session {
+    engine: rhai::Engine,
+    /// Gives compiled inputs CPython's lifetimes for temporaries.
+    lifetimes: torchlet_rhai::Lifetimes,
+    scope: rhai::Scope<'static>,
+    /// Functions defined by earlier inputs, kept so later inputs can call them.
+    functions: rhai::AST,
+    /// Where each function was defined, for tracebacks.
+    function_sources: traceback::FunctionSources,
+    interrupt: InterruptHandle,
+    frontend: Rc<dyn Frontend>,
+    options: SessionOptions,
+    /// What `:trace` and `:time` print after each input.
+    reports: Reports,
+    /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
+    aliases: torchlet_rhai::python_spelling::Aliases,
+}
+
+impl Session {
+    /// Open a session whose output goes to `frontend`.
+    pub fn new(options: SessionOptions, frontend: Rc<dyn Frontend>) -> Session {
+        let interrupt = InterruptHandle::default();
+        // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
+        torchlet_core::tensor::set_interrupt_flag(interrupt.flag());
+        let engine = torchlet_rhai::new_engine(frontend.clone(), interrupt.clone());
+        let lifetimes = torchlet_rhai::Lifetimes::new(&engine);
+        Session {
+            engine,
+            lifetimes,
+            scope: rhai::Scope::new(),
+            functions: rhai::AST::empty(),
+            function_sources: Default::default(),
+            interrupt,
+            frontend,
+            options,
+            reports: Reports::default(),
+            aliases: Default::default(),
+        }
+    }
+
+    /// A session whose output is captured in memory, named `source` in error positions.
+    pub fn captured(source: &str) -> (Session, Rc<CapturedOutput>) {
+        let output = Rc::new(CapturedOutput::default());
+        let options = SessionOptions {
+            source_name: Some(source.to_string()),
+            ..Default::default()
+        };
+        (Session::new(options, output.clone()), output)
+    }
+
+    /// Run `code` in the persistent scope; the value of its last expression comes back for echo.
+    pub fn execute(&mut self, code: &str) -> Outcome {
+        self.interrupt.clear();
+        torchlet_core::autograd::forget_unclaimed_saves();
+        torchlet_rhai::leaks::reset();
+        self.forget_oom_diagnoses();
+        let mark = self.before_input();
+        let started = Instant::now();
+        let result = self.run_guarded(code).map_err(|mut error| {
+            if error.kind == "OutOfMemoryError" {
+                for note in self.oom_notes() {
+                    error.message = format!("{}\n{note}", error.message);
+                }
+            }
+            error
+        });
+        let elapsed = started.elapsed();
+        let outcome = match result {
+            Ok(value) => Outcome {
+                value,
+                error: None,
+                elapsed,
+            },
+            Err(error) => Outcome {
+                value: None,
+                error: Some(error),
+                elapsed,
+            },
+        };
+        self.after_input(mark, &outcome);
+        outcome
+    }
+
+    /// `run`, with a panic below it (a torchlet bug) as an error of this input: the REPL, the
+    /// kernel or the script runner keeps every earlier variable, where unwinding out of here would
+    /// end the process and lose them.
+    #[allow(clippy::result_large_err)] // as `run`
+    fn run_guarded(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(typed))).unwrap_or_else(
+            |panic| {
+                // What `run` would have closed had it returned: the input's allocation site and
+                // `del`'s tombstones.
+                torchlet_rhai::provenance::end_input();
+                torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+                Err(ScriptError::internal(&panic_text(&*panic)))
+            },
+        )
+    }
+
+    // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
+    fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let spelled = self.spell(typed);
+        let scope = &self.scope;
+        let rewritten = torchlet_rhai::output::rewrite_help_query_in(&spelled, |name| {
+            scope
+                .get(name)
+                .is_some_and(|v| !torchlet_rhai::syntax::is_deleted(v))
+        });
+        let code = rewritten.as_deref().unwrap_or(&spelled);
+        // The spelled code keeps every line and column of the typed text, so what users read
+        // (tracebacks, provenance) quotes what they typed.
+        let shown = if rewritten.is_some() { code } else { typed };
+        let shown = if shown.lines().count() == code.lines().count() {
+            shown
+        } else {
+            code
+        };
+        let result = self
+            .run_code(code, shown)
+            .map_err(|e| self.as_typed(e, typed, code));
+        // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
+        torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+        // As in IPython, a `;` at the end of an input keeps its value from being shown.
+        let quiet = torchlet_rhai::python_spelling::ends_with_semicolon(typed);
+        result.map(|value| value.filter(|_| !quiet))
+    }
+
+    #[allow(clippy::result_large_err)] // as `run`
+    fn run_code(&mut self, code: &str, shown: &str) -> Result<Option<DisplayData>, ScriptError> {
+        let suspects = self.floordiv_suspects(code);
+        let ast = self
+            .compile_with_python_scoping(code)
+            .map_err(|mut error| {
+                if let Some(suspect) = suspects.first() {
+                    match error.hint {
+                        None => {
+                            error.hint =
+                                Some(suspect.hint().trim_start_matches("hint: ").to_string())
+                        }
+                        Some(_) => error.message = format!("{}\n{}", error.message, suspect.hint()),
+                    }
+                }
+                error
+            })?;
+        // It parsed, so the comment only shortened a line: say so before it runs.
+        let name = self.options.source_name.as_deref().unwrap_or("<input>");
+        for suspect in &suspects {
+            let warning = format!("{name}:{}: warning: {}\n", suspect.line, suspect.message());
+            self.frontend.stderr(&warning);
+        }
+        let bound = self.variable_names();
+        let ast = self.lifetimes.rewrite(
+            &self.engine,
+            &ast,
+            &self.functions,
+            &bound,
+            self.options.mark_lines,
+        );
+        self.functions = self.functions.merge(&ast.clone_functions_only());
+        let source = self.options.source_name.as_deref();
+        self.function_sources.record(&ast, source, shown);
+        let program = self.functions.merge(&ast);
+        torchlet_rhai::provenance::begin_input(source.unwrap_or("<input>"), shown);
+        let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
+        let last_statement = torchlet_rhai::provenance::end_input();
+        let value: rhai::Dynamic = result.map_err(|e| {
+            ScriptError::from_eval(&e, shown, source, &self.function_sources)
+                .or_at(last_statement, shown)
+        })?;
+        Ok(DisplayData::of_value(&value))
+    }
+
+    /// Compile `code` with Python's scoping (see [`torchlet_rhai::scoping`]): every name it binds
+    /// outside functions is declared first, and `let` inside blocks becomes assignment.
+    // A ScriptError carries the message, its place and hints; it is made once per failed input.
+    #[allow(clippy::result_large_err)]
+    fn compile_with_python_scoping(&mut self, code: &str) -> Result<rhai::AST, ScriptError> {
+        let source = self.options.source_name.as_deref();
+        let compile = |engine: &rhai::Engine, scope: &rhai::Scope, text: &str| {
+            engine
+                .compile_with_scope(scope, text)
+                .map_err(|e| ScriptError::from_parse(&e, code, source))
+        };
+        let ast = compile(&self.engine, &self.scope, code)?;
+        let plan = torchlet_rhai::scoping::plan(&ast);
+        let mut declared = false;
+        for name in &plan.names {
+            if !self.scope.contains(name) {
+                self.scope.push_dynamic(
+                    name.as_str(),
+                    rhai::Dynamic::from(torchlet_rhai::syntax::Deleted),
+                );
+                declared = true;
+            }
+        }
+        if !declared && plan.nested_lets.is_empty() {
+            return Ok(ast);
+        }
+        // The parser resolves variables against the scope it compiled with: compile again now
+        // that the names are declared (and the nested `let`s are assignments).
+        let text = torchlet_rhai::scoping::blank_lets(code, &plan.nested_lets);
+        compile(&self.engine, &self.scope, &text)
+    }
+
+    /// Whether `code` is a whole input, needs more lines, or can never parse.
+    pub fn is_complete(&self, typed: &str) -> Completeness {
+        let code = &self.spelled(typed);
+        if torchlet_rhai::output::rewrite_help_query(code).is_some() {
+            return Completeness::Complete;
+        }
+        match self.engine.compile_with_scope(&self.scope, code) {
+            Ok(_) => Completeness::Complete,
+            // `for i in range(3):` waits for no body: its hint is due at once.
+            Err(_) if torchlet_rhai::hints::opens_python_block(typed) => Completeness::Invalid,
+            // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
+            Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
+            Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
+            Err(_) => Completeness::Invalid,
+        }
+    }
+
+    /// Where `code` has `a // b` meant as floor division (a comment in this language).
+    fn floordiv_suspects(&self, code: &str) -> Vec<torchlet_rhai::floordiv_hint::Suspect> {
+        let scope = &self.scope;
+        torchlet_rhai::floordiv_hint::find(code, &|name| scope.contains(name))
+    }
+
+    /// The handle that interrupts this session's running code.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
+    }
+
+    /// Names of the variables now in scope (each once, innermost first shadowing the rest).
+    pub fn variable_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if !torchlet_rhai::syntax::is_deleted(value) && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    /// The variables now in scope with their values (innermost binding of each name, in scope order),
+    /// for `:vars`; deleted names are left out.
+    pub fn variables(&self) -> Vec<(String, rhai::Dynamic)> {
+        // `iter_raw` walks from the newest binding back, so the first one seen for a name is the
+        // one in force.
+        let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
+        for (name, _, value) in self.scope.iter_raw() {
+            if !torchlet_rhai::syntax::is_deleted(value) && !seen.iter().any(|(n, _)| n == name) {
+                seen.push((name.to_string(), value.clone()));
+            }
+        }
+        seen.reverse();
+        seen
+    }
+
+    /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.
+    pub fn set_args(&mut self, args: &[String]) {
+        torchlet_rhai::script_args::set(args);
+        let array: rhai::Array = args
+            .iter()
+            .map(|a| rhai::Dynamic::from(a.clone()))
+            .collect();
+        self.set_variable("ARGS", array.into());
+    }
+
+    /// Define (or replace) a variable, e.g. the script's `ARGS`.
+    pub fn set_variable(&mut self, name: &str, value: rhai::Dynamic) {
+        self.scope.set_or_push(name, value);
+    }
+
+    /// The front end this session writes to.
+    pub fn frontend(&self) -> &Rc<dyn Frontend> {
+        &self.frontend
+    }
+
+    /// The underlying Rhai engine (for completion and help).
+    pub fn engine(&self) -> &rhai::Engine {
+        &self.engine
+    }
+
+    /// The underlying Rhai engine, to register more functions (a harness's hooks, say).
+    pub fn engine_mut(&mut self) -> &mut rhai::Engine {
+        &mut self.engine
+    }
+
+    /// Every live block of cuda:`device`, biggest first, with what holds it.
+    pub fn memory_holders(&self, device: usize) -> Vec<holders::BlockHolders> {
+        let variables = self.variables();
+        let map = holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
+        holders::block_holders(&map, device)
+    }
+
+    /// What each of the article's four ways to free `name` would do now on cuda:`device`;
+    /// `None` when no such variable exists.
+    pub fn explain_free(&self, name: &str, device: usize) -> Option<Vec<explain_free::Way>> {
+        let variables = self.variables();
+        let (_, value) = variables.iter().find(|(n, _)| n == name)?;
+        let all = variables.iter().map(|(n, v)| (n.as_str(), v));
+        Some(explain_free::explain_free(name, value, all, device))
+    }
+
+    /// Run `code` keeping the per-line ledger of the current device; the ledger comes back with
+    /// the outcome.
+    pub fn execute_with_ledger(
+        &mut self,
+        code: &str,
+    ) -> (
+        Outcome,
+        std::collections::BTreeMap<usize, ledger::LineStats>,
+    ) {
+        let marked = std::mem::replace(&mut self.options.mark_lines, true);
+        ledger::start(torchlet_core::device::current_device());
+        let outcome = self.execute(code);
+        let lines = ledger::finish();
+        self.options.mark_lines = marked;
+        (outcome, lines)
+    }
+
+    /// The persistent scope.
+    pub fn scope(&self) -> &rhai::Scope<'static> {
+        &self.scope
+    }
+
+    /// Forget every variable and function; tensors held only by them are freed.
+    pub fn reset(&mut self) {
+        self.scope.clear();
+        self.functions = rhai::AST::empty();
+        self.function_sources.clear();
+    }
+}
+
+/// What a panic said, for [`ScriptError::internal`] and the kernel's own guard.
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
