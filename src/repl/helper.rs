@@ -9,7 +9,7 @@ use rustyline::hint::{Hinter, HistoryHinter};
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use torchlet_session::Session;
+use torchlet_session::{command_with_argument, Completes, Session};
 
 /// Completes against the live session; `pending` holds the lines of an unfinished input.
 pub struct ReplHelper {
@@ -40,7 +40,8 @@ impl Completer for ReplHelper {
         pos: usize,
         ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<String>)> {
-        if line.trim_start().starts_with(":load ") {
+        let argument = command_with_argument(line).map(|c| c.completes);
+        if argument == Some(Completes::FileNames) {
             let (start, found) = self.files.complete(line, pos, ctx)?;
             return Ok((start, found.into_iter().map(|p| p.replacement).collect()));
         }

@@ -16,7 +16,9 @@ use rustyline::history::FileHistory;
 use rustyline::{CompletionType, Config, Editor};
 
 use helper::ReplHelper;
-use torchlet_session::{is_command, Completeness, Session, SessionOptions, StdioFrontend};
+use torchlet_session::{
+    is_command, Action, Completeness, Reply, Session, SessionOptions, StdioFrontend,
+};
 
 /// Run the REPL until Ctrl-D or `:quit`; when stdin is not a terminal, run it as a script.
 pub fn run() -> Result<ExitCode, String> {
@@ -159,13 +161,11 @@ impl Repl {
         if text.is_empty() {
             return true;
         }
-        if let Some(keep_going) = self.repl_command(text) {
-            return keep_going;
-        }
-        let mut session = self.session.borrow_mut();
-        let outcome = match session.run_command(text) {
-            Some(outcome) => outcome,
-            None => session.execute(input),
+        let reply = self.session.borrow_mut().command(text);
+        let outcome = match reply {
+            Some(Reply::Show(outcome)) => outcome,
+            Some(Reply::Act(action)) => return self.act(action),
+            None => self.session.borrow_mut().execute(input),
         };
         if let Some((status, why)) = outcome.error.as_ref().and_then(|e| e.system_exit()) {
             if let Some(why) = why {
@@ -178,24 +178,14 @@ impl Repl {
         true
     }
 
-    /// The commands only a terminal has: `:quit` and `:prompt`.
-    fn repl_command(&mut self, text: &str) -> Option<bool> {
-        let mut words = text.split_whitespace();
-        match (words.next()?, words.next(), words.next()) {
-            (":quit" | ":q" | ":exit", None, _) => Some(false),
-            (":prompt", Some("mem"), None) => {
-                self.prompt_memory = true;
-                Some(true)
+    /// Carry out what a command asked of the terminal; `false` when the REPL should end.
+    fn act(&mut self, action: Action) -> bool {
+        match action {
+            Action::Quit => false,
+            Action::PromptMemory(on) => {
+                self.prompt_memory = on;
+                true
             }
-            (":prompt", Some("plain"), None) => {
-                self.prompt_memory = false;
-                Some(true)
-            }
-            (":prompt", ..) => {
-                eprintln!("UsageError: :prompt takes mem or plain, e.g. :prompt mem");
-                Some(true)
-            }
-            _ => None,
         }
     }
 }

@@ -50,13 +50,6 @@ fn magic(session: &mut Session, name: &str, args: &str) -> Outcome {
     let mut outcome = session
         .run_command(&format!(":{name} {args}"))
         .unwrap_or_else(|| ok(None));
-    if let Some(value) = outcome.value.as_mut() {
-        // Tables of fixed-width columns: keep their alignment in a notebook. (`%vars` brings its
-        // own HTML table, with every column of its text.)
-        if matches!(name, "mem" | "summary") && value.html.is_none() {
-            value.html = Some(format!("<pre>{}</pre>", escape(&value.plain)));
-        }
-    }
     if let Some(error) = outcome.error.as_mut() {
         error.message = as_magics(&error.message, name);
     }
@@ -132,12 +125,6 @@ pub fn format_duration(d: Duration) -> String {
     } else {
         format!("{secs:.2} s")
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

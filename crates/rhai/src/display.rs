@@ -21,6 +21,16 @@ impl DisplayData {
         }
     }
 
+    /// Fixed-width text, with an HTML `<pre>` so a notebook keeps its columns aligned.
+    pub fn preformatted(plain: impl Into<String>) -> Self {
+        let plain = plain.into();
+        let html = format!("<pre>{}</pre>", html_escape(&plain));
+        DisplayData {
+            plain,
+            html: Some(html),
+        }
+    }
+
     /// How a value echoes; `None` for `()`.
     pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
         if value.is_unit() {
@@ -36,12 +46,7 @@ impl DisplayData {
 /// How a value echoes when it has a richer form than Rhai's `to_string`.
 fn rich(value: &rhai::Dynamic) -> Option<DisplayData> {
     if let Some(t) = value.read_lock::<Tensor>() {
-        let plain = t.to_string();
-        let html = format!("<pre>{}</pre>", html_escape(&plain));
-        return Some(DisplayData {
-            plain,
-            html: Some(html),
-        });
+        return Some(DisplayData::preformatted(t.to_string()));
     }
     if let Some(report) = value.read_lock::<FreeReport>() {
         return Some(report.display());

@@ -1,19 +1,36 @@
-//! The `:commands` (`:mem`, `:vars`, `:trace on` …) shared by the REPL and the Jupyter kernel's magics.
+//! The `:commands` (`:mem`, `:vars`, `:trace on` …) shared by the REPL and the Jupyter kernel's magics: one table whose rows carry their handlers.
 use std::time::Instant;
 
 use super::memory;
 use super::{DisplayData, Outcome, ScriptError, Session};
 use torchlet_rhai::help;
 
-/// One `:command`: its name, its arguments, and what it does.
+/// One `:command`: its name, its arguments, what it does, and the handler that does it.
 #[derive(Clone, Copy, Debug)]
 pub struct CommandInfo {
     /// The name after the colon.
     pub name: &'static str,
-    /// The arguments it takes, as shown in `:help`.
+    /// Other names that run it (`:q` for `:quit`); `:help` and completion show only the name.
+    pub aliases: &'static [&'static str],
+    /// The arguments it takes, as shown in `:help`; empty for none, and then any is refused.
     pub args: &'static str,
     /// A one-line description.
     pub doc: &'static str,
+    /// What Tab completes after the name.
+    pub completes: Completes,
+    /// Runs the command on the session with its argument text (trimmed).
+    run: fn(&mut Session, &str) -> Answer,
+}
+
+/// What Tab completes in a command's argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completes {
+    /// The names of code, as in any input.
+    Code,
+    /// Help topics: the language's names, `Tensor`, the commands.
+    HelpTopics,
+    /// File names (the REPL completes them from its directory).
+    FileNames,
 }
 
 /// Every command, in the order `:help` lists them.
@@ -22,76 +39,119 @@ pub const COMMANDS: &[CommandInfo] = &[
         "help",
         "[name]",
         "list commands and functions, or show one function's help",
-    ),
+        help,
+    )
+    .completing(Completes::HelpTopics),
     cmd(
         "mem",
         "",
         "allocated, reserved and peak memory of each CUDA device",
+        mem,
     ),
     cmd(
         "summary",
         "",
         "the allocator's memory_summary() of each CUDA device",
+        summary,
     ),
     cmd(
         "vars",
         "",
         "variables: type, shape, dtype, device, bytes, shared storage",
+        |session, _| shown(session.vars()),
     ),
     cmd(
         "holders",
         "[device]",
         "every live GPU block, biggest first, and what holds it",
+        holders,
     ),
     cmd(
         "why",
         "NAME",
         "what del, .cpu(), empty_cache() would free of NAME right now",
+        why,
     ),
     cmd(
         "ledger",
         "CODE",
         "run CODE and show, per line: runs, Δallocated, Δreserved, peak, segments",
+        ledger,
     ),
     cmd(
         "trace",
         "on|off",
         "after each input, print how device memory changed",
+        trace,
     ),
-    cmd("time", "on|off", "after each input, print the time it took"),
+    cmd(
+        "time",
+        "on|off",
+        "after each input, print the time it took",
+        time,
+    ),
     cmd(
         "memplot",
         "on|off",
         "after each input, redraw one chart of GPU memory by variable (a notebook's SVG)",
+        memplot,
     ),
     cmd(
         "reset",
         "",
         "forget every variable and function (frees their tensors)",
+        reset,
     ),
-    cmd("load", "FILE", "run a .rhai file in this session"),
+    cmd("load", "FILE", "run a .rhai file in this session", load).completing(Completes::FileNames),
     cmd(
         "prompt",
         "mem|plain",
         "show device memory in the prompt (REPL only)",
+        prompt,
     ),
-    cmd("quit", "", "leave the REPL (Ctrl-D does the same)"),
+    cmd(
+        "quit",
+        "",
+        "leave the REPL (Ctrl-D does the same)",
+        |_, _| Ok(Done::Act(Action::Quit)),
+    )
+    .aliased(&["q", "exit"]),
 ];
 
-const fn cmd(name: &'static str, args: &'static str, doc: &'static str) -> CommandInfo {
-    CommandInfo { name, args, doc }
+const fn cmd(
+    name: &'static str,
+    args: &'static str,
+    doc: &'static str,
+    run: fn(&mut Session, &str) -> Answer,
+) -> CommandInfo {
+    CommandInfo {
+        name,
+        aliases: &[],
+        args,
+        doc,
+        completes: Completes::Code,
+        run,
+    }
 }
 
-/// An optional device index argument (default: the current device).
-fn device_arg(name: &str, arg: &str) -> Result<usize, Failure> {
-    if arg.is_empty() {
-        return Ok(torchlet_core::device::current_device());
+impl CommandInfo {
+    const fn completing(self, completes: Completes) -> CommandInfo {
+        CommandInfo { completes, ..self }
     }
-    arg.parse().map_err(|_| {
-        usage(format!(
-            ":{name} takes a device index, e.g. :{name} 0, not '{arg}'"
-        ))
-    })
+
+    const fn aliased(self, aliases: &'static [&'static str]) -> CommandInfo {
+        CommandInfo { aliases, ..self }
+    }
+
+    /// Whether `name` (without the colon) runs this command.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
+/// The command `name` (without the colon) runs, if any.
+pub fn find_command(name: &str) -> Option<&'static CommandInfo> {
+    COMMANDS.iter().find(|c| c.is_named(name))
 }
 
 /// Whether `line` is a `:command` rather than code (`::` is never a command).
@@ -100,181 +160,136 @@ pub fn is_command(line: &str) -> bool {
     line.starts_with(':') && !line.starts_with("::")
 }
 
-impl Session {
-    /// Run `line` if it is a `:command`; `None` when it is code for `execute`.
-    pub fn run_command(&mut self, line: &str) -> Option<Outcome> {
-        if !is_command(line) {
-            return None;
+/// A `:command` line's name and argument text (trimmed); `None` for code.
+fn split_command(line: &str) -> Option<(&str, &str)> {
+    if !is_command(line) {
+        return None;
+    }
+    let text = line.trim()[1..].trim();
+    let (name, arg) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    Some((name, arg.trim()))
+}
+
+/// The command whose argument `line` (a line being typed) has reached: its name is complete.
+pub fn command_with_argument(line: &str) -> Option<&'static CommandInfo> {
+    let text = line.trim_start().strip_prefix(':')?;
+    let (name, _) = text.split_once(char::is_whitespace)?;
+    find_command(name)
+}
+
+/// What a command gives its front end: an outcome to show, or something only the front end does.
+#[derive(Debug)]
+pub enum Reply {
+    /// A value or an error, shown as any input's outcome is.
+    Show(Outcome),
+    /// Something the session cannot do itself, for the front end to carry out.
+    Act(Action),
+}
+
+/// What only a front end can do, asked for by a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// End the front end (`:quit`).
+    Quit,
+    /// Show device memory in the prompt, or not (`:prompt mem|plain`).
+    PromptMemory(bool),
+}
+
+impl Action {
+    /// The command that asks for this action.
+    pub fn command(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::PromptMemory(_) => "prompt",
         }
+    }
+}
+
+impl Reply {
+    /// The outcome for a front end without a terminal: an action is refused as REPL-only.
+    pub fn into_outcome(self) -> Outcome {
+        match self {
+            Reply::Show(outcome) => outcome,
+            Reply::Act(action) => {
+                let why = usage(format!(
+                    ":{} works in the terminal REPL only",
+                    action.command()
+                ));
+                failed(why, Instant::now())
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Run `line` if it is a `:command`; `None` when it is code for `execute`. Commands only a
+    /// terminal can carry out (`:quit`, `:prompt`) come back as errors saying so.
+    pub fn run_command(&mut self, line: &str) -> Option<Outcome> {
+        self.command(line).map(Reply::into_outcome)
+    }
+
+    /// Run `line` if it is a `:command`: what to show, or what the front end should do.
+    pub fn command(&mut self, line: &str) -> Option<Reply> {
+        let (name, arg) = split_command(line)?;
         let started = Instant::now();
-        let text = line.trim()[1..].trim();
-        let (name, arg) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
-        let arg = arg.trim();
-        let result = match name {
-            "help" => self.help(arg),
-            "mem" => no_arg(name, arg).and_then(|_| mem()).map(|shown| {
-                shown.map(|mut data| {
-                    if let Some(line) = super::memplot::sparkline() {
-                        data.plain = format!("{}\n{line}", data.plain);
-                    }
-                    data
-                })
-            }),
-            "summary" => no_arg(name, arg).and_then(|_| summary()),
-            "vars" => no_arg(name, arg).map(|_| Some(self.vars())),
-            "holders" => device_arg(name, arg)
-                .map(|d| Some(super::holders::table(d, &self.memory_holders(d)))),
-            "why" => match self.explain_free(arg, torchlet_core::device::current_device()) {
-                Some(ways) => Ok(Some(super::explain_free::table(arg, &ways))),
-                None if arg.is_empty() => Err(usage(":why needs a variable: :why x".into())),
-                None => Err(usage(format!("name '{arg}' is not defined"))),
-            },
-            "trace" => switch(name, arg).map(|on| {
-                self.reports.trace = on;
-                Some(DisplayData::text(trace_state(on)))
-            }),
-            "time" => switch(name, arg).map(|on| {
-                self.reports.time = on;
-                Some(DisplayData::text(format!("timing {}", on_off(on))))
-            }),
-            "memplot" => switch(name, arg).and_then(|on| {
-                super::memplot::switch(on)
-                    .map(|text| Some(DisplayData::text(text)))
-                    .map_err(usage)
-            }),
-            "reset" => no_arg(name, arg).map(|_| {
-                self.reset();
-                Some(DisplayData::text(
-                    "session reset: all variables and functions are gone",
-                ))
-            }),
-            "load" => return Some(self.load(arg, started)),
-            "ledger" => return Some(self.ledger(text[name.len()..].trim_start())),
-            "quit" | "prompt" => Err(usage(format!(":{name} works in the terminal REPL only"))),
-            _ => Err(usage(format!(
+        let Some(command) = find_command(name) else {
+            let why = usage(format!(
                 "unknown command ':{name}'; type :help to list the commands"
-            ))),
+            ));
+            return Some(Reply::Show(failed(why, started)));
         };
-        Some(match result {
-            Ok(value) => Outcome {
+        let answer = if command.args.is_empty() && !arg.is_empty() {
+            Err(usage(format!(
+                ":{} takes no argument (got '{arg}')",
+                command.name
+            )))
+        } else {
+            (command.run)(self, arg)
+        };
+        Some(match answer {
+            Ok(Done::Shown(value)) => Reply::Show(Outcome {
                 value,
                 error: None,
                 elapsed: started.elapsed(),
-            },
-            Err(failure) => Outcome {
-                value: None,
-                error: Some(failure.into_error()),
-                elapsed: started.elapsed(),
-            },
+            }),
+            Ok(Done::Ran(outcome)) => Reply::Show(outcome),
+            Ok(Done::Act(action)) => Reply::Act(action),
+            Err(failure) => Reply::Show(failed(failure, started)),
         })
     }
+}
 
-    /// `:ledger CODE`: run CODE with the per-line ledger and show it after the code's own output.
-    fn ledger(&mut self, code: &str) -> Outcome {
-        if code.trim().is_empty() {
-            return Outcome {
-                value: None,
-                error: Some(usage(":ledger needs code to run: :ledger CODE".into()).into_error()),
-                elapsed: Default::default(),
-            };
-        }
-        let (mut outcome, lines) = self.execute_with_ledger(code);
-        if let Some(value) = outcome.value.take() {
-            self.frontend.display(&value);
-        }
-        outcome.value = Some(super::ledger::table(&lines, code));
-        outcome
+/// An outcome that is only the failure's error.
+fn failed(failure: Failure, started: Instant) -> Outcome {
+    Outcome {
+        value: None,
+        error: Some(failure.into_error()),
+        elapsed: started.elapsed(),
     }
+}
 
-    /// `:load FILE`: run the file in this session; errors name the file and line.
-    fn load(&mut self, path: &str, started: Instant) -> Outcome {
-        let failed = |failure: Failure| Outcome {
-            value: None,
-            error: Some(failure.into_error()),
-            elapsed: started.elapsed(),
-        };
-        if path.is_empty() {
-            return failed(usage(":load needs a file: :load FILE".into()));
-        }
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) => return failed(usage(format!(":load: cannot read {path}: {e}"))),
-        };
-        let previous = self.options.source_name.replace(path.to_string());
-        let outcome = self.execute(&text);
-        self.options.source_name = previous;
-        outcome
+/// `:help` lists commands and the language's names; `:help name` explains one.
+fn help(session: &mut Session, name: &str) -> Answer {
+    if name.is_empty() {
+        return shown(DisplayData::text(help_index()));
     }
-
-    /// `:help` lists commands and the language's names; `:help name` explains one.
-    fn help(&self, name: &str) -> Answer {
-        if name.is_empty() {
-            return Ok(Some(DisplayData::text(help_index())));
-        }
-        let name = name.trim_start_matches('.');
-        let command = name.strip_prefix(':').unwrap_or(name);
-        if let Some(c) = COMMANDS.iter().find(|c| c.name == command) {
-            let text = format!(":{} {}\n    {}", c.name, c.args, c.doc);
-            return Ok(Some(DisplayData::text(text.replace(" \n", "\n"))));
-        }
-        if matches!(name, "Tensor" | "cuda") || help::doc(name).is_some() {
-            let text = torchlet_rhai::output::help_text(name);
-            return Ok(Some(DisplayData::text(text.trim_end())));
-        }
-        // Not part of the language: a function the user defined, or one of Rhai's own.
-        let found = self.signatures(name);
-        if found.is_empty() {
-            return Err(usage(format!(
-                "no function or command named '{name}'; type :help to list them"
-            )));
-        }
-        Ok(Some(DisplayData::text(found.join("\n"))))
+    let name = name.trim_start_matches('.');
+    if let Some(c) = find_command(name.strip_prefix(':').unwrap_or(name)) {
+        let text = format!(":{} {}\n    {}", c.name, c.args, c.doc);
+        return shown(DisplayData::text(text.replace(" \n", "\n")));
     }
-
-    /// Signatures of the functions named `name`, the user's first, each with its doc's first line.
-    pub(crate) fn signatures(&self, name: &str) -> Vec<String> {
-        let with_doc = |signature: String, doc: Option<String>| match doc {
-            Some(doc) => format!("{signature}\n    {doc}"),
-            None => signature,
-        };
-        let mut found: Vec<String> = self
-            .functions
-            .iter_functions()
-            .filter(|f| f.name == name)
-            .map(|f| {
-                let signature = format!("fn {}({})", f.name, f.params.join(", "));
-                with_doc(signature, f.comments.iter().find_map(|c| first_doc_line(c)))
-            })
-            .collect();
-        let mut native = self.engine.collect_fn_metadata(
-            None,
-            |f| {
-                let shown = f
-                    .metadata
-                    .name
-                    .trim_start_matches("get$")
-                    .trim_start_matches("set$");
-                let qualified = match f.namespace.is_empty() {
-                    true => shown.to_string(),
-                    false => format!("{}::{shown}", f.namespace),
-                };
-                if shown != name && qualified != name {
-                    return None;
-                }
-                let mut signature = f.metadata.gen_signature(|t| t.into());
-                if !f.namespace.is_empty() {
-                    signature = format!("{}::{signature}", f.namespace);
-                }
-                let doc = f.metadata.comments.iter().find_map(|c| first_doc_line(c));
-                Some(with_doc(signature, doc))
-            },
-            true,
-        );
-        native.sort();
-        native.dedup();
-        found.extend(native);
-        found
+    if matches!(name, "Tensor" | "cuda") || help::doc(name).is_some() {
+        let text = torchlet_rhai::output::help_text(name);
+        return shown(DisplayData::text(text.trim_end()));
     }
+    // Not part of the language: a function the user defined, or one of Rhai's own.
+    let found = session.signatures(name);
+    if found.is_empty() {
+        return Err(usage(format!(
+            "no function or command named '{name}'; type :help to list them"
+        )));
+    }
+    shown(DisplayData::text(found.join("\n")))
 }
 
 /// `:help` without a name: the commands, then every name of the language.
@@ -290,12 +305,19 @@ fn help_index() -> String {
     out
 }
 
-fn mem() -> Answer {
+/// `:mem`: each device's memory table, with the sparkline of recent inputs when `:memplot` is on.
+fn mem(_: &mut Session, _: &str) -> Answer {
     let devices = memory::sample().map_err(device_error)?;
-    Ok(Some(DisplayData::text(memory::table(&devices))))
+    let mut text = memory::table(&devices);
+    if let Some(line) = super::memplot::sparkline() {
+        text = format!("{text}\n{line}");
+    }
+    shown(DisplayData::preformatted(text))
 }
 
-fn summary() -> Answer {
+/// `:summary`: the allocator's `memory_summary()` of each device, each headed by its name when
+/// there are several.
+fn summary(_: &mut Session, _: &str) -> Answer {
     let summaries = memory::summaries().map_err(device_error)?;
     let many = summaries.len() > 1;
     let text: Vec<String> = summaries
@@ -305,34 +327,97 @@ fn summary() -> Answer {
             false => s,
         })
         .collect();
-    Ok(Some(DisplayData::text(text.join("\n").trim_end())))
+    shown(DisplayData::preformatted(text.join("\n").trim_end()))
 }
 
-fn trace_state(on: bool) -> String {
-    match (on, memory::sample()) {
+fn holders(session: &mut Session, arg: &str) -> Answer {
+    let device = device_arg("holders", arg)?;
+    shown(super::holders::table(
+        device,
+        &session.memory_holders(device),
+    ))
+}
+
+fn why(session: &mut Session, name: &str) -> Answer {
+    match session.explain_free(name, torchlet_core::device::current_device()) {
+        Some(ways) => shown(super::explain_free::table(name, &ways)),
+        None if name.is_empty() => Err(usage(":why needs a variable: :why x".into())),
+        None => Err(usage(format!("name '{name}' is not defined"))),
+    }
+}
+
+/// `:ledger CODE`: run CODE with the per-line ledger and show it after the code's own output.
+fn ledger(session: &mut Session, code: &str) -> Answer {
+    if code.is_empty() {
+        return Err(usage(":ledger needs code to run: :ledger CODE".into()));
+    }
+    let (mut outcome, lines) = session.execute_with_ledger(code);
+    if let Some(value) = outcome.value.take() {
+        session.frontend.display(&value);
+    }
+    outcome.value = Some(super::ledger::table(&lines, code));
+    Ok(Done::Ran(outcome))
+}
+
+fn trace(session: &mut Session, arg: &str) -> Answer {
+    let on = switch("trace", arg)?;
+    session.reports.trace = on;
+    let text = match (on, memory::sample()) {
         (true, Err(why)) => format!("memory trace on, but there is nothing to trace: {why}"),
         (on, _) => format!("memory trace {}", on_off(on)),
+    };
+    shown(DisplayData::text(text))
+}
+
+fn time(session: &mut Session, arg: &str) -> Answer {
+    session.reports.time = switch("time", arg)?;
+    let text = format!("timing {}", on_off(session.reports.time));
+    shown(DisplayData::text(text))
+}
+
+fn memplot(_: &mut Session, arg: &str) -> Answer {
+    let text = super::memplot::switch(switch("memplot", arg)?).map_err(usage)?;
+    shown(DisplayData::text(text))
+}
+
+fn reset(session: &mut Session, _: &str) -> Answer {
+    session.reset();
+    shown(DisplayData::text(
+        "session reset: all variables and functions are gone",
+    ))
+}
+
+/// `:load FILE`: run the file in this session; errors name the file and line.
+fn load(session: &mut Session, path: &str) -> Answer {
+    if path.is_empty() {
+        return Err(usage(":load needs a file: :load FILE".into()));
     }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!(":load: cannot read {path}: {e}")))?;
+    let previous = session.options.source_name.replace(path.to_string());
+    let outcome = session.execute(&text);
+    session.options.source_name = previous;
+    Ok(Done::Ran(outcome))
 }
 
-fn first_doc_line(comment: &str) -> Option<String> {
-    let line = comment
-        .lines()
-        .map(|l| {
-            l.trim()
-                .trim_start_matches("///")
-                .trim_start_matches("/**")
-                .trim()
-        })
-        .find(|l| !l.is_empty())?;
-    Some(line.to_string())
-}
-
-fn no_arg(name: &str, arg: &str) -> Result<(), Failure> {
+fn prompt(_: &mut Session, arg: &str) -> Answer {
     match arg {
-        "" => Ok(()),
-        _ => Err(usage(format!(":{name} takes no argument (got '{arg}')"))),
+        "mem" => Ok(Done::Act(Action::PromptMemory(true))),
+        "plain" => Ok(Done::Act(Action::PromptMemory(false))),
+        _ => Err(usage(":prompt takes mem or plain, e.g. :prompt mem".into())),
     }
+}
+
+/// An optional device index argument (default: the current device).
+fn device_arg(name: &str, arg: &str) -> Result<usize, Failure> {
+    if arg.is_empty() {
+        return Ok(torchlet_core::device::current_device());
+    }
+    arg.parse().map_err(|_| {
+        usage(format!(
+            ":{name} takes a device index, e.g. :{name} 0, not '{arg}'"
+        ))
+    })
 }
 
 fn switch(name: &str, arg: &str) -> Result<bool, Failure> {
@@ -351,8 +436,22 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
-/// What a command answers: text to show, or why it failed.
-type Answer = Result<Option<DisplayData>, Failure>;
+/// What a handler did: text to show, code it ran, or an action for the front end.
+enum Done {
+    /// Text (or nothing) to show.
+    Shown(Option<DisplayData>),
+    /// Code ran: its own outcome, value, error and time.
+    Ran(Outcome),
+    /// Something for the front end to do.
+    Act(Action),
+}
+
+/// What a handler answers, or why it failed.
+type Answer = Result<Done, Failure>;
+
+fn shown(value: DisplayData) -> Answer {
+    Ok(Done::Shown(Some(value)))
+}
 
 /// Why a command failed; it becomes the outcome's `ScriptError`.
 struct Failure {

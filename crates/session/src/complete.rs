@@ -2,7 +2,7 @@
 use std::any::TypeId;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::commands::COMMANDS;
+use super::commands::{command_with_argument, Completes, COMMANDS};
 use super::Session;
 use torchlet_rhai::help::{self, Kind};
 
@@ -341,9 +341,9 @@ fn context(code: &str, start: usize) -> Context<'_> {
         return Context::Command;
     }
     if before.trim_start().starts_with(':') && !before.contains('\n') {
-        let command = before.trim_start()[1..].split_whitespace().next();
-        return match command {
-            Some("help") => Context::HelpTopic,
+        let command = command_with_argument(before);
+        return match command.map(|c| c.completes) {
+            Some(Completes::HelpTopics) => Context::HelpTopic,
             _ => Context::Global,
         };
     }

@@ -136,6 +136,65 @@ impl Session {
             true,
         )
     }
+
+    /// Signatures of the functions named `name`, the user's first, each with its doc's first line.
+    pub(crate) fn signatures(&self, name: &str) -> Vec<String> {
+        let with_doc = |signature: String, doc: Option<String>| match doc {
+            Some(doc) => format!("{signature}\n    {doc}"),
+            None => signature,
+        };
+        let mut found: Vec<String> = self
+            .functions
+            .iter_functions()
+            .filter(|f| f.name == name)
+            .map(|f| {
+                let signature = format!("fn {}({})", f.name, f.params.join(", "));
+                with_doc(signature, f.comments.iter().find_map(|c| first_doc_line(c)))
+            })
+            .collect();
+        let mut native = self.engine.collect_fn_metadata(
+            None,
+            |f| {
+                let shown = f
+                    .metadata
+                    .name
+                    .trim_start_matches("get$")
+                    .trim_start_matches("set$");
+                let qualified = match f.namespace.is_empty() {
+                    true => shown.to_string(),
+                    false => format!("{}::{shown}", f.namespace),
+                };
+                if shown != name && qualified != name {
+                    return None;
+                }
+                let mut signature = f.metadata.gen_signature(|t| t.into());
+                if !f.namespace.is_empty() {
+                    signature = format!("{}::{signature}", f.namespace);
+                }
+                let doc = f.metadata.comments.iter().find_map(|c| first_doc_line(c));
+                Some(with_doc(signature, doc))
+            },
+            true,
+        );
+        native.sort();
+        native.dedup();
+        found.extend(native);
+        found
+    }
+}
+
+/// The first non-empty line of a `///` or `/**` doc comment, without its markers.
+fn first_doc_line(comment: &str) -> Option<String> {
+    let line = comment
+        .lines()
+        .map(|l| {
+            l.trim()
+                .trim_start_matches("///")
+                .trim_start_matches("/**")
+                .trim()
+        })
+        .find(|l| !l.is_empty())?;
+    Some(line.to_string())
 }
 
 #[cfg(test)]

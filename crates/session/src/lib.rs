@@ -24,7 +24,9 @@ mod traceback;
 pub mod variables_panel;
 mod vars;
 
-pub use commands::{is_command, CommandInfo, COMMANDS};
+pub use commands::{
+    command_with_argument, find_command, is_command, Action, CommandInfo, Completes, Reply, COMMANDS,
+};
 pub use trace::Reports;
 pub use traceback::Frame;
 
