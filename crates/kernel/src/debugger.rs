@@ -4,13 +4,11 @@
 //! sends `dumpCell`, `setBreakpoints`, `stackTrace`… once its debugger is on: those get
 //! `success: false` (or, for breakpoints, each marked unverified) so nothing waits forever.
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
 use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, JupyterMessageContent};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
-
-use super::interpreter::Job;
+use super::interpreter::Interpreter;
 use super::iopub::Publisher;
 
 /// Why a request cannot be served: torchlet runs cells without a stepping debugger.
@@ -23,16 +21,13 @@ pub struct Debugger {
     seq: AtomicI64,
 }
 
-/// What the interpreter thread answers for the commands that read variables.
-pub type VarsReply = oneshot::Sender<Result<Value, String>>;
-
 impl Debugger {
-    /// The debug_reply to `request`; variable requests ask the interpreter through `jobs`.
+    /// The debug_reply to `request`; variable requests ask `interpreter` (behind a running cell).
     pub async fn answer(
         self: &Arc<Self>,
         request: &DebugRequest,
         parent: &JupyterMessage,
-        jobs: &mpsc::Sender<Job>,
+        interpreter: &Interpreter,
         publisher: &Publisher,
     ) -> DebugReply {
         let content = &request.content;
@@ -50,7 +45,11 @@ impl Debugger {
             }
             "debugInfo" => Ok(self.debug_info()),
             "inspectVariables" | "variables" | "richInspectVariables" => {
-                ask(jobs, command.clone(), arguments).await
+                let asked = command.clone();
+                interpreter
+                    .ask(move |session| vars_answer(session, &asked, &arguments))
+                    .await
+                    .unwrap_or_else(|why| Err(why.to_string()))
             }
             "setBreakpoints" => Ok(unverified(&arguments)),
             "setExceptionBreakpoints" => Ok(json!({ "breakpoints": [] })),
@@ -141,22 +140,8 @@ fn event(name: &str, body: Value, seq: i64) -> JupyterMessageContent {
     })
 }
 
-/// Ask the interpreter thread for a variables answer (it waits behind a running cell).
-async fn ask(jobs: &mpsc::Sender<Job>, command: String, arguments: Value) -> Result<Value, String> {
-    let (reply, answer) = oneshot::channel();
-    jobs.send(Job::Debug {
-        command,
-        arguments,
-        reply,
-    })
-    .map_err(|_| "the interpreter has stopped".to_string())?;
-    answer
-        .await
-        .map_err(|_| "the interpreter has stopped".to_string())?
-}
-
 /// The interpreter thread's side: answer a variables command from `session`.
-pub fn vars_answer(
+fn vars_answer(
     session: &torchlet_session::Session,
     command: &str,
     arguments: &Value,

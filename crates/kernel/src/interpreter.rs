@@ -1,107 +1,103 @@
-//! The interpreter thread: owns the `Session` (which is not `Send`) and runs jobs the sockets send it.
+//! The interpreter thread: owns the `Session` (which is not `Send`) and answers what the sockets ask of it.
 //!
 //! The sockets live on tokio tasks; the session lives here, on one plain thread, so a long cell
 //! never starves the heartbeat or the control channel, and `interrupt_request` can stop the cell
 //! through the session's `InterruptHandle` while every variable stays in scope.
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use jupyter_protocol::{ClearOutput, DisplayData as WireDisplay, ExpressionResult, JupyterMessage};
+use jupyter_protocol::{ClearOutput, DisplayData as WireDisplay, JupyterMessage};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
-use super::introspect;
 use super::iopub::Publisher;
-use super::magics;
 use super::replies;
-use torchlet_session::{
-    Completeness, Completion, DisplayData, Frontend, InterruptHandle, Outcome, ScriptError,
-    Session, SessionOptions,
-};
+use torchlet_session::{DisplayData, Frontend, InterruptHandle, Session, SessionOptions};
 
-/// One request for the interpreter thread.
-pub enum Job {
-    /// Run a cell.
-    Execute(Box<ExecuteJob>),
-    /// Completion candidates at a byte offset.
-    Complete {
-        code: String,
-        cursor: usize,
-        reply: oneshot::Sender<Completion>,
-    },
-    /// Documentation of the name at a byte offset, as plain text.
-    Inspect {
-        code: String,
-        cursor: usize,
-        reply: oneshot::Sender<Option<String>>,
-    },
-    /// Whether the code is ready to run.
-    IsComplete {
-        code: String,
-        reply: oneshot::Sender<Completeness>,
-    },
-    /// A debugger request that reads variables (`inspectVariables`, `variables`, `richInspectVariables`).
-    Debug {
-        command: String,
-        arguments: serde_json::Value,
-        reply: super::debugger::VarsReply,
-    },
+/// A question for the session, with its answer's channel built in.
+type Task = Box<dyn FnOnce(&mut Session) + Send>;
+
+/// The interpreter thread as the socket tasks see it: anything that needs the session is asked
+/// of it here, and answered in the order asked (so a question waits behind a running cell).
+#[derive(Clone)]
+pub struct Interpreter {
+    tasks: mpsc::Sender<Task>,
+    input: InputRoute,
 }
 
-/// A cell to run, and where its results go.
-pub struct ExecuteJob {
-    /// The cell's source.
-    pub code: String,
-    /// Whether `input()` may ask the front end.
-    pub allow_stdin: bool,
-    /// Expressions to evaluate after the cell, by name.
-    pub user_expressions: HashMap<String, String>,
-    /// The execute_request (for stdin routing).
-    pub parent: JupyterMessage,
-    /// Where the result goes.
-    pub reply: oneshot::Sender<ExecuteDone>,
+/// Why a question got no answer.
+#[derive(Debug)]
+pub enum Unanswered {
+    /// torchlet panicked while answering it (what the panic said); the session lives on.
+    Crashed(String),
+    /// The interpreter thread is gone.
+    Stopped,
 }
 
-/// What running a cell produced, besides what it already published.
-pub struct ExecuteDone {
-    /// Value and error of the cell.
-    pub outcome: Outcome,
-    /// The evaluated user_expressions.
-    pub user_expressions: HashMap<String, ExpressionResult>,
-    /// Text to show in the pager (`name?`), if the cell asked for help.
-    pub page: Option<String>,
-}
-
-impl ExecuteDone {
-    /// A cell that failed inside torchlet itself.
-    pub fn internal(message: String) -> ExecuteDone {
-        ExecuteDone {
-            outcome: Outcome {
-                value: None,
-                error: Some(ScriptError::unplaced("InternalError", message)),
-                elapsed: Duration::ZERO,
-            },
-            user_expressions: HashMap::new(),
-            page: None,
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswered::Crashed(what) => write!(f, "torchlet crashed answering this ({what})"),
+            Unanswered::Stopped => write!(f, "the interpreter has stopped"),
         }
     }
+}
 
-    /// The interpreter thread is gone, so nothing can run.
-    pub fn lost() -> ExecuteDone {
-        Self::internal(
-            "the interpreter thread has stopped; restart the kernel (variables are lost)".into(),
-        )
+impl Interpreter {
+    /// Run `question` with the session on the interpreter thread and wait for its answer.
+    ///
+    /// A panic in it (a torchlet bug) is caught there and answered as `Crashed`, so the thread,
+    /// and every variable of the session, outlives it.
+    pub async fn ask<R: Send + 'static>(
+        &self,
+        question: impl FnOnce(&mut Session) -> R + Send + 'static,
+    ) -> Result<R, Unanswered> {
+        let (reply, answer) = oneshot::channel();
+        let task: Task = Box::new(move |session| {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| question(session)));
+            let _ = reply.send(run.map_err(|panic| {
+                Unanswered::Crashed(torchlet_session::panic_text(&*panic))
+            }));
+        });
+        self.tasks.send(task).map_err(|_| Unanswered::Stopped)?;
+        answer.await.unwrap_or(Err(Unanswered::Stopped))
+    }
+
+    /// Where `input()` asks: a question that may read input opens it to one request's client.
+    pub fn input(&self) -> &InputRoute {
+        &self.input
     }
 }
 
-fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    let what = torchlet_session::panic_text(&**panic);
-    format!(
-        "torchlet crashed while running this cell ({what}); please report it. \
-             The kernel is still running and earlier variables are kept."
-    )
+/// Which execute_request's client `input()` asks; none while no cell that allows stdin runs.
+#[derive(Clone, Default)]
+pub struct InputRoute(Arc<Mutex<Option<JupyterMessage>>>);
+
+impl InputRoute {
+    /// Let `input()` ask `parent`'s client until the returned guard drops (a panic drops it too).
+    pub fn open(&self, parent: JupyterMessage) -> OpenInput<'_> {
+        *self.lock() = Some(parent);
+        OpenInput(self)
+    }
+
+    fn parent(&self) -> Option<JupyterMessage> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<JupyterMessage>> {
+        // The value is replaced whole, so a panic elsewhere cannot leave it half written.
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// `input()` may ask while this lives.
+pub struct OpenInput<'a>(&'a InputRoute);
+
+impl Drop for OpenInput<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() = None;
+    }
 }
 
 /// A request for one line from the front end, served by the stdin task.
@@ -121,26 +117,28 @@ pub fn spawn(
     publisher: Publisher,
     stdin: tmpsc::UnboundedSender<InputAsk>,
     interrupt: Arc<OnceLock<InterruptHandle>>,
-) -> mpsc::Sender<Job> {
-    let (tx, rx) = mpsc::channel::<Job>();
+) -> Interpreter {
+    let (tasks, rx) = mpsc::channel::<Task>();
+    let input = InputRoute::default();
+    let route = input.clone();
     std::thread::Builder::new()
         .name("torchlet-interpreter".into())
-        .spawn(move || serve(rx, publisher, stdin, interrupt))
+        .spawn(move || serve(rx, publisher, stdin, route, interrupt))
         .expect("cannot start the interpreter thread");
-    tx
+    Interpreter { tasks, input }
 }
 
 fn serve(
-    jobs: mpsc::Receiver<Job>,
+    tasks: mpsc::Receiver<Task>,
     publisher: Publisher,
     stdin: tmpsc::UnboundedSender<InputAsk>,
+    input: InputRoute,
     interrupt: Arc<OnceLock<InterruptHandle>>,
 ) {
     let frontend = Rc::new(KernelFrontend {
-        publisher: publisher.clone(),
+        publisher,
         stdin,
-        allow_stdin: Cell::new(false),
-        parent: RefCell::new(None),
+        input,
         interrupt: RefCell::new(None),
     });
     let options = SessionOptions {
@@ -151,68 +149,8 @@ fn serve(
     let handle = session.interrupt_handle();
     *frontend.interrupt.borrow_mut() = Some(handle.clone());
     let _ = interrupt.set(handle);
-    while let Ok(job) = jobs.recv() {
-        match job {
-            Job::Execute(job) => {
-                frontend.allow_stdin.set(job.allow_stdin);
-                *frontend.parent.borrow_mut() = Some(job.parent.clone());
-                // A panic below the session is a torchlet bug; report it as the cell's error and
-                // keep the kernel (and every variable) alive rather than killing the thread.
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    execute(&mut session, &publisher, &job)
-                }));
-                let done = run.unwrap_or_else(|panic| ExecuteDone::internal(panic_text(&panic)));
-                frontend.allow_stdin.set(false);
-                let _ = job.reply.send(done);
-            }
-            Job::Complete {
-                code,
-                cursor,
-                reply,
-            } => {
-                let _ = reply.send(introspect::complete(&session, &code, cursor));
-            }
-            Job::Inspect {
-                code,
-                cursor,
-                reply,
-            } => {
-                let _ = reply.send(introspect::inspect(&session, &code, cursor));
-            }
-            Job::IsComplete { code, reply } => {
-                let _ = reply.send(session.is_complete(&code));
-            }
-            Job::Debug {
-                command,
-                arguments,
-                reply,
-            } => {
-                let _ = reply.send(super::debugger::vars_answer(&session, &command, &arguments));
-            }
-        }
-    }
-}
-
-fn execute(session: &mut Session, publisher: &Publisher, job: &ExecuteJob) -> ExecuteDone {
-    let (mut outcome, page) = magics::run_cell(session, &job.code);
-    if let Some(error) = outcome.error.as_mut().filter(|e| e.kind == "SystemExit") {
-        // A notebook's kernel outlives its cells: exit() stops this cell only.
-        error.message = "exit() stopped this cell; the kernel keeps running (the notebook's Kernel menu restarts or shuts it down)".into();
-    }
-    let mut user_expressions = HashMap::new();
-    if outcome.error.is_none() && !job.user_expressions.is_empty() {
-        // Expressions are evaluated for their value only: what they print is not part of the cell.
-        let was_muted = publisher.set_muted(true);
-        for (name, expression) in &job.user_expressions {
-            let result = session.execute(expression);
-            user_expressions.insert(name.clone(), replies::expression_result(&result));
-        }
-        publisher.set_muted(was_muted);
-    }
-    ExecuteDone {
-        outcome,
-        user_expressions,
-        page,
+    while let Ok(task) = tasks.recv() {
+        task(&mut session);
     }
 }
 
@@ -220,8 +158,7 @@ fn execute(session: &mut Session, publisher: &Publisher, job: &ExecuteJob) -> Ex
 struct KernelFrontend {
     publisher: Publisher,
     stdin: tmpsc::UnboundedSender<InputAsk>,
-    allow_stdin: Cell<bool>,
-    parent: RefCell<Option<JupyterMessage>>,
+    input: InputRoute,
     interrupt: RefCell<Option<InterruptHandle>>,
 }
 
@@ -264,18 +201,13 @@ impl Frontend for KernelFrontend {
     }
 
     fn input(&self, prompt: &str, password: bool) -> Result<String, String> {
-        if !self.allow_stdin.get() {
+        let Some(parent) = self.input.parent() else {
             return Err(
                 "input(): this front end does not accept input (its execute request \
                         has allow_stdin false); pass values in code instead"
                     .into(),
             );
-        }
-        let parent = self
-            .parent
-            .borrow()
-            .clone()
-            .ok_or("input(): no request to answer")?;
+        };
         // The prompt must come after everything printed before it.
         self.publisher.flush();
         let (tx, rx) = mpsc::channel();

@@ -19,7 +19,7 @@ use jupyter_zmq_client::{
 use tokio::sync::mpsc as tmpsc;
 
 use super::debugger::Debugger;
-use super::interpreter::{self, InputAsk};
+use super::interpreter::{self, InputAsk, Interpreter};
 use super::iopub::{self, Publisher};
 use super::replies;
 use super::shell::Shell;
@@ -55,7 +55,7 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
     tokio::spawn(run_stdin(stdin, stdin_rx));
 
     let interrupt = Arc::new(OnceLock::new());
-    let jobs = interpreter::spawn(publisher.clone(), stdin_tx, interrupt.clone());
+    let interpreter = interpreter::spawn(publisher.clone(), stdin_tx, interrupt.clone());
     tokio::spawn(forward_sigint(interrupt.clone()));
 
     let (shutdown_tx, shutdown_rx) = tmpsc::unbounded_channel();
@@ -63,10 +63,10 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
         control,
         publisher.clone(),
         interrupt.clone(),
-        jobs.clone(),
+        interpreter.clone(),
         shutdown_tx.clone(),
     ));
-    let shell = Shell::new(shell, publisher.clone(), jobs, interrupt, shutdown_tx);
+    let shell = Shell::new(shell, publisher.clone(), interpreter, interrupt, shutdown_tx);
     tokio::spawn(shell.run());
     wait_for_shutdown(shutdown_rx).await;
     // Let the iopub task publish the last idle before the process goes.
@@ -210,7 +210,7 @@ async fn run_control(
     control: KernelControlConnection,
     publisher: Publisher,
     interrupt: Arc<OnceLock<InterruptHandle>>,
-    jobs: std::sync::mpsc::Sender<interpreter::Job>,
+    interpreter: Interpreter,
     shutdown: tmpsc::UnboundedSender<()>,
 ) {
     let (send, mut recv) = control.split();
@@ -227,10 +227,11 @@ async fn run_control(
         let message = incoming.message.clone();
         publisher.status(ExecutionState::Busy, &message);
         if let JupyterMessageContent::DebugRequest(request) = &message.content {
-            let (request, debugger, jobs) = (request.clone(), debugger.clone(), jobs.clone());
+            let (request, debugger) = (request.clone(), debugger.clone());
+            let interpreter = interpreter.clone();
             let (send, publisher) = (send.clone(), publisher.clone());
             tokio::spawn(async move {
-                let reply = debugger.answer(&request, &message, &jobs, &publisher).await;
+                let reply = debugger.answer(&request, &message, &interpreter, &publisher).await;
                 send_reply(
                     &mut *send.lock().await,
                     reply.as_child_of(&message),

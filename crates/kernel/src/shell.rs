@@ -1,6 +1,6 @@
 //! The shell channel: requests answered one at a time, in order, each between `busy` and `idle`.
 use std::collections::HashMap;
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jupyter_protocol::{
@@ -10,10 +10,12 @@ use jupyter_protocol::{
     MediaType, Payload, ReplyStatus, Transient,
 };
 use jupyter_zmq_client::{KernelShellConnection, RouterRecvConnection, RouterSendConnection};
-use tokio::sync::{mpsc as tmpsc, oneshot};
+use tokio::sync::mpsc as tmpsc;
 
+use super::cell::{self, ExecuteDone};
 use super::history::History;
-use super::interpreter::{ExecuteDone, ExecuteJob, Job};
+use super::interpreter::{Interpreter, Unanswered};
+use super::introspect;
 use super::iopub::Publisher;
 use super::replies;
 use super::server::{bad_message, send_reply, shutdown_reply, unsupported};
@@ -101,7 +103,7 @@ pub struct Shell {
     /// Requests as [`read_requests`] takes them off the socket.
     arrivals: tmpsc::UnboundedReceiver<Arrival>,
     publisher: Publisher,
-    jobs: mpsc::Sender<Job>,
+    interpreter: Interpreter,
     shutdown: tmpsc::UnboundedSender<()>,
     /// The execution counter (In[n]).
     count: usize,
@@ -111,12 +113,12 @@ pub struct Shell {
 }
 
 impl Shell {
-    /// Serve `socket` (its reading starts now, on its own task), running cells through `jobs`; a
-    /// shutdown_request signals `shutdown`.
+    /// Serve `socket` (its reading starts now, on its own task), asking `interpreter` whatever
+    /// needs the session; a shutdown_request signals `shutdown`.
     pub fn new(
         socket: KernelShellConnection,
         publisher: Publisher,
-        jobs: mpsc::Sender<Job>,
+        interpreter: Interpreter,
         interrupt: Arc<OnceLock<InterruptHandle>>,
         shutdown: tmpsc::UnboundedSender<()>,
     ) -> Shell {
@@ -127,7 +129,7 @@ impl Shell {
             send,
             arrivals,
             publisher,
-            jobs,
+            interpreter,
             shutdown,
             count: 0,
             history: History::default(),
@@ -140,13 +142,6 @@ impl Shell {
         while let Some(arrival) = self.arrivals.recv().await {
             self.handle(arrival).await;
         }
-    }
-
-    /// Run `job` on the interpreter thread and wait for its answer.
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Job) -> Option<T> {
-        let (tx, rx) = oneshot::channel();
-        self.jobs.send(make(tx)).ok()?;
-        rx.await.ok()
     }
 
     async fn handle(&mut self, arrival: Arrival) {
@@ -225,12 +220,10 @@ impl Shell {
     async fn complete(&self, request: &CompleteRequest) -> CompleteReply {
         let code = request.code.clone();
         let cursor = replies::byte_offset(&code, request.cursor_pos);
+        let asked = code.clone();
         let found = self
-            .ask(|reply| Job::Complete {
-                code: code.clone(),
-                cursor,
-                reply,
-            })
+            .interpreter
+            .ask(move |session| introspect::complete(session, &asked, cursor))
             .await
             .unwrap_or_default();
         let (start, end) = if found.items.is_empty() {
@@ -256,12 +249,10 @@ impl Shell {
         let code = request.code.clone();
         let cursor = replies::byte_offset(&code, request.cursor_pos);
         let text = self
-            .ask(|reply| Job::Inspect {
-                code,
-                cursor,
-                reply,
-            })
+            .interpreter
+            .ask(move |session| introspect::inspect(session, &code, cursor))
             .await
+            .ok()
             .flatten();
         InspectReply {
             found: text.is_some(),
@@ -273,12 +264,12 @@ impl Shell {
     }
 
     async fn is_complete(&self, code: &str) -> IsCompleteReply {
+        let asked = code.to_string();
         let status = self
-            .ask(|reply| Job::IsComplete {
-                code: code.to_string(),
-                reply,
-            })
-            .await;
+            .interpreter
+            .ask(move |session| session.is_complete(&asked))
+            .await
+            .ok();
         match status {
             Some(Completeness::Complete) => IsCompleteReply::complete(),
             Some(Completeness::Incomplete) => {
@@ -309,17 +300,9 @@ impl Shell {
         }
         self.publisher.begin(message, silent);
         let done = self
-            .ask(|reply| {
-                Job::Execute(Box::new(ExecuteJob {
-                    code: request.code.clone(),
-                    allow_stdin: request.allow_stdin,
-                    user_expressions: request.user_expressions.clone().unwrap_or_default(),
-                    parent: message.clone(),
-                    reply,
-                }))
-            })
+            .run_cell(request, message)
             .await
-            .unwrap_or_else(ExecuteDone::lost);
+            .unwrap_or_else(ExecuteDone::unanswered);
         if !silent {
             self.publish_result(&done);
         }
@@ -354,6 +337,24 @@ impl Shell {
             done.user_expressions,
             message,
         )
+    }
+
+    /// Run the cell on the interpreter thread, `input()` asking this request's client if it allows.
+    async fn run_cell(
+        &self,
+        request: &ExecuteRequest,
+        message: &JupyterMessage,
+    ) -> Result<ExecuteDone, Unanswered> {
+        let code = request.code.clone();
+        let expressions = request.user_expressions.clone().unwrap_or_default();
+        let parent = request.allow_stdin.then(|| message.clone());
+        let (publisher, input) = (self.publisher.clone(), self.interpreter.input().clone());
+        self.interpreter
+            .ask(move |session| {
+                let _open = parent.map(|parent| input.open(parent));
+                cell::run(session, &publisher, &code, &expressions)
+            })
+            .await
     }
 
     /// The cell's value as execute_result, or its error as error.
