@@ -235,3 +235,44 @@ impl Frontend for KernelFrontend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interpreter() -> Interpreter {
+        let (iopub, _) = tmpsc::unbounded_channel();
+        let (stdin, _) = tmpsc::unbounded_channel();
+        spawn(Publisher::new(iopub), stdin, Arc::new(OnceLock::new()))
+    }
+
+    #[test]
+    fn questions_share_one_session_and_a_panic_ends_only_its_own() {
+        let interpreter = interpreter();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let defined = interpreter.ask(|s| s.execute("let kept = 41;").error.is_none());
+            assert!(matches!(defined.await, Ok(true)));
+            let crashed = interpreter.ask(|_| -> usize { panic!("a bug below the session") });
+            assert!(
+                matches!(crashed.await, Err(Unanswered::Crashed(what)) if what == "a bug below the session")
+            );
+            let read = interpreter.ask(|s| s.execute("kept + 1").value.map(|v| v.plain));
+            assert_eq!(read.await.ok().flatten().as_deref(), Some("42"));
+        });
+    }
+
+    #[test]
+    fn input_is_routed_only_while_a_question_holds_it_open() {
+        let route = InputRoute::default();
+        let request: JupyterMessage = jupyter_protocol::ExecuteRequest::new("1".into()).into();
+        {
+            let _open = route.open(request.clone());
+            let parent = route.parent().map(|p| p.header.msg_id);
+            assert_eq!(parent, Some(request.header.msg_id.clone()));
+        }
+        assert!(route.parent().is_none());
+    }
+}

@@ -479,3 +479,54 @@ fn usage(message: String) -> Failure {
         message,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(outcome: Outcome) -> String {
+        outcome.error.expect("an error").to_string()
+    }
+
+    #[test]
+    fn every_name_and_alias_runs_one_command() {
+        let mut seen = Vec::new();
+        for c in COMMANDS {
+            for name in std::iter::once(&c.name).chain(c.aliases) {
+                assert!(!seen.contains(name), ":{name} is in two rows");
+                assert_eq!(find_command(name).map(|f| f.name), Some(c.name));
+                seen.push(name);
+            }
+        }
+    }
+
+    #[test]
+    fn terminal_actions_reach_the_terminal_and_are_refused_elsewhere() {
+        let (mut s, _) = Session::captured("<test>");
+        assert!(matches!(s.command(":q"), Some(Reply::Act(Action::Quit))));
+        let prompt = s.command("  :prompt mem");
+        assert!(matches!(prompt, Some(Reply::Act(Action::PromptMemory(true)))));
+        let refused = error(s.run_command(":exit").unwrap());
+        assert!(refused.contains(":quit works in the terminal REPL only"), "{refused}");
+        let bad = error(s.run_command(":prompt loud").unwrap());
+        assert!(bad.contains(":prompt takes mem or plain"), "{bad}");
+    }
+
+    #[test]
+    fn a_row_without_args_refuses_one() {
+        let (mut s, _) = Session::captured("<test>");
+        let refused = error(s.run_command(":quit now").unwrap());
+        assert_eq!(refused, "UsageError: :quit takes no argument (got 'now')");
+        assert!(s.run_command(":reset").unwrap().error.is_none());
+    }
+
+    #[test]
+    fn the_argument_being_typed_names_its_command() {
+        let load = command_with_argument("  :load some/fi").map(|c| c.completes);
+        assert_eq!(load, Some(Completes::FileNames));
+        let help = command_with_argument(":help zer").map(|c| c.completes);
+        assert_eq!(help, Some(Completes::HelpTopics));
+        assert!(command_with_argument(":load").is_none());
+        assert!(command_with_argument("let load = 1").is_none());
+    }
+}
