@@ -6,10 +6,10 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, JupyterMessageContent};
-use serde_json::{json, Value};
 use super::interpreter::Interpreter;
 use super::iopub::Publisher;
+use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, JupyterMessageContent};
+use serde_json::{json, Value};
 
 /// Why a request cannot be served: torchlet runs cells without a stepping debugger.
 const NO_STEPPING: &str = "torchlet lists variables but cannot stop at breakpoints or step";

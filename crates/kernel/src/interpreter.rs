@@ -56,9 +56,9 @@ impl Interpreter {
         let (reply, answer) = oneshot::channel();
         let task: Task = Box::new(move |session| {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| question(session)));
-            let _ = reply.send(run.map_err(|panic| {
-                Unanswered::Crashed(torchlet_session::panic_text(&*panic))
-            }));
+            let _ = reply.send(
+                run.map_err(|panic| Unanswered::Crashed(torchlet_session::panic_text(&*panic))),
+            );
         });
         self.tasks.send(task).map_err(|_| Unanswered::Stopped)?;
         answer.await.unwrap_or(Err(Unanswered::Stopped))
@@ -87,7 +87,9 @@ impl InputRoute {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<JupyterMessage>> {
         // The value is replaced whole, so a panic elsewhere cannot leave it half written.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -66,7 +66,13 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
         interpreter.clone(),
         shutdown_tx.clone(),
     ));
-    let shell = Shell::new(shell, publisher.clone(), interpreter, interrupt, shutdown_tx);
+    let shell = Shell::new(
+        shell,
+        publisher.clone(),
+        interpreter,
+        interrupt,
+        shutdown_tx,
+    );
     tokio::spawn(shell.run());
     wait_for_shutdown(shutdown_rx).await;
     // Let the iopub task publish the last idle before the process goes.
@@ -231,7 +237,9 @@ async fn run_control(
             let interpreter = interpreter.clone();
             let (send, publisher) = (send.clone(), publisher.clone());
             tokio::spawn(async move {
-                let reply = debugger.answer(&request, &message, &interpreter, &publisher).await;
+                let reply = debugger
+                    .answer(&request, &message, &interpreter, &publisher)
+                    .await;
                 send_reply(
                     &mut *send.lock().await,
                     reply.as_child_of(&message),

@@ -505,9 +505,15 @@ mod tests {
         let (mut s, _) = Session::captured("<test>");
         assert!(matches!(s.command(":q"), Some(Reply::Act(Action::Quit))));
         let prompt = s.command("  :prompt mem");
-        assert!(matches!(prompt, Some(Reply::Act(Action::PromptMemory(true)))));
+        assert!(matches!(
+            prompt,
+            Some(Reply::Act(Action::PromptMemory(true)))
+        ));
         let refused = error(s.run_command(":exit").unwrap());
-        assert!(refused.contains(":quit works in the terminal REPL only"), "{refused}");
+        assert!(
+            refused.contains(":quit works in the terminal REPL only"),
+            "{refused}"
+        );
         let bad = error(s.run_command(":prompt loud").unwrap());
         assert!(bad.contains(":prompt takes mem or plain"), "{bad}");
     }

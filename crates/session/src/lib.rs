@@ -25,7 +25,8 @@ pub mod variables_panel;
 mod vars;
 
 pub use commands::{
-    command_with_argument, find_command, is_command, Action, CommandInfo, Completes, Reply, COMMANDS,
+    command_with_argument, find_command, is_command, Action, CommandInfo, Completes, Reply,
+    COMMANDS,
 };
 pub use trace::Reports;
 pub use traceback::Frame;
