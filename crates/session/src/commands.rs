@@ -179,6 +179,8 @@ pub fn command_with_argument(line: &str) -> Option<&'static CommandInfo> {
 
 /// What a command gives its front end: an outcome to show, or something only the front end does.
 #[derive(Debug)]
+// One per command, moved once to the front end: boxing the outcome would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Reply {
     /// A value or an error, shown as any input's outcome is.
     Show(Outcome),
