@@ -319,9 +319,9 @@ pub(crate) fn register(engine: &mut Engine) {
         set_fraction(f, Some(&d))
     });
     m.register_doc("dump_snapshot", &["cuda::dump_snapshot(path) — write segments and history for PyTorch's memory viewer (.json, or .pickle)"], |path: &str| {
-        super::snapshot_dump::dump(path).map(|_| ()).map_err(|e| {
+        torchlet_explain::snapshot_dump::dump(path).map(|_| ()).map_err(|e| {
             let kind = match e {
-                super::snapshot_dump::DumpError::Write(_) => "OSError",
+                torchlet_explain::snapshot_dump::DumpError::Write(_) => "OSError",
                 _ => "RuntimeError",
             };
             super::errors::raise(kind, e.to_string())

@@ -1,47 +1,24 @@
-//! How a script value is shown: plain text always, HTML where it adds something.
+//! How a script value is shown: `of_value` picks the richest form torchlet knows for it.
 use super::holders_api::FreeReport;
 use super::Exception;
 use torchlet_core::tensor::Tensor;
+use torchlet_explain::DisplayData;
 
-/// A value rendered for display: plain text always, HTML where it adds something.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DisplayData {
-    /// PyTorch-style text, as the REPL echoes it.
-    pub plain: String,
-    /// An HTML rendering for notebooks.
-    pub html: Option<String>,
-}
-
-impl DisplayData {
-    /// Plain text only.
-    pub fn text(plain: impl Into<String>) -> Self {
-        DisplayData {
-            plain: plain.into(),
-            html: None,
-        }
+/// How a value echoes; `None` for `()`.
+pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
+    if value.is_unit() {
+        return None;
     }
-
-    /// How a value echoes; `None` for `()`.
-    pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
-        if value.is_unit() {
-            return None;
-        }
-        if let Some(data) = rich(value) {
-            return Some(data);
-        }
-        Some(DisplayData::text(value.to_string()))
+    if let Some(data) = rich(value) {
+        return Some(data);
     }
+    Some(DisplayData::text(value.to_string()))
 }
 
 /// How a value echoes when it has a richer form than Rhai's `to_string`.
 fn rich(value: &rhai::Dynamic) -> Option<DisplayData> {
     if let Some(t) = value.read_lock::<Tensor>() {
-        let plain = t.to_string();
-        let html = format!("<pre>{}</pre>", html_escape(&plain));
-        return Some(DisplayData {
-            plain,
-            html: Some(html),
-        });
+        return Some(DisplayData::preformatted(t.to_string()));
     }
     if let Some(report) = value.read_lock::<FreeReport>() {
         return Some(report.display());
@@ -50,10 +27,4 @@ fn rich(value: &rhai::Dynamic) -> Option<DisplayData> {
         return Some(DisplayData::text(e.to_string()));
     }
     None
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

@@ -3,8 +3,9 @@
 //! function cannot see the scope).
 use rhai::{Array, Dynamic, EvalAltResult, EvalContext, Expression, ImmutableString, Map, INT};
 
-use super::explain_free::{self, Way};
-use super::holders::{self, HolderMap};
+use torchlet_explain::explain_free::{self, Way};
+use torchlet_explain::holders::{self, HolderMap};
+use torchlet_explain::Value;
 
 /// What `explain_free(x)` returns: prints as a table; `.ways` gives the rows as maps.
 #[derive(Clone, Debug)]
@@ -91,17 +92,9 @@ fn parse_name_arg(
     })
 }
 
-/// The caller's variables, newest binding of each name, deleted ones left out.
-fn variables(context: &EvalContext) -> Vec<(String, Dynamic)> {
-    let mut seen: Vec<(String, Dynamic)> = Vec::new();
-    for (name, _, value) in context.scope().iter_raw() {
-        if !super::syntax::is_deleted(value) && !seen.iter().any(|(n, _)| n == name) {
-            seen.push((name.to_string(), value.clone()));
-        }
-    }
-    // Oldest binding first, as `:vars` lists them.
-    seen.reverse();
-    seen
+/// The caller's variables as the explanations see them (see [`super::view::scope_values`]).
+fn variables(context: &EvalContext) -> Vec<(String, Value)> {
+    super::view::scope_values(context.scope())
 }
 
 fn eval_holders(

@@ -24,28 +24,22 @@ pub mod display;
 pub mod distributed_module;
 pub mod documented;
 pub mod errors;
-pub mod explain_free;
 pub mod floordiv_hint;
 pub mod frontend;
 pub mod globals;
 pub mod help;
 pub mod hints;
-pub mod holders;
 pub mod holders_api;
 pub mod indexing;
 pub mod interrupt;
 pub mod leaks;
-pub mod ledger;
 pub mod lifetimes;
-pub mod memory_plot;
-pub mod memory_timeline;
 pub mod nn_api;
 pub mod nn_module;
 pub mod numbers;
 pub mod operators;
 pub mod optim_module;
 pub mod output;
-pub mod picture;
 pub mod plot_api;
 pub mod provenance;
 pub mod python_builtins;
@@ -53,22 +47,19 @@ pub mod python_spelling;
 pub mod scoping;
 pub mod script_args;
 pub mod shape_api;
-pub mod site_name;
-pub mod snapshot_dump;
-pub mod statement_names;
 pub mod syntax;
 pub mod tensor_api;
 pub mod tokens;
 pub mod truth;
+pub mod view;
 
 use std::rc::Rc;
 
-pub use display::DisplayData;
 pub use errors::Exception;
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use interrupt::InterruptHandle;
 pub use lifetimes::Lifetimes;
-pub use picture::Picture;
+pub use torchlet_explain::{DisplayData, Picture};
 
 /// A Rhai engine with the whole torchlet language registered, printing to `frontend`.
 pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rhai::Engine {

@@ -66,7 +66,7 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(DISCARD, |value: Dynamic| drop_like_python(value));
     // Lines are marked for the ledger; a tool may register its own hook instead.
     engine.register_fn(LINE, |line: rhai::INT| {
-        super::ledger::on_line(line as usize)
+        torchlet_explain::ledger::on_line(line as usize)
     });
 }
 

@@ -6,7 +6,7 @@ use rhai::{Dynamic, Engine, ImmutableString, NativeCallContext};
 
 use super::errors::raise;
 use super::help::{self, Kind};
-use super::{DisplayData, Frontend};
+use super::Frontend;
 
 /// How a value prints: through the script's own `to_string`, so tensors print as PyTorch does.
 pub fn text_of(context: &NativeCallContext, value: Dynamic) -> String {
@@ -61,7 +61,7 @@ pub(crate) fn register(engine: &mut Engine, frontend: Rc<dyn Frontend>) {
         "display",
         &["display(x) — show x as rich output (HTML in a notebook)"],
         move |value: Dynamic| {
-            if let Some(data) = DisplayData::of_value(&value) {
+            if let Some(data) = super::display::of_value(&value) {
                 out.display(&data);
             }
         },

@@ -5,9 +5,9 @@ use rhai::{Dynamic, Engine};
 
 use super::documented::Documented;
 use super::errors::raise;
-use super::memory_plot;
-use super::memory_timeline::{self, TimelineError};
 use super::{Frontend, Picture};
+use torchlet_explain::memory_plot;
+use torchlet_explain::memory_timeline::{self, TimelineError};
 
 /// The chart of cuda:`device`'s recorded history, or why there is none.
 pub fn picture(device: usize) -> Result<Picture, TimelineError> {

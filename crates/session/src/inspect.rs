@@ -1,5 +1,5 @@
 //! What a session says about a name: `help(topic)` text, `name?`, and the kernel's inspect.
-use super::{DisplayData, Session};
+use super::Session;
 use torchlet_core::tensor::Tensor;
 use torchlet_rhai::{help, output};
 
@@ -72,7 +72,7 @@ impl Session {
             return None;
         }
         let value = self.scope().get(name)?;
-        let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
+        let shown = torchlet_rhai::display::of_value(value).map_or("()".to_string(), |d| d.plain);
         if let Some(t) = value.read_lock::<Tensor>() {
             return Some(format!(
                 "{name}: Tensor of shape {:?}, dtype {}, on {}, {} bytes ({} in its storage){}\n{shown}",

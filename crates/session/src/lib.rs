@@ -30,11 +30,10 @@ pub use traceback::Frame;
 
 pub use complete::{Candidate, Completion, CompletionKind};
 pub use outcome::{Completeness, Outcome, ScriptError};
-// What front ends hand to a session and get back from it is the language layer's.
-pub use torchlet_rhai::{
-    explain_free, holders, ledger, snapshot_dump, CapturedOutput, DisplayData, Frontend,
-    InterruptHandle, OutputEvent, Picture, StdioFrontend,
-};
+// What front ends hand to a session and get back from it: the language layer's output sink and
+// interrupt flag, and the explanations' reports.
+pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, DisplayData, Picture};
+pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -234,7 +233,7 @@ impl Session {
             ScriptError::from_eval(&e, shown, source, &self.function_sources)
                 .or_at(last_statement, shown)
         })?;
-        Ok(DisplayData::of_value(&value))
+        Ok(torchlet_rhai::display::of_value(&value))
     }
 
     /// Compile `code` with Python's scoping (see [`torchlet_rhai::scoping`]): every name it binds
@@ -323,6 +322,11 @@ impl Session {
         seen
     }
 
+    /// The variables as the explanations see them (the same bindings as [`Session::variables`]).
+    pub fn named_values(&self) -> Vec<(String, torchlet_explain::Value)> {
+        torchlet_rhai::view::scope_values(&self.scope)
+    }
+
     /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.
     pub fn set_args(&mut self, args: &[String]) {
         torchlet_rhai::script_args::set(args);
@@ -355,7 +359,7 @@ impl Session {
 
     /// Every live block of cuda:`device`, biggest first, with what holds it.
     pub fn memory_holders(&self, device: usize) -> Vec<holders::BlockHolders> {
-        let variables = self.variables();
+        let variables = self.named_values();
         let map = holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
         holders::block_holders(&map, device)
     }
@@ -363,7 +367,7 @@ impl Session {
     /// What each of the article's four ways to free `name` would do now on cuda:`device`;
     /// `None` when no such variable exists.
     pub fn explain_free(&self, name: &str, device: usize) -> Option<Vec<explain_free::Way>> {
-        let variables = self.variables();
+        let variables = self.named_values();
         let (_, value) = variables.iter().find(|(n, _)| n == name)?;
         let all = variables.iter().map(|(n, v)| (n.as_str(), v));
         Some(explain_free::explain_free(name, value, all, device))

@@ -75,7 +75,7 @@ pub(crate) fn sparkline() -> Option<String> {
         Some(format!(
             "allocated after each of the last {} inputs: {} (peak {})",
             samples.len(),
-            torchlet_rhai::memory_plot::sparkline(&samples),
+            torchlet_explain::memory_plot::sparkline(&samples),
             torchlet_alloc::format_size(peak)
         ))
     })

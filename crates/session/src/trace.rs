@@ -46,7 +46,7 @@ impl Session {
 impl Session {
     /// What `empty_cache()` could not release on the current device, and who pins it.
     fn empty_cache_pins(&self) -> String {
-        let variables = self.variables();
+        let variables = self.named_values();
         let map =
             super::holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
         super::holders::pinned_text(&map, torchlet_core::device::current_device())

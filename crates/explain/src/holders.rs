@@ -9,12 +9,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rhai::Dynamic;
-
 use torchlet_alloc::DevicePtr;
 use torchlet_core::autograd::{Edge, Node};
 use torchlet_core::device::{Device, Storage};
 use torchlet_core::tensor::Tensor;
+
+use crate::display::{html_escape as escape, DisplayData};
+use crate::value::Value;
 
 /// One live block and what keeps it alive.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,7 +43,7 @@ pub struct HolderMap(HashMap<(Device, DevicePtr), (Vec<String>, u64)>);
 
 impl HolderMap {
     /// Walk `variables` (name, value) and everything their tensors keep alive.
-    pub fn of_variables<'a>(variables: impl Iterator<Item = (&'a str, &'a Dynamic)>) -> HolderMap {
+    pub fn of_variables<'a>(variables: impl Iterator<Item = (&'a str, &'a Value)>) -> HolderMap {
         let mut map = HolderMap::default();
         for (name, value) in variables {
             map.value(name, value);
@@ -84,31 +85,31 @@ impl HolderMap {
         holders.insert(at, holder);
     }
 
-    fn value(&mut self, path: &str, value: &Dynamic) {
-        if let Some(t) = value.read_lock::<Tensor>() {
-            self.tensor(path, &t);
-        } else if let Some(items) = value.read_lock::<rhai::Array>() {
-            for (i, item) in items.iter().enumerate() {
-                self.value(&format!("{path}[{i}]"), item);
-            }
-        } else if let Some(map) = value.read_lock::<rhai::Map>() {
-            for (key, item) in map.iter() {
-                let is_ident = key.chars().all(|c| c.is_alphanumeric() || c == '_');
-                let path = if is_ident {
-                    format!("{path}.{key}")
-                } else {
-                    format!("{path}[{key:?}]")
-                };
-                self.value(&path, item);
-            }
-        } else if let Some(opt) = value.read_lock::<super::optim_module::ScriptOptimizer>() {
-            // Indexed as PyTorch's `optimizer.state_dict()["state"]` numbers the parameters.
-            let opt = opt.0.borrow();
-            for i in 0..opt.params().len() {
-                for (name, t) in opt.state(i).tensors() {
-                    self.add(t.storage(), format!("{path}.state[{i}].{name}"));
+    fn value(&mut self, path: &str, value: &Value) {
+        match value {
+            Value::Tensor(t) => self.tensor(path, t),
+            Value::List(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.value(&format!("{path}[{i}]"), item);
                 }
             }
+            Value::Map(members) => {
+                for (key, item) in members {
+                    let is_ident = key.chars().all(|c| c.is_alphanumeric() || c == '_');
+                    let path = if is_ident {
+                        format!("{path}.{key}")
+                    } else {
+                        format!("{path}[{key:?}]")
+                    };
+                    self.value(&path, item);
+                }
+            }
+            Value::Holds(tensors) => {
+                for (sub, t) in tensors {
+                    self.add(t.storage(), format!("{path}.{sub}"));
+                }
+            }
+            Value::Other => {}
         }
     }
 
@@ -261,7 +262,7 @@ pub fn block_holders(map: &HolderMap, device: usize) -> Vec<BlockHolders> {
 }
 
 /// `blocks` as a table, biggest first: text for the terminal, HTML for notebooks.
-pub fn table(device: usize, blocks: &[BlockHolders]) -> super::DisplayData {
+pub fn table(device: usize, blocks: &[BlockHolders]) -> DisplayData {
     let total: u64 = blocks.iter().map(|b| b.size).sum();
     let mut plain = format!(
         "cuda:{device}: {} live block{}, {total} B allocated\n",
@@ -269,7 +270,7 @@ pub fn table(device: usize, blocks: &[BlockHolders]) -> super::DisplayData {
         if blocks.len() == 1 { "" } else { "s" }
     );
     if blocks.is_empty() {
-        return super::DisplayData::text(plain.trim_end());
+        return DisplayData::text(plain.trim_end());
     }
     plain += &format!(
         "{:>12}  {:>14}  {:>14}  {:>12}  held by\n",
@@ -302,16 +303,10 @@ pub fn table(device: usize, blocks: &[BlockHolders]) -> super::DisplayData {
          </thead><tbody>{rows}</tbody></table>",
         blocks.len()
     );
-    super::DisplayData {
+    DisplayData {
         plain: plain.trim_end().to_string(),
         html: Some(html),
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// A segment `empty_cache()` cannot release: (segment address, segment size, [(block bytes, holders)]).

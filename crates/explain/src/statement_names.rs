@@ -1,7 +1,7 @@
 //! The statement and variable behind each allocation tag of a trace, for frames and legends.
 use std::collections::{BTreeSet, HashMap};
 
-use super::site_name::{self, Site};
+use crate::site_name::{self, Site};
 
 /// What one tag says: where, which statement, and the variable it assigns (if any).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use super::DisplayData;
+use crate::DisplayData;
 
 /// What one line did, summed over its runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,9 +7,9 @@
 //! releases the segments whose only live blocks are the ones `del x` frees.
 use std::collections::HashSet;
 
-use rhai::Dynamic;
-
-use super::holders::{noun, saved_by, HolderMap};
+use crate::holders::{noun, saved_by, HolderMap};
+use crate::value::Value;
+use crate::DisplayData;
 use torchlet_alloc::{DevicePtr, SegmentInfo};
 use torchlet_core::device::Device;
 
@@ -29,8 +29,8 @@ pub struct Way {
 /// The four ways for variable `name` (holding `value`) on cuda:`device`, given every variable.
 pub fn explain_free<'a>(
     name: &str,
-    value: &Dynamic,
-    variables: impl Iterator<Item = (&'a str, &'a Dynamic)> + Clone,
+    value: &Value,
+    variables: impl Iterator<Item = (&'a str, &'a Value)> + Clone,
     device: usize,
 ) -> Vec<Way> {
     let dev = Device::Cuda(device);
@@ -98,14 +98,14 @@ pub fn explain_free<'a>(
 }
 
 /// Whether `x.cpu()` records a graph that keeps `x` itself alive (it requires grad).
-fn copy_keeps_original(value: &Dynamic) -> bool {
+fn copy_keeps_original(value: &Value) -> bool {
     value
-        .read_lock::<torchlet_core::tensor::Tensor>()
+        .as_tensor()
         .is_some_and(|t| t.requires_grad() && torchlet_core::autograd::is_grad_enabled())
 }
 
-fn cpu_sentence(name: &str, value: &Dynamic, del_why: &str) -> String {
-    if !value.is::<torchlet_core::tensor::Tensor>() {
+fn cpu_sentence(name: &str, value: &Value, del_why: &str) -> String {
+    if value.as_tensor().is_none() {
         return format!("`{name}` is no tensor, so it has no .cpu(); `del` would do this");
     }
     if copy_keeps_original(value) {
@@ -228,7 +228,7 @@ impl Release<'_> {
 }
 
 /// The four ways as a table: text for the terminal, HTML for notebooks.
-pub fn table(name: &str, ways: &[Way]) -> super::DisplayData {
+pub fn table(name: &str, ways: &[Way]) -> DisplayData {
     let mut plain = format!("what freeing `{name}` would do now:\n");
     let mut rows = String::new();
     for way in ways {
@@ -245,7 +245,7 @@ pub fn table(name: &str, ways: &[Way]) -> super::DisplayData {
         "<p>what freeing <code>{name}</code> would do now</p><table><thead><tr><th>way</th>\
          <th>Δallocated</th><th>Δreserved</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     );
-    super::DisplayData {
+    DisplayData {
         plain: plain.trim_end().to_string(),
         html: Some(html.replace('`', "")),
     }

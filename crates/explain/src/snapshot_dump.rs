@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::statement_names::Namer;
+use crate::statement_names::Namer;
 use torchlet_alloc::{DeviceAllocator, Snapshot, TraceAction, TraceEntry};
 use torchlet_core::device;
 

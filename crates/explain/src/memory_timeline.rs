@@ -2,7 +2,7 @@
 //! each statement run, replayed from the allocator's recorded history of one device.
 use std::collections::HashMap;
 
-use super::statement_names::Namer;
+use crate::statement_names::Namer;
 use torchlet_alloc::{DeviceAllocator, TraceAction, TraceEntry, MIN_BLOCK_SIZE};
 
 /// The legend entry of bytes allocated before history began.

@@ -2,7 +2,7 @@
 //! and capacity as lines, segments created and released marked; and a one-line text sparkline.
 use plotters::prelude::*;
 
-use super::memory_timeline::Timeline;
+use crate::memory_timeline::Timeline;
 use torchlet_alloc::format_size;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -134,7 +134,7 @@ fn lines(
             .label("capacity")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], RED.stroke_width(2)));
     }
-    let marks = |pick: fn(&super::memory_timeline::Step) -> u32| {
+    let marks = |pick: fn(&crate::memory_timeline::Step) -> u32| {
         (0..t.steps.len()).filter(move |&x| pick(&t.steps[x]) > 0)
     };
     let green = RGBColor(20, 140, 60);
