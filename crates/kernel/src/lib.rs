@@ -2,10 +2,9 @@
 //!
 //! Map: `server` binds the sockets and serves control, stdin and heartbeat; `shell` answers shell
 //! requests; `wire` reads requests off a socket; `iopub` owns the XPUB socket and orders everything
-//! published; `interpreter` runs the `Session` on its own thread; `replies`, `introspect` (with
-//! `callee`, the call open at a cursor), `history` and `magics` build the answers; `debugger` serves the variables panel (its contents come from `session::variables_panel`); `install`
+//! published; `interpreter` runs the `Session` on its own thread; `replies`, `introspect` (with the
+//! language's `callee`, the call open at a cursor), `history` and `magics` build the answers; `debugger` serves the variables panel (its contents come from `session::variables_panel`); `install`
 //! writes kernel.json.
-mod callee;
 mod debugger;
 mod history;
 mod install;

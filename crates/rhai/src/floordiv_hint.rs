@@ -7,6 +7,8 @@
 //! `let n = 5 // the count`, `x = 1 // TODO` and `} // end` stay comments without a word said.
 use std::collections::HashSet;
 
+use super::tokens::{is_word, lex, Kind};
+
 /// One place where `//` reads as floor division.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Suspect {
@@ -55,59 +57,18 @@ pub fn find(code: &str, known: &dyn Fn(&str) -> bool) -> Vec<Suspect> {
 /// Each `//` comment outside strings and block comments: its line, the code before it on that
 /// line, and the comment's text.
 fn line_comments(code: &str) -> Vec<(usize, &str, &str)> {
-    let bytes = code.as_bytes();
-    let mut found = Vec::new();
-    let (mut i, mut line, mut line_start) = (0, 1, 0);
-    let mut block_depth = 0usize;
-    while i < bytes.len() {
-        let c = bytes[i];
-        let next = bytes.get(i + 1).copied();
-        if c == b'\n' {
-            line += 1;
-            line_start = i + 1;
-            i += 1;
-            continue;
-        }
-        if block_depth > 0 {
-            match (c, next) {
-                (b'*', Some(b'/')) => (block_depth -= 1, i += 2),
-                (b'/', Some(b'*')) => (block_depth += 1, i += 2),
-                _ => ((), i += 1),
-            };
-            continue;
-        }
-        match (c, next) {
-            (b'/', Some(b'*')) => {
-                block_depth = 1;
-                i += 2;
-            }
-            (b'/', Some(b'/')) => {
-                let end = code[i..].find('\n').map_or(code.len(), |n| i + n);
-                found.push((line, &code[line_start..i], &code[i + 2..end]));
-                i = end;
-            }
-            (b'"' | b'`' | b'\'', _) => {
-                // Skip the literal; a back-tick string may span lines.
-                i += 1;
-                while i < bytes.len() && bytes[i] != c {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    } else if bytes[i] == b'\n' {
-                        line += 1;
-                        line_start = i + 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    found
-}
-
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
+    lex(code)
+        .into_iter()
+        .filter(|t| t.kind == Kind::Comment && t.text(code).starts_with("//"))
+        .map(|t| {
+            let line_start = code[..t.start].rfind('\n').map_or(0, |n| n + 1);
+            (
+                t.line + 1,
+                &code[line_start..t.start],
+                &code[t.start + 2..t.end],
+            )
+        })
+        .collect()
 }
 
 /// The operand that ends `before` (a name, a number, or a bracketed group with the name before

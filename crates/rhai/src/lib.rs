@@ -13,6 +13,7 @@
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
 pub mod autocast_block;
+pub mod callee;
 pub mod checkpoint;
 pub mod comparisons;
 pub mod compound_assign;

@@ -152,7 +152,7 @@ impl Lexer<'_> {
                 self.number(start);
                 self.push(Kind::Number, start, line);
             } else if c.is_alphabetic() || c == '_' {
-                while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                while self.peek().is_some_and(is_word) {
                     self.bump();
                 }
                 self.push(Kind::Ident, start, line);
@@ -274,6 +274,11 @@ impl Lexer<'_> {
             self.bump();
         }
     }
+}
+
+/// Whether `c` may be part of a name (`randn`, `x_1`, `ä`).
+pub fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
 }
 
 /// Whether the token ends an operand, so a binary operator may follow it.

@@ -33,6 +33,9 @@ pub use outcome::{Completeness, Outcome, ScriptError};
 // What front ends hand to a session and get back from it: the language layer's output sink and
 // interrupt flag, and the explanations' reports.
 pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, DisplayData, Picture};
+// What a front end asks of the language's syntax: the call open at a cursor, a name's characters.
+pub use torchlet_rhai::callee;
+pub use torchlet_rhai::tokens::is_word;
 pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;

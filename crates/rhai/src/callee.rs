@@ -1,4 +1,5 @@
 //! The innermost call still open before a cursor (`randn(3, |`), for inspection inside its parentheses.
+use super::tokens::{code_tokens, is_word, Kind};
 
 /// A call whose `(` is open at the cursor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,67 +41,33 @@ pub fn open_call(code: &str, cursor: usize) -> Option<Callee<'_>> {
 }
 
 /// Brackets open at the end of `code`, innermost last, with their byte offsets; a map literal's
-/// `#{` is `#` (an expression, looked through like `[`), a block's `{` is `{`.
+/// `#{` is `#` (an expression, looked through like `[`), a block's `{` is `{`. Strings and
+/// comments are whole tokens of the lexer, so brackets inside them do not count.
 fn open_brackets(code: &str) -> Vec<(char, usize)> {
     let mut stack: Vec<(char, usize)> = Vec::new();
-    let mut chars = code.char_indices().peekable();
-    let mut previous = ' ';
-    while let Some((at, c)) = chars.next() {
-        match c {
-            '"' | '\'' | '`' => skip_string(&mut chars, c),
-            '/' if chars.peek().is_some_and(|&(_, n)| n == '/') => {
-                for (_, n) in chars.by_ref() {
-                    if n == '\n' {
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek().is_some_and(|&(_, n)| n == '*') => {
-                chars.next();
-                let mut star = false;
-                for (_, n) in chars.by_ref() {
-                    if star && n == '/' {
-                        break;
-                    }
-                    star = n == '*';
-                }
-            }
-            '(' | '[' => stack.push((c, at)),
-            '{' if previous == '#' => stack.push(('#', at)),
-            '{' => stack.push(('{', at)),
-            ')' | ']' | '}' => {
+    for token in code_tokens(code).iter().filter(|t| t.kind == Kind::Symbol) {
+        let open = match token.text(code) {
+            "(" => '(',
+            "[" | "?[" => '[',
+            "#{" => '#',
+            "{" => '{',
+            closer @ (")" | "]" | "}") => {
                 // A closer closes the nearest bracket it matches, and whatever is left open inside.
-                let matches = |open: char| match c {
-                    ')' => open == '(',
-                    ']' => open == '[',
+                let matches = |open: char| match closer {
+                    ")" => open == '(',
+                    "]" => open == '[',
                     _ => open == '{' || open == '#',
                 };
                 if let Some(k) = stack.iter().rposition(|&(open, _)| matches(open)) {
                     stack.truncate(k);
                 }
+                continue;
             }
-            _ => {}
-        }
-        previous = c;
+            _ => continue,
+        };
+        stack.push((open, token.start));
     }
     stack
-}
-
-/// Skip a string literal up to its closing `quote` (an escape skips the next character).
-fn skip_string(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, quote: char) {
-    while let Some((_, c)) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            c if c == quote => return,
-            _ => {}
-        }
-    }
-}
-
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
 }
 
 /// The function named just before a `(` (spaces allowed between), if the `(` is a call's.
