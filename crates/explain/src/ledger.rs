@@ -5,7 +5,6 @@
 //! The rewrite marks every statement with `__line(N)`; each mark closes the interval the previous
 //! mark opened and charges it to that line. The peak comes from the allocator's own window
 //! (`take_window_peak`), so `max_memory_allocated()` is not reset.
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use crate::DisplayData;
@@ -35,15 +34,12 @@ struct Sample {
     released: i64,
 }
 
+/// The ledger of one device while it is kept: each line's figures, and the line running now.
 #[derive(Default)]
-struct Ledger {
+pub struct Ledger {
     device: usize,
     lines: BTreeMap<usize, LineStats>,
     open: Option<(usize, Sample)>,
-}
-
-thread_local! {
-    static LEDGER: RefCell<Option<Ledger>> = const { RefCell::new(None) };
 }
 
 fn sample(device: usize) -> Option<Sample> {
@@ -57,44 +53,32 @@ fn sample(device: usize) -> Option<Sample> {
     })
 }
 
-/// Start keeping the ledger of cuda:`device` (replacing any other).
-pub fn start(device: usize) {
-    if let Ok(a) = torchlet_core::device::cuda_allocator(device) {
-        a.take_window_peak();
-    }
-    LEDGER.with(|l| {
-        *l.borrow_mut() = Some(Ledger {
+impl Ledger {
+    /// Start keeping the ledger of cuda:`device`.
+    pub fn start(device: usize) -> Ledger {
+        if let Ok(a) = torchlet_core::device::cuda_allocator(device) {
+            a.take_window_peak();
+        }
+        Ledger {
             device,
             ..Default::default()
-        })
-    });
-}
-
-/// A statement on `line` is about to run.
-pub fn on_line(line: usize) {
-    LEDGER.with(|l| {
-        if let Some(ledger) = l.borrow_mut().as_mut() {
-            ledger.close();
-            if let Some(now) = sample(ledger.device) {
-                ledger.lines.entry(line).or_default().runs += 1;
-                ledger.open = Some((line, now));
-            }
         }
-    });
-}
+    }
 
-/// Stop keeping the ledger and hand over its lines.
-pub fn finish() -> BTreeMap<usize, LineStats> {
-    LEDGER.with(|l| {
-        let mut ledger = l.borrow_mut().take().unwrap_or_default();
-        ledger.close();
-        ledger.lines
-    })
-}
+    /// A statement on `line` is about to run.
+    pub fn on_line(&mut self, line: usize) {
+        self.close();
+        if let Some(now) = sample(self.device) {
+            self.lines.entry(line).or_default().runs += 1;
+            self.open = Some((line, now));
+        }
+    }
 
-/// Whether a ledger is being kept.
-pub fn active() -> bool {
-    LEDGER.with(|l| l.borrow().is_some())
+    /// Stop keeping the ledger and hand over its lines.
+    pub fn finish(mut self) -> BTreeMap<usize, LineStats> {
+        self.close();
+        self.lines
+    }
 }
 
 impl Ledger {

@@ -1,5 +1,6 @@
 //! The `cuda` module (`cuda::memory_allocated()` …) and the article's top-level names (`empty_cache()` …).
 use super::documented::{Documented, DocumentedModule};
+use super::state::{LanguageState, State};
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, Map, Module, FLOAT, INT};
@@ -72,22 +73,13 @@ fn memory_summary(arg: Option<&Dynamic>) -> Res<String> {
     Ok(allocator(device.as_ref())?.memory_summary(abbreviated))
 }
 
-fn empty_cache() -> Res<()> {
+fn empty_cache(state: &LanguageState) -> Res<()> {
     // As PyTorch's emptyCache: every device's cache, not only the current one.
     for index in 0..device::cuda_device_count() {
         device::cuda_allocator(index).or_raise()?.empty_cache();
     }
-    EMPTY_CACHE_CALLED.with(|c| c.set(true));
+    state.empty_cache_called.set(true);
     Ok(())
-}
-
-thread_local! {
-    static EMPTY_CACHE_CALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether `empty_cache()` ran since the last call (the trace then says what it could not free).
-pub fn take_empty_cache_called() -> bool {
-    EMPTY_CACHE_CALLED.with(|c| c.replace(false))
 }
 
 fn mem_get_info(device: Option<&Dynamic>) -> Res<Array> {
@@ -172,7 +164,7 @@ fn provoke_illegal_address() -> Res<()> {
 }
 
 /// Register the `cuda` module and the top-level memory functions.
-pub(crate) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine, state: &State) {
     let mut m = Module::new();
     m.register_doc(
         "is_available",
@@ -197,12 +189,18 @@ pub(crate) fn register(engine: &mut Engine) {
     m.register_doc(
         "empty_cache",
         &["cuda::empty_cache() — release cached, wholly free segments to the GPU"],
-        empty_cache,
+        {
+            let state = state.clone();
+            move || empty_cache(&state)
+        },
     );
     engine.register_doc(
         "empty_cache",
         &["empty_cache() — release cached, wholly free GPU segments (cuda::empty_cache)"],
-        empty_cache,
+        {
+            let state = state.clone();
+            move || empty_cache(&state)
+        },
     );
     with_optional_device!(
         m,

@@ -4,6 +4,7 @@
 //! registered with (see [`super::documented`]), so it is written once, beside the registration.
 //! Statements and custom syntax are not functions and have no metadata: their lines are the small
 //! tables [`KEYWORDS`] here and `holders_api::SYNTAX_HELP`.
+use super::State;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -65,7 +66,11 @@ pub fn entries() -> &'static [Entry] {
     static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
         let frontend = Rc::new(super::CapturedOutput::default());
-        of_engine(&super::new_engine(frontend, Default::default()))
+        of_engine(&super::new_engine(
+            frontend,
+            Default::default(),
+            &State::default(),
+        ))
     })
 }
 
@@ -224,7 +229,7 @@ mod tests {
     /// The names the engine really has, by kind: `name(`, `get$name(`, `cuda::name(`.
     fn registered() -> Vec<String> {
         let frontend = Rc::new(crate::CapturedOutput::default());
-        let engine = crate::new_engine(frontend, Default::default());
+        let engine = crate::new_engine(frontend, Default::default(), &crate::State::default());
         engine.gen_fn_signatures(false)
     }
 

@@ -1,32 +1,22 @@
 //! The language's face of the leak warnings: `__iteration LINE COL` at the top of every loop body
-//! reports each pass to the session's [`LeakWatch`](torchlet_explain::leaks::LeakWatch).
-use std::cell::RefCell;
+//! reports each pass to the session's [`LeakWatch`](torchlet_explain::leaks::LeakWatch), kept in its [`State`].
 use std::rc::Rc;
 
-use rhai::{Dynamic, EvalAltResult, EvalContext, Expression};
-use torchlet_explain::leaks::LeakWatch;
-
+use super::state::{LanguageState, State};
 use super::Frontend;
+use rhai::{Dynamic, EvalAltResult, EvalContext, Expression};
 
 /// Name of the statement that starts each loop iteration.
 pub(crate) const ITERATION: &str = "__iteration";
 
-thread_local! {
-    static WATCHES: RefCell<LeakWatch> = RefCell::new(LeakWatch::default());
-}
-
-/// Forget the loops of the previous input.
-pub fn reset() {
-    WATCHES.with(|w| w.borrow_mut().clear());
-}
-
 /// Register `__iteration LINE COL`; warnings go to `frontend`'s stderr.
-pub(crate) fn register(engine: &mut rhai::Engine, frontend: Rc<dyn Frontend>) {
+pub(crate) fn register(engine: &mut rhai::Engine, frontend: Rc<dyn Frontend>, state: &State) {
+    let state = state.clone();
     engine.register_custom_syntax_with_state_raw(
         ITERATION,
         |symbols, _, _| Ok((symbols.len() < 3).then(|| "$int$".into())),
         false,
-        move |context, inputs, _| iteration(context, inputs, &*frontend),
+        move |context, inputs, _| iteration(context, inputs, &*frontend, &state),
     );
 }
 
@@ -34,6 +24,7 @@ fn iteration(
     context: &mut EvalContext,
     inputs: &[Expression],
     frontend: &dyn Frontend,
+    state: &LanguageState,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
     let Some(allocator) =
         torchlet_core::device::started_cuda_allocator(torchlet_core::device::current_device())
@@ -43,14 +34,12 @@ fn iteration(
     let int = |i: usize| inputs[i].get_literal_value::<rhai::INT>().unwrap_or(0);
     let key = (int(0), int(1));
     let now = allocator.memory_allocated();
-    if !WATCHES.with(|w| w.borrow_mut().pass(key, now)) {
+    if !state.leaks.borrow_mut().pass(key, now) {
         return Ok(Dynamic::UNIT);
     }
     let variables = super::view::scope_values(context.scope());
-    let report = WATCHES.with(|w| {
-        let named = variables.iter().map(|(n, v)| (n.as_str(), v));
-        w.borrow_mut().weighed(key, named)
-    });
+    let named = variables.iter().map(|(n, v)| (n.as_str(), v));
+    let report = state.leaks.borrow_mut().weighed(key, named);
     if let Some(text) = report {
         frontend.stderr(&format!("{text}\n"));
     }

@@ -48,6 +48,7 @@ pub mod python_spelling;
 pub mod scoping;
 pub mod script_args;
 pub mod shape_api;
+pub mod state;
 pub mod syntax;
 pub mod tensor_api;
 pub mod tokens;
@@ -60,10 +61,16 @@ pub use errors::Exception;
 pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
 pub use interrupt::InterruptHandle;
 pub use lifetimes::Lifetimes;
+pub use state::{LanguageState, State};
 pub use torchlet_explain::{DisplayData, Picture};
 
-/// A Rhai engine with the whole torchlet language registered, printing to `frontend`.
-pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rhai::Engine {
+/// A Rhai engine with the whole torchlet language registered, printing to `frontend`, its hooks
+/// keeping their state in the session's `state`.
+pub fn new_engine(
+    frontend: Rc<dyn Frontend>,
+    interrupt: InterruptHandle,
+    state: &State,
+) -> rhai::Engine {
     let mut engine = rhai::Engine::new();
     // Random constructors must run every time they are reached: no constant folding at all.
     engine.set_optimization_level(rhai::OptimizationLevel::None);
@@ -76,14 +83,14 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     engine.on_debug(move |s, _, _| err.stderr(&format!("{s}\n")));
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
     errors::register(&mut engine);
-    syntax::register(&mut engine);
+    syntax::register(&mut engine, state);
     autocast_block::register(&mut engine);
     del::register(&mut engine);
-    globals::register(&mut engine);
+    globals::register(&mut engine, state);
     holders_api::register(&mut engine);
-    leaks::register(&mut engine, frontend.clone());
-    provenance::register(&mut engine);
-    lifetimes::register(&mut engine);
+    leaks::register(&mut engine, frontend.clone(), state);
+    provenance::register(&mut engine, state);
+    lifetimes::register(&mut engine, state);
     plot_api::register(&mut engine, frontend.clone());
     output::register(&mut engine, frontend);
     python_builtins::register(&mut engine);
@@ -93,13 +100,13 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     shape_api::register(&mut engine);
     creation::register(&mut engine);
     checkpoint::register(&mut engine);
-    script_args::register(&mut engine);
+    script_args::register(&mut engine, state);
     operators::register(&mut engine);
     comparisons::register(&mut engine);
     compound_assign::register(&mut engine);
     numbers::register(&mut engine);
     truth::register(&mut engine);
-    cuda_module::register(&mut engine);
+    cuda_module::register(&mut engine, state);
     optim_module::register(&mut engine);
     nn_module::register(&mut engine);
     engine

@@ -62,11 +62,14 @@ pub struct Lifetimes {
 }
 
 /// Register the functions the rewritten scripts call.
-pub(crate) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine, state: &super::state::State) {
     engine.register_fn(DISCARD, |value: Dynamic| drop_like_python(value));
-    // Lines are marked for the ledger; a tool may register its own hook instead.
-    engine.register_fn(LINE, |line: rhai::INT| {
-        torchlet_explain::ledger::on_line(line as usize)
+    // Lines are marked for the session's ledger; a tool may register its own hook instead.
+    let state = state.clone();
+    engine.register_fn(LINE, move |line: rhai::INT| {
+        if let Some(ledger) = state.ledger.borrow_mut().as_mut() {
+            ledger.on_line(line as usize);
+        }
     });
 }
 

@@ -1,7 +1,5 @@
 //! A script's arguments (`torchlet run FILE ARGS…`): `ARGS` as given, `arg(name, default)` for
 //! `NAME=VALUE` ones, and `fit_value(x, default)` for values a shapes-only run cannot compute.
-use std::cell::RefCell;
-
 use rhai::{Dynamic, Engine, EvalAltResult, FLOAT, INT};
 
 use torchlet_core::tensor::Tensor;
@@ -9,29 +7,21 @@ use torchlet_core::tensor::Tensor;
 use super::convert::{dynamic_of_scalar, OrRaise};
 use super::documented::Documented;
 use super::errors::value_error;
-
-thread_local! {
-    static ARGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Set the arguments `arg()` reads (the runner sets `ARGS` too).
-pub fn set(args: &[String]) {
-    ARGS.with(|a| *a.borrow_mut() = args.to_vec());
-}
+use super::state::{LanguageState, State};
 
 /// The value of the last `NAME=VALUE` argument, if any.
-fn lookup(name: &str) -> Option<String> {
-    ARGS.with(|a| {
-        a.borrow()
-            .iter()
-            .rev()
-            .find_map(|s| s.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
-    })
+fn lookup(state: &LanguageState, name: &str) -> Option<String> {
+    state
+        .args
+        .borrow()
+        .iter()
+        .rev()
+        .find_map(|s| s.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
 }
 
 /// `arg(name, default)`: the argument `name=VALUE` read as `default`'s type, else `default`.
-fn arg(name: &str, default: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
-    let Some(text) = lookup(name) else {
+fn arg(state: &LanguageState, name: &str, default: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+    let Some(text) = lookup(state, name) else {
         return Ok(default);
     };
     let bad = |what: &str| value_error(format!("argument {name}={text}: expected {what}"));
@@ -66,12 +56,13 @@ fn fit_value(x: Dynamic, default: Dynamic) -> Result<Dynamic, Box<EvalAltResult>
 }
 
 /// Register `arg` and `fit_value`.
-pub(crate) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine, state: &State) {
+    let state = state.clone();
     engine
         .register_doc(
             "arg",
             &["arg(name, default) — the script argument name=VALUE (torchlet run FILE name=VALUE), read as default's type; default when absent"],
-            |name: &str, default: Dynamic| arg(name, default),
+            move |name: &str, default: Dynamic| arg(&state, name, default),
         )
         .register_doc(
             "fit_value",

@@ -64,12 +64,13 @@ impl BlockMode {
 }
 
 /// Register `del`, the grad-mode blocks, and the variable hook that makes deleted names undefined.
-pub(crate) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine, state: &super::state::State) {
     engine.register_type_with_name::<Deleted>("deleted");
+    let state = state.clone();
     #[allow(deprecated)] // on_var is stable in practice; Rhai marks it "volatile".
-    engine.on_var(|name, index, mut context| {
+    engine.on_var(move |name, index, mut context| {
         if context.call_level() > 0 {
-            super::globals::resolve_in_function(name, index, &mut context);
+            super::globals::resolve_in_function(&state, name, index, &mut context);
         }
         match context.scope().get(name) {
             Some(value) if is_deleted(value) => {

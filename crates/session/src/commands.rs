@@ -114,7 +114,7 @@ impl Session {
             "help" => self.help(arg),
             "mem" => no_arg(name, arg).and_then(|_| mem()).map(|shown| {
                 shown.map(|mut data| {
-                    if let Some(line) = super::memplot::sparkline() {
+                    if let Some(line) = super::memplot::sparkline(&self.memplot) {
                         data.plain = format!("{}\n{line}", data.plain);
                     }
                     data
@@ -138,7 +138,7 @@ impl Session {
                 Some(DisplayData::text(format!("timing {}", on_off(on))))
             }),
             "memplot" => switch(name, arg).and_then(|on| {
-                super::memplot::switch(on)
+                super::memplot::switch(&self.memplot, on)
                     .map(|text| Some(DisplayData::text(text)))
                     .map_err(usage)
             }),

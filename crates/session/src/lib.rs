@@ -82,6 +82,13 @@ pub struct Session {
     reports: Reports,
     /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
     aliases: torchlet_rhai::python_spelling::Aliases,
+    /// What the language's hooks keep for this session: statement names, ledger, loops, arguments.
+    state: torchlet_rhai::State,
+    /// `:mem`'s samples and the `:memplot` chart.
+    memplot: std::cell::RefCell<memplot::MemPlot>,
+    /// The names the debugger's variables panel listed last; a tensor's variablesReference is
+    /// its position here plus one (0 means "no children" in the protocol).
+    panel_listed: std::cell::RefCell<Vec<String>>,
 }
 
 impl Session {
@@ -90,7 +97,8 @@ impl Session {
         let interrupt = InterruptHandle::default();
         // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
         torchlet_core::tensor::set_interrupt_flag(interrupt.flag());
-        let engine = torchlet_rhai::new_engine(frontend.clone(), interrupt.clone());
+        let state = torchlet_rhai::State::default();
+        let engine = torchlet_rhai::new_engine(frontend.clone(), interrupt.clone(), &state);
         let lifetimes = torchlet_rhai::Lifetimes::new(&engine);
         Session {
             engine,
@@ -103,6 +111,9 @@ impl Session {
             options,
             reports: Reports::default(),
             aliases: Default::default(),
+            state,
+            memplot: Default::default(),
+            panel_listed: Default::default(),
         }
     }
 
@@ -120,7 +131,7 @@ impl Session {
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
         torchlet_core::autograd::forget_unclaimed_saves();
-        torchlet_rhai::leaks::reset();
+        self.state.reset_leaks();
         self.forget_oom_diagnoses();
         let mark = self.before_input();
         let started = Instant::now();
@@ -158,7 +169,7 @@ impl Session {
             |panic| {
                 // What `run` would have closed had it returned: the input's allocation site and
                 // `del`'s tombstones.
-                torchlet_rhai::provenance::end_input();
+                torchlet_rhai::provenance::end_input(&self.state);
                 torchlet_rhai::syntax::compact_deleted(&mut self.scope);
                 Err(ScriptError::internal(&panic_text(&*panic)))
             },
@@ -229,9 +240,9 @@ impl Session {
         let source = self.options.source_name.as_deref();
         self.function_sources.record(&ast, source, shown);
         let program = self.functions.merge(&ast);
-        torchlet_rhai::provenance::begin_input(source.unwrap_or("<input>"), shown);
+        torchlet_rhai::provenance::begin_input(&self.state, source.unwrap_or("<input>"), shown);
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
-        let last_statement = torchlet_rhai::provenance::end_input();
+        let last_statement = torchlet_rhai::provenance::end_input(&self.state);
         let value: rhai::Dynamic = result.map_err(|e| {
             ScriptError::from_eval(&e, shown, source, &self.function_sources)
                 .or_at(last_statement, shown)
@@ -332,7 +343,7 @@ impl Session {
 
     /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.
     pub fn set_args(&mut self, args: &[String]) {
-        torchlet_rhai::script_args::set(args);
+        self.state.set_args(args);
         let array: rhai::Array = args
             .iter()
             .map(|a| rhai::Dynamic::from(a.clone()))
@@ -386,9 +397,10 @@ impl Session {
         std::collections::BTreeMap<usize, ledger::LineStats>,
     ) {
         let marked = std::mem::replace(&mut self.options.mark_lines, true);
-        ledger::start(torchlet_core::device::current_device());
+        self.state
+            .start_ledger(torchlet_core::device::current_device());
         let outcome = self.execute(code);
-        let lines = ledger::finish();
+        let lines = self.state.finish_ledger();
         self.options.mark_lines = marked;
         (outcome, lines)
     }
