@@ -111,7 +111,10 @@ fn declared_modules(text: &str) -> Vec<&str> {
 /// Whether `path` is a crate root: `lib.rs` or `main.rs` directly inside a `src/` folder.
 fn is_crate_root(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str());
-    let parent = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str());
+    let parent = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str());
     matches!(name, Some("lib.rs" | "main.rs")) && parent == Some("src")
 }
 
@@ -123,11 +126,20 @@ fn assert_none(problems: Vec<String>, what: &str) {
 #[test]
 fn every_source_file_opens_with_a_doc_line() {
     let files = source_files();
-    assert!(files.len() > 50, "found only {} source files under src/ and crates/*/src/", files.len());
+    assert!(
+        files.len() > 50,
+        "found only {} source files under src/ and crates/*/src/",
+        files.len()
+    );
     let problems = files
         .iter()
         .filter(|path| !read(path).starts_with("//!"))
-        .map(|path| format!("{}: add a one-line `//!` saying what the file does", relative(path)))
+        .map(|path| {
+            format!(
+                "{}: add a one-line `//!` saying what the file does",
+                relative(path)
+            )
+        })
         .collect();
     assert_none(problems, "files whose first line is not `//!`");
 }
@@ -209,8 +221,15 @@ fn folders_to_list() -> Vec<String> {
         .filter(|n| !n.starts_with('.') && !ignored.contains(n))
         .map(|n| format!("{n}/"))
         .collect();
-    for (parent, dir) in [("crates", root().join("crates")), ("src", root().join("src"))] {
-        folders.extend(sub_dirs(&dir).iter().map(|p| format!("{parent}/{}/", name(p))));
+    for (parent, dir) in [
+        ("crates", root().join("crates")),
+        ("src", root().join("src")),
+    ] {
+        folders.extend(
+            sub_dirs(&dir)
+                .iter()
+                .map(|p| format!("{parent}/{}/", name(p))),
+        );
     }
     folders
 }
@@ -220,7 +239,10 @@ fn readme_folder_map_lists_every_folder() {
     let rows = readme_folder_rows(&read(&root().join("README.md")));
     let listed: BTreeSet<&str> = rows.iter().map(String::as_str).collect();
     let folders = folders_to_list();
-    assert!(folders.iter().any(|f| f == "crates/alloc/"), "the walk found no crates: {folders:?}");
+    assert!(
+        folders.iter().any(|f| f == "crates/alloc/"),
+        "the walk found no crates: {folders:?}"
+    );
     let mut problems: Vec<String> = folders
         .iter()
         .filter(|folder| !listed.contains(folder.as_str()))
