@@ -1,6 +1,7 @@
-//! Expandable segments: page-mapped growth and its statistics (§2.9, [measured]), on allocators of
-//! their own over simulated memory, and through cuda:0's allocator with tensors made by a script
-//! (simulated, or the real GPU's cuMemCreate/cuMemMap pages with TORCHLET_TEST_DEVICE=cuda).
+//! Expandable segments: page-mapped growth and its statistics (as PyTorch measured them on an
+//! H200), on allocators of their own over simulated memory, and through cuda:0's allocator with
+//! tensors made by a script (simulated, or the real GPU's cuMemCreate/cuMemMap pages with
+//! TORCHLET_TEST_DEVICE=cuda).
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, X};

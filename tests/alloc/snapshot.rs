@@ -1,4 +1,5 @@
-//! Snapshots and memory history: segments, blocks, states, the trace sequence of §5.2, tags, the ring buffer.
+//! Snapshots and memory history: segments, blocks, states, the trace sequence PyTorch records,
+//! tags, the ring buffer.
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
@@ -12,7 +13,7 @@ fn fresh() -> CachingAllocator<SimulatedMemory> {
 }
 
 #[test]
-fn snapshot_after_scenario_c_step_2_matches_reference() {
+fn snapshot_after_x_and_temp_matches_pytorch() {
     let a = fresh();
     let x = a.malloc(4_000_000, 0, Some("x")).unwrap();
     let temp = a.malloc(4_000_000, 0, Some("temp")).unwrap();
@@ -52,8 +53,8 @@ fn snapshot_after_scenario_c_step_2_matches_reference() {
 }
 
 #[test]
-fn trace_sequence_matches_reference() {
-    // Reference §5.2: x = randn(1000,1000); temp = x*2; del temp; empty_cache(); del x;
+fn trace_sequence_matches_pytorch() {
+    // As PyTorch recorded it on an H200: x = randn(1000,1000); temp = x*2; del temp; empty_cache(); del x;
     // empty_cache(); an OOM attempt; a 1000-float tensor.
     let a = fresh();
     a.record_memory_history(HistoryOptions::default());

@@ -52,7 +52,8 @@ pub fn tools() -> Option<Tools> {
         return None;
     }
     panic!(
-        "the browser test needs: {}.\nInstall them, or set TORCHLET_SKIP_BROWSER=1 to skip this test.",
+        "the browser test needs: {}.\nInstall them (scripts/test.sh does, with apt-get), or set \
+         TORCHLET_SKIP_BROWSER=1 to skip this test.",
         missing.join("; ")
     );
 }

@@ -1,4 +1,4 @@
-//! The command line of DESIGN §2: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
+//! The command line: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

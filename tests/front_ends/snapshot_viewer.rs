@@ -164,7 +164,7 @@ fn browser_tools() -> Option<()> {
     }
     panic!(
         "the viewer check needs {missing:?} on the PATH: `apt-get install -y chromium nodejs npm` \
-         (Debian), or set TORCHLET_SKIP_BROWSER=1 to skip it"
+         (Debian; scripts/test.sh installs them), or set TORCHLET_SKIP_BROWSER=1 to skip it"
     );
 }
 

@@ -2,16 +2,24 @@
 //!
 //! Map: `new_engine` below registers everything. Values: `tensor_api` (the `Tensor` type),
 //! `creation`, `operators`, `comparisons`, `compound_assign`, `indexing`, `numbers`, `truth`,
-//! `convert` (script values ↔ tensor arguments). Statements and Python's spellings: `syntax`
-//! (grad-mode blocks), `autocast_block` (mixed precision), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
-//! `hints`, `floordiv_hint`, `errors`. Lifetimes: `lifetimes` (CPython's temporaries),
-//! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
-//! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
-//! output sink), `display` (rich values), `picture` (charts), `interrupt` (the stop flag), `output`
-//! (`print`, `help`…). Training: `optim_module` (`optim::SGD`, `Adam`, `AdamW`) and `nn_module`
-//! (`nn::linear_params`, `nn::parameters`).
+//! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `bmm`, `layer_norm`,
+//! `dropout`, `relu_`) and `shape_api` (`cat`, `split`, `where`, `gather`, `embedding`…), as
+//! functions and methods; `checkpoint` (activation checkpointing, running `f` again in backward).
+//! Statements and Python's spellings: `syntax` (grad-mode blocks), `autocast_block` (mixed
+//! precision), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
+//! `hints`, `floordiv_hint`, `errors`; `script_args` (`ARGS`, `arg(name, default)`, `fit_value`).
+//! Lifetimes: `lifetimes` (CPython's temporaries), `provenance` (naming each statement for the
+//! allocations it makes), `site_name` and `statement_names` (reading those names back as frames
+//! and variables), `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
+//! `explain_free` and their script face `holders_api`; `snapshot_dump` (`cuda::dump_snapshot` in
+//! PyTorch's viewer's form); `memory_timeline` (memory by variable after each statement, replayed
+//! from the history), `memory_plot` (its chart and sparkline) and `plot_api` (`plot_memory()`).
+//! What the language hands up: `frontend` (the output sink), `display` (rich values), `picture`
+//! (charts), `interrupt` (the stop flag), `output` (`print`, `help`…). Training: `optim_module`
+//! (`optim::SGD`, `Adam`, `AdamW`) and `nn_module` (`nn::linear_params`, `nn::parameters`).
 //! Help: each function registers with its help line (`documented`), and `help` reads them back.
 //! Nothing here imports `session` or a front end.
+
 pub mod autocast_block;
 pub mod callee;
 pub mod checkpoint;

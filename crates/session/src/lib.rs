@@ -5,10 +5,14 @@
 //! happens, so a notebook shows `print` lines before a long cell finishes.
 //!
 //! Map: this file runs inputs (spelling, Python scoping, the lifetime rewrite, evaluation);
-//! `outcome` and `traceback` shape what comes back; `spelling` reads PyTorch's names through the
-//! session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the kernel's
-//! inspect; `commands` runs the `:commands` with `vars`, `memory` and `trace`. The output sink,
-//! display data and interrupt flag are the language's (`script`), re-exported for front ends.
+//! `outcome` and `traceback` shape what comes back, and `oom_notes` adds torchlet's diagnosis and
+//! biggest holders after PyTorch's out-of-memory message; `spelling` reads PyTorch's names through
+//! the session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the
+//! kernel's inspect; `commands` runs the `:commands` with `vars` (the `:vars` table), `memory`
+//! (every device's figures) and `trace` (`:trace on`, `:time on`); `memplot` keeps `:memplot on`'s
+//! chart and `:mem`'s sparkline; `variables_panel` is what the kernel's variables panel lists;
+//! `fit` is one run of a script for `torchlet fit`, as JSON. The output sink, display data and
+//! interrupt flag are the language's (`torchlet_rhai`), re-exported for front ends.
 
 mod commands;
 mod complete;

@@ -2,13 +2,19 @@
 //!
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
-//! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
-//! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
-//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
-//! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
-//! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
-//! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
-//! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
+//! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
+//! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
+//! (`layer_norm`, `dropout`), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
+//! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
+//! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
+//! `all_gather` over one tensor per device; `unary_list` declares each simple elementwise method
+//! once (method, backward, script entry and help) and lists the rest for the script; `views` and
+//! `inplace` share storage; `update` holds the optimizers' in-place updates (no autograd, no
+//! allocation); `grad` is the autograd surface of a tensor; `print` is PyTorch's repr; `autocast`
+//! is mixed precision (which listed op casts its inputs to which dtype, and the cast cache);
+//! `interrupt` is the per-thread stop flag ops check before they start. The tensor layer decides
+//! every allocation (the backend only fills memory it is handed), which is what keeps memory
+//! events PyTorch's.
 
 pub mod autocast;
 mod batched;
