@@ -3,8 +3,9 @@
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
-//! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
-//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
+//! the device backend and record autograd nodes; `unary_list` and `binary_list` declare each
+//! elementwise method of one and of two operands once (methods, backward, the script's entry and
+//! help) and list the rest for the script; `views` and `inplace` share storage; `update` holds the
 //! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
 //! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
 //! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
@@ -12,6 +13,7 @@
 
 pub mod autocast;
 mod batched;
+mod binary_list;
 pub mod collective;
 mod compare;
 mod convert;
@@ -33,6 +35,7 @@ mod unary_list;
 mod update;
 mod views;
 
+pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
 pub use random::manual_seed;
