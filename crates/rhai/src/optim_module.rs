@@ -229,10 +229,13 @@ fn state_of(state: &OptimizerState, param: &Tensor) -> Res<Map> {
 /// PyTorch's `repr(optimizer)`: the group's options, sorted by name.
 fn describe(opt: &ScriptOptimizer) -> String {
     let opt = opt.0.borrow();
-    let (kind, value): (OptimizerKind, &dyn Fn(&str) -> Option<OptionValue>) = match opt.algorithm()
-    {
-        Algorithm::Sgd(o) => (OptimizerKind::Sgd, &|name| o.get(name)),
-        Algorithm::Adam(o) => (OptimizerKind::Adam, &|name| o.get(name)),
+    let kind = match opt.algorithm() {
+        Algorithm::Sgd(_) => OptimizerKind::Sgd,
+        Algorithm::Adam(_) => OptimizerKind::Adam,
+    };
+    let value = |name: &str| match opt.algorithm() {
+        Algorithm::Sgd(o) => o.get(name),
+        Algorithm::Adam(o) => o.get(name),
     };
     let mut rows: Vec<(&str, String)> = OPTIONS
         .iter()

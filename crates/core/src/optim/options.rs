@@ -44,7 +44,11 @@ optimizer_options! {
 /// `not 0.0 <= x` as PyTorch writes it (so NaN is refused too): `"{what}: {x}"`.
 fn below_zero(value: OptionValue, what: &str) -> Option<String> {
     let n = Number::unwrap(value)?;
-    (!(n.value >= 0.0)).then(|| format!("{what}: {n}"))
+    if n.value >= 0.0 {
+        None
+    } else {
+        Some(format!("{what}: {n}"))
+    }
 }
 
 /// `not 0.0 <= beta < 1.0` for each beta, in order.
