@@ -195,3 +195,18 @@ fn let_after_del_and_let_of_a_constant_name_still_work() {
     );
     assert_eq!(s.scope().get_value::<i64>("r").unwrap(), 5);
 }
+
+#[test]
+fn every_binary_operator_frees_its_left_operand_first_as_cpython_does() {
+    let (_g, _a) = common::gpu();
+    for row in torchlet_core::tensor::BINARY_METHODS {
+        let (mut s, _) = Session::captured("<test>");
+        run(
+            &mut s,
+            "let a = randn(2, 100).cuda(); let b = randn(100).cuda();",
+        );
+        // Two temporaries, 800 and 400 bytes: the left one goes first.
+        let code = format!("let y = (a * 1) {} (b * 1);", row.operator);
+        assert_eq!(frees_during(&mut s, &code), vec![800, 400], "{code}");
+    }
+}

@@ -373,6 +373,8 @@ const MISTAKES: &[(&str, &str, &str)] = &[
     ("optim::Adam([w], #{lr: \"fast\"})", "TypeError", "lr must be a number, not str"),
     ("optim::SGD(w)", "TypeError", "params argument given to the optimizer should be an array of Tensors, but got torch.FloatTensor"),
     ("optim::AdamW([w], #{fused: true})", "ValueError", "fused=True is not supported by torchlet"),
+    ("optim::AdamW([w], #{decoupled_weight_decay: false})", "TypeError", "AdamW.__init__() got an unexpected keyword argument 'decoupled_weight_decay'; valid options: lr, betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused"),
+    ("optim::Adam([w], #{betas: 0.9})", "TypeError", "betas must be an array of two numbers like [0.9, 0.999], not float"),
 ];
 
 #[test]

@@ -1,60 +1,57 @@
-//! Arithmetic operators on tensors: `+ - * / **` with tensors and numbers on either side, and unary `-`.
+//! Binary operators and their methods on tensors, from `tensor::BINARY_METHODS`: `+ - * / **` and
+//! `> < >= <= == !=` with tensors and numbers on either side (as the row has them), `a.add(b)`,
+//! `a.gt(b)` …; and unary `-`.
 //!
-//! `a += b` is in place, as in PyTorch: see [`crate::compound_assign`].
+//! `a += b` is in place, as in PyTorch: see [`crate::compound_assign`]. Python's refusal to order a
+//! tensor and a value that is not a number is in [`crate::comparisons`].
 use super::documented::Documented;
-use rhai::{Engine, FLOAT, INT};
+use rhai::{Engine, Variant, FLOAT, INT};
 
 use super::convert::OrRaise;
-use torchlet_core::tensor::{Scalar, Tensor};
+use torchlet_core::tensor::{BinaryKind, BinaryMethod, Scalar, Tensor, BINARY_METHODS};
 
-type TensorOp = fn(&Tensor, &Tensor) -> torchlet_core::tensor::Result<Tensor>;
-type ScalarOp = fn(&Tensor, Scalar) -> torchlet_core::tensor::Result<Tensor>;
-
-/// Register the operators.
+/// Register every row's operator and method, then unary `-`.
 pub(crate) fn register(engine: &mut Engine) {
-    // (operator, tensor ⊕ tensor, tensor ⊕ number, number ⊕ tensor)
-    let ops: [(&str, TensorOp, ScalarOp, ScalarOp); 4] = [
-        ("+", Tensor::add, Tensor::add_scalar, Tensor::add_scalar),
-        ("-", Tensor::sub, Tensor::sub_scalar, Tensor::rsub_scalar),
-        ("*", Tensor::mul, Tensor::mul_scalar, Tensor::mul_scalar),
-        ("/", Tensor::div, Tensor::div_scalar, Tensor::rdiv_scalar),
-    ];
-    for (op, both, right, left) in ops {
+    for row in BINARY_METHODS {
+        let tensors = row.tensors;
         engine
-            .register_fn(op, move |a: Tensor, b: Tensor| {
-                let out = both(&a, &b);
-                // CPython's BINARY_OP drops the left operand first; Rhai would drop the right.
+            .register_fn(row.operator, move |a: Tensor, b: Tensor| {
+                let out = tensors(&a, &b);
+                // CPython's BINARY_OP and COMPARE_OP drop the left operand first; Rhai would drop
+                // the right.
                 drop(a);
                 drop(b);
                 out.or_raise()
             })
-            .register_fn(op, move |a: Tensor, b: INT| {
-                right(&a, Scalar::Int(b)).or_raise()
-            })
-            .register_fn(op, move |a: Tensor, b: FLOAT| {
-                right(&a, Scalar::Float(b)).or_raise()
-            })
-            .register_fn(op, move |a: INT, b: Tensor| {
-                left(&b, Scalar::Int(a)).or_raise()
-            })
-            .register_fn(op, move |a: FLOAT, b: Tensor| {
-                left(&b, Scalar::Float(a)).or_raise()
+            .register_doc(row.name, &[row.help], move |a: &mut Tensor, b: Tensor| {
+                tensors(a, &b).or_raise()
             });
+        with_number::<INT>(engine, row, Scalar::Int);
+        with_number::<FLOAT>(engine, row, Scalar::Float);
+        if row.kind != BinaryKind::Arithmetic {
+            with_number::<bool>(engine, row, Scalar::Bool);
+        }
     }
-    // Method forms, so `a.add(b)` reads as in PyTorch.
-    for (name, doc, op) in [
-        ("add", "a.add(b) — a + b", Tensor::add as TensorOp),
-        ("sub", "a.sub(b) — a - b", Tensor::sub),
-        ("mul", "a.mul(b) — a * b", Tensor::mul),
-        ("div", "a.div(b) — a / b", Tensor::div),
-    ] {
-        engine.register_doc(name, &[doc], move |a: &mut Tensor, b: Tensor| {
-            op(a, &b).or_raise()
+    engine.register_fn("-", |a: Tensor| a.neg().or_raise());
+}
+
+/// `t op n`, `t.name(n)` and, where the row has it, `n op t`, for numbers of type `N`.
+fn with_number<N: Variant + Clone>(
+    engine: &mut Engine,
+    row: &BinaryMethod,
+    scalar: fn(N) -> Scalar,
+) {
+    let number = row.number;
+    engine
+        .register_fn(row.operator, move |a: Tensor, b: N| {
+            number(&a, scalar(b)).or_raise()
+        })
+        .register_fn(row.name, move |a: &mut Tensor, b: N| {
+            number(a, scalar(b)).or_raise()
+        });
+    if let Some(first) = row.number_first {
+        engine.register_fn(row.operator, move |a: N, b: Tensor| {
+            first(&b, scalar(a)).or_raise()
         });
     }
-    engine
-        .register_fn("-", |a: Tensor| a.neg().or_raise())
-        .register_fn("**", |a: Tensor, e: INT| a.pow_scalar(e as f64).or_raise())
-        .register_fn("**", |a: Tensor, e: FLOAT| a.pow_scalar(e).or_raise())
-        .register_fn("**", |a: Tensor, e: Tensor| a.pow(&e).or_raise());
 }

@@ -8,7 +8,10 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 use super::convert::{OrRaise, Res};
 use super::documented::{Documented, DocumentedModule};
 use super::errors::{type_error, value_error};
-use torchlet_core::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
+use torchlet_core::optim::options::{keywords, OptionRow, OptionType};
+use torchlet_core::optim::{
+    AdamOptions, Algorithm, Number, Optimizer, OptimizerKind, OptionValue, SgdOptions, OPTIONS,
+};
 use torchlet_core::tensor::Tensor;
 
 /// An optimizer as scripts hold it: copies of the value are the same optimizer, as in Python.
@@ -18,31 +21,6 @@ pub struct ScriptOptimizer(pub Rc<RefCell<Optimizer>>);
 /// `opt.state`: indexed by a parameter, as PyTorch's `optimizer.state[p]`.
 #[derive(Clone)]
 pub struct OptimizerState(Rc<RefCell<Optimizer>>);
-
-const SGD_KEYS: &[&str] = &[
-    "lr",
-    "momentum",
-    "dampening",
-    "weight_decay",
-    "nesterov",
-    "maximize",
-    "foreach",
-    "differentiable",
-    "fused",
-];
-const ADAM_KEYS: &[&str] = &[
-    "lr",
-    "betas",
-    "eps",
-    "weight_decay",
-    "amsgrad",
-    "maximize",
-    "foreach",
-    "capturable",
-    "differentiable",
-    "fused",
-    "decoupled_weight_decay",
-];
 
 /// Python's name for a script value's type, as `torch.typename` gives it.
 fn python_type(value: &Dynamic) -> String {
@@ -128,72 +106,62 @@ fn only_default(name: &str, value: &Dynamic) -> Res<()> {
     )))
 }
 
-/// The keyword arguments of `optimizer`: checked against `keys`, each applied by `set`.
-fn each_option(
-    optimizer: &str,
-    keys: &[&str],
-    options: &Map,
-    mut set: impl FnMut(&str, &Dynamic) -> Res<()>,
-) -> Res<()> {
-    for (key, value) in options {
-        if !keys.contains(&key.as_str()) {
-            return Err(type_error(format!(
-                "{optimizer}.__init__() got an unexpected keyword argument '{key}'; valid options: {}",
-                keys.join(", ")
-            )));
+/// Two numbers (`betas`), as an array like the row's Adam default.
+fn pair(name: &str, value: &Dynamic) -> Res<(Number, Number)> {
+    let items = value.read_lock::<Array>().map(|a| a.clone());
+    match items.as_deref() {
+        Some([a, b]) => Ok((
+            number(&format!("{name}[0]"), a)?,
+            number(&format!("{name}[1]"), b)?,
+        )),
+        _ => {
+            let example = AdamOptions::adam()
+                .get(name)
+                .map_or(String::new(), |v| v.to_string());
+            let example = example.replace('(', "[").replace(')', "]");
+            Err(type_error(format!(
+                "{name} must be an array of two numbers like {example}, not {}",
+                python_type(value)
+            )))
         }
-        match key.as_str() {
-            "fused" | "differentiable" | "capturable" => only_default(key, value)?,
-            name => set(name, value)?,
+    }
+}
+
+/// A script's value for `row`, read as the row's type says.
+fn option_value(row: &OptionRow, value: &Dynamic) -> Res<OptionValue> {
+    let name = row.name;
+    Ok(match row.ty {
+        OptionType::Number => OptionValue::Number(number(name, value)?),
+        OptionType::Flag => OptionValue::Flag(flag(name, value)?),
+        OptionType::Auto => OptionValue::Auto(optional_flag(name, value)?),
+        OptionType::Pair => OptionValue::Pair(pair(name, value)?),
+    })
+}
+
+/// The keyword arguments of `kind`: each checked against its rows, read by its row's type and
+/// handed to `set` (an option torchlet takes only at its default is checked, not set).
+fn each_option(
+    kind: OptimizerKind,
+    options: &Map,
+    mut set: impl FnMut(&str, OptionValue) -> bool,
+) -> Res<()> {
+    let rows = keywords(OPTIONS, kind);
+    for (key, value) in options {
+        let Some(row) = rows.iter().find(|r| r.name == key.as_str()) else {
+            let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+            return Err(type_error(format!(
+                "{}.__init__() got an unexpected keyword argument '{key}'; valid options: {}",
+                kind.name(),
+                names.join(", ")
+            )));
+        };
+        if row.only_default.is_some() {
+            only_default(key, value)?;
+        } else if !set(key, option_value(row, value)?) {
+            return Err(type_error(format!("{} has no option {key}", kind.name())));
         }
     }
     Ok(())
-}
-
-fn sgd_options(options: &Map) -> Res<SgdOptions> {
-    let mut o = SgdOptions::default();
-    each_option("SGD", SGD_KEYS, options, |key, v| {
-        match key {
-            "lr" => o.lr = number(key, v)?,
-            "momentum" => o.momentum = number(key, v)?,
-            "dampening" => o.dampening = number(key, v)?,
-            "weight_decay" => o.weight_decay = number(key, v)?,
-            "nesterov" => o.nesterov = flag(key, v)?,
-            "maximize" => o.maximize = flag(key, v)?,
-            _ => o.foreach = optional_flag(key, v)?,
-        }
-        Ok(())
-    })?;
-    Ok(o)
-}
-
-fn adam_options(name: &str, base: AdamOptions, options: &Map) -> Res<AdamOptions> {
-    let mut o = base;
-    each_option(name, ADAM_KEYS, options, |key, v| {
-        match key {
-            "lr" => o.lr = number(key, v)?,
-            "betas" => o.betas = betas(v)?,
-            "eps" => o.eps = number(key, v)?,
-            "weight_decay" => o.weight_decay = number(key, v)?,
-            "amsgrad" => o.amsgrad = flag(key, v)?,
-            "maximize" => o.maximize = flag(key, v)?,
-            "decoupled_weight_decay" => o.decoupled_weight_decay = flag(key, v)?,
-            _ => o.foreach = optional_flag(key, v)?,
-        }
-        Ok(())
-    })?;
-    Ok(o)
-}
-
-fn betas(value: &Dynamic) -> Res<(Number, Number)> {
-    let pair = value.read_lock::<Array>().map(|a| a.clone());
-    match pair.as_deref() {
-        Some([b1, b2]) => Ok((number("betas[0]", b1)?, number("betas[1]", b2)?)),
-        _ => Err(type_error(format!(
-            "betas must be an array of two numbers like [0.9, 0.999], not {}",
-            python_type(value)
-        ))),
-    }
 }
 
 fn make(name: &'static str, params: &Dynamic, algorithm: Algorithm) -> Res<ScriptOptimizer> {
@@ -203,17 +171,18 @@ fn make(name: &'static str, params: &Dynamic, algorithm: Algorithm) -> Res<Scrip
 }
 
 fn sgd(params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
-    make("SGD", params, Algorithm::Sgd(sgd_options(options)?))
+    let mut o = SgdOptions::default();
+    each_option(OptimizerKind::Sgd, options, |key, v| o.set(key, v))?;
+    make("SGD", params, Algorithm::Sgd(o))
 }
 
-fn adam(params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
-    let o = adam_options("Adam", AdamOptions::adam(), options)?;
-    make("Adam", params, Algorithm::Adam(o))
-}
-
-fn adamw(params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
-    let o = adam_options("AdamW", AdamOptions::adamw(), options)?;
-    make("AdamW", params, Algorithm::Adam(o))
+fn adam(kind: OptimizerKind, params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
+    let mut o = match kind {
+        OptimizerKind::AdamW => AdamOptions::adamw(),
+        _ => AdamOptions::adam(),
+    };
+    each_option(kind, options, |key, v| o.set(key, v))?;
+    make(kind.name(), params, Algorithm::Adam(o))
 }
 
 fn zero_grad(opt: &ScriptOptimizer, options: &Map) -> Res<()> {
@@ -260,34 +229,19 @@ fn state_of(state: &OptimizerState, param: &Tensor) -> Res<Map> {
 /// PyTorch's `repr(optimizer)`: the group's options, sorted by name.
 fn describe(opt: &ScriptOptimizer) -> String {
     let opt = opt.0.borrow();
-    let py = |b: bool| if b { "True" } else { "False" }.to_string();
-    let foreach = |f: Option<bool>| f.map_or("None".to_string(), py);
-    let mut rows: Vec<(&str, String)> = match opt.algorithm() {
-        Algorithm::Sgd(o) => vec![
-            ("lr", o.lr.to_string()),
-            ("momentum", o.momentum.to_string()),
-            ("dampening", o.dampening.to_string()),
-            ("weight_decay", o.weight_decay.to_string()),
-            ("nesterov", py(o.nesterov)),
-            ("maximize", py(o.maximize)),
-            ("foreach", foreach(o.foreach)),
-            ("differentiable", py(false)),
-            ("fused", "None".into()),
-        ],
-        Algorithm::Adam(o) => vec![
-            ("lr", o.lr.to_string()),
-            ("betas", format!("({}, {})", o.betas.0, o.betas.1)),
-            ("eps", o.eps.to_string()),
-            ("weight_decay", o.weight_decay.to_string()),
-            ("amsgrad", py(o.amsgrad)),
-            ("maximize", py(o.maximize)),
-            ("foreach", foreach(o.foreach)),
-            ("capturable", py(false)),
-            ("differentiable", py(false)),
-            ("fused", "None".into()),
-            ("decoupled_weight_decay", py(o.decoupled_weight_decay)),
-        ],
+    let kind = match opt.algorithm() {
+        Algorithm::Sgd(_) => OptimizerKind::Sgd,
+        Algorithm::Adam(_) => OptimizerKind::Adam,
     };
+    let value = |name: &str| match opt.algorithm() {
+        Algorithm::Sgd(o) => o.get(name),
+        Algorithm::Adam(o) => o.get(name),
+    };
+    let mut rows: Vec<(&str, String)> = OPTIONS
+        .iter()
+        .filter(|r| r.in_group_of(kind))
+        .filter_map(|r| Some((r.name, value(r.name).or(r.only_default)?.to_string())))
+        .collect();
     rows.sort();
     let body: String = rows
         .iter()
@@ -296,15 +250,44 @@ fn describe(opt: &ScriptOptimizer) -> String {
     format!("{} (\nParameter Group 0\n{body})", opt.name())
 }
 
+/// `optim::NAME(params[, #{…}]) — what`: the options listed are the keywords torchlet runs.
+fn usage(kind: OptimizerKind, what: &str) -> String {
+    let names: Vec<&str> = keywords(OPTIONS, kind)
+        .iter()
+        .filter(|r| r.only_default.is_none())
+        .map(|r| r.name)
+        .collect();
+    format!(
+        "optim::{}(params[, #{{{}}}]) — {what}",
+        kind.name(),
+        names.join(", ")
+    )
+}
+
 /// Register the `optim` module and the optimizer type.
 pub(crate) fn register(engine: &mut Engine) {
     let mut m = Module::new();
-    m.register_doc("SGD", &["optim::SGD(params[, #{lr, momentum, dampening, weight_decay, nesterov, maximize, foreach}]) — stochastic gradient descent over an array of tensors (lr 1e-3)"], |p: Dynamic| sgd(&p, &Map::new()));
+    let sgd_help = usage(
+        OptimizerKind::Sgd,
+        "stochastic gradient descent over an array of tensors (lr 1e-3)",
+    );
+    m.register_doc("SGD", &[&sgd_help], |p: Dynamic| sgd(&p, &Map::new()));
     m.set_native_fn("SGD", |p: Dynamic, o: Map| sgd(&p, &o));
-    m.register_doc("Adam", &["optim::Adam(params[, #{lr, betas, eps, weight_decay, amsgrad, maximize, foreach, decoupled_weight_decay}]) — Adam (lr 1e-3, betas [0.9, 0.999], eps 1e-8)"], |p: Dynamic| adam(&p, &Map::new()));
-    m.set_native_fn("Adam", |p: Dynamic, o: Map| adam(&p, &o));
-    m.register_doc("AdamW", &["optim::AdamW(params[, #{…Adam's options}]) — Adam with decoupled weight decay (weight_decay 0.01)"], |p: Dynamic| adamw(&p, &Map::new()));
-    m.set_native_fn("AdamW", |p: Dynamic, o: Map| adamw(&p, &o));
+    for (kind, what) in [
+        (
+            OptimizerKind::Adam,
+            "Adam (lr 1e-3, betas [0.9, 0.999], eps 1e-8)",
+        ),
+        (
+            OptimizerKind::AdamW,
+            "Adam with decoupled weight decay (weight_decay 0.01)",
+        ),
+    ] {
+        m.register_doc(kind.name(), &[&usage(kind, what)], move |p: Dynamic| {
+            adam(kind, &p, &Map::new())
+        });
+        m.set_native_fn(kind.name(), move |p: Dynamic, o: Map| adam(kind, &p, &o));
+    }
     engine.register_static_module("optim", m.into());
 
     engine.register_type_with_name::<ScriptOptimizer>("Optimizer");

@@ -289,11 +289,6 @@ fn register_math(engine: &mut Engine) {
         matmul,
     );
     engine
-        .register_doc("pow", &["t.pow(exponent) — elementwise power by a number or a tensor (also t ** exponent)"], |t: &mut Tensor, e: Tensor| t.pow(&e).or_raise())
-        .register_fn("pow", |t: &mut Tensor, e: FLOAT| t.pow_scalar(e).or_raise())
-        .register_fn("pow", |t: &mut Tensor, e: INT| {
-            t.pow_scalar(e as f64).or_raise()
-        })
         .register_doc("clamp", &["t.clamp(min, max) — limit values to [min, max]; pass () for no bound"], |t: &mut Tensor, min: Dynamic, max: Dynamic| {
             t.clamp(bound(&min)?, bound(&max)?).or_raise()
         })

@@ -7,8 +7,9 @@
 //! (`layer_norm`, `dropout`), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
 //! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
 //! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
-//! `all_gather` over one tensor per device; `unary_list` declares each simple elementwise method
-//! once (method, backward, script entry and help) and lists the rest for the script; `views` and
+//! `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
+//! elementwise method of one and of two operands once (methods, backward, the script's entry and
+//! help) and list the rest for the script; `views` and
 //! `inplace` share storage; `update` holds the optimizers' in-place updates (no autograd, no
 //! allocation); `grad` is the autograd surface of a tensor; `print` is PyTorch's repr; `autocast`
 //! is mixed precision (which listed op casts its inputs to which dtype, and the cast cache);
@@ -18,6 +19,7 @@
 
 pub mod autocast;
 mod batched;
+mod binary_list;
 pub mod collective;
 mod compare;
 mod convert;
@@ -39,6 +41,7 @@ mod unary_list;
 mod update;
 mod views;
 
+pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
 pub use random::manual_seed;
