@@ -7,8 +7,11 @@
 //! simulated caching allocator), `cuda` the real GPU through cudarc (kernels compiled by NVRTC at
 //! run time from `cuda/kernels` plus the table's functors). `registry` owns the process's devices;
 //! `reduce_plan` is PyTorch's reduction launch plan (its staging memory shows in the allocator);
+//! `reduction` is the vocabulary of a reduction's row (fold, finish, dtype rule, partials), whose
+//! `ReduceOp` the table in `tensor/reduce_list.rs` declares;
 //! `peer`, `collective` and `blas_handle` cover cross-device copies, NCCL-style collectives and
-//! cuBLAS workspaces. Below this module are only `alloc` and `types`.
+//! cuBLAS workspaces. Below this module are only `alloc` and `types` (and the reduction table's
+//! `ReduceOp`).
 
 pub mod backend;
 pub mod blas_handle;
@@ -18,6 +21,7 @@ pub mod cuda;
 pub mod ops;
 pub mod peer;
 pub mod reduce_plan;
+pub mod reduction;
 mod registry;
 pub mod shapes;
 pub mod sim;

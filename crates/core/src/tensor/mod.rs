@@ -4,7 +4,9 @@
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
 //! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
-//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
+//! method once (method, backward, script entry and help) and lists the rest for the script;
+//! `reduce_list` declares each reduction once (its `ReduceOp`, fold, dtype rule, kernel, method,
+//! backward from `reduce_grad`, help); `views` and `inplace` share storage; `update` holds the
 //! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
 //! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
 //! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
@@ -28,6 +30,8 @@ mod nn;
 mod print;
 mod random;
 mod reduce;
+mod reduce_grad;
+mod reduce_list;
 mod shape_ops;
 mod unary_list;
 mod update;
@@ -39,4 +43,5 @@ pub use random::manual_seed;
 pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};
 pub use torchlet_alloc::types::{dtype, element, layout};
 pub use torchlet_alloc::types::{Category, DType, ErrorKind, Result, Scalar, TensorError};
+pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};
 pub use unary_list::{UnaryMethod, UNARY_METHODS};
