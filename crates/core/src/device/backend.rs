@@ -14,10 +14,10 @@ use torchlet_alloc::types::{DType, Layout, Result, Scalar};
 use torchlet_alloc::{DeviceAllocator, DevicePtr};
 
 pub use super::ops::{BinaryOp, UnaryOp};
-/// Reductions are declared with their tensor methods, one row each (`tensor/reduce_list.rs`).
-pub use crate::tensor::ReduceOp;
 use super::reduce_plan::{DeviceProps, Staging};
 use super::Device;
+/// Reductions are declared with their tensor methods, one row each (`tensor/reduce_list.rs`).
+pub use crate::tensor::ReduceOp;
 
 /// One strided operand of a kernel: the storage's base address, its dtype and the view's layout.
 #[derive(Clone, Copy, Debug)]

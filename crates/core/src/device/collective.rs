@@ -86,7 +86,11 @@ fn nccl_op(op: AllReduceOp) -> NcclOp {
 
 /// `acc[i] = acc[i] op x[i]` for `count` elements of `dtype` held in host bytes.
 fn combine(acc: &mut [u8], x: &[u8], dtype: DType, count: usize, op: AllReduceOp) {
-    let fold = if dtype == DType::Bool { on_bool(op) } else { op };
+    let fold = if dtype == DType::Bool {
+        on_bool(op)
+    } else {
+        op
+    };
     for i in 0..count {
         // SAFETY: both slices hold `count` elements of `dtype`.
         unsafe {

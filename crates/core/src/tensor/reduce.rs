@@ -185,7 +185,12 @@ impl Tensor {
     /// The reduction `op` over all elements (`dim` `None`) or along `dim`, as its row in
     /// `reduce_list` declares it: the output dtype, how the input is read, whether indices come
     /// with the values, and the backward.
-    pub(crate) fn reduction(&self, op: ReduceOp, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn reduction(
+        &self,
+        op: ReduceOp,
+        dim: Option<isize>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         // Held to the end: the autocast policy stays suspended while the reduction runs.
         let autocast = op
             .autocast()
