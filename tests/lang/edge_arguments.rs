@@ -31,6 +31,8 @@ const METHODS: &[&str] = &[
     "min()",
     "argmax()",
     "argmax(0)",
+    "argmin()",
+    "argmin(0)",
     "softmax(0)",
     "softmax(-1)",
     "log_softmax(0)",

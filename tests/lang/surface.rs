@@ -507,6 +507,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         r#"[1, [1, 0, 1], [1, 2], "int64", [2, 1]]"#,
     ),
     (
+        "t.argmin",
+        "let x = tensor([[1.0, 9.0, 1.0], [7.0, 0.0, 0.0]], dev); [x.argmin().item(), vals(x.argmin(0)), vals(x.argmin(-1)), x.argmin(1).dtype, x.argmin(1, true).shape, vals(argmin(x, 1)), argmin(tensor([3, 1, 2, 1], dev)).item()]",
+        r#"[4, [0, 1, 1], [0, 1], "int64", [2, 1], [0, 1], 1]"#,
+    ),
+    (
         "t.softmax",
         "let x = tensor([[0.0, 0.0], [0.0, 1.0]], dev); [vals(x.softmax(1)), vals(x.softmax(0))]",
         "[[0.5, 0.5, 0.2689, 0.7311], [0.5, 0.2689, 0.5, 0.7311]]",

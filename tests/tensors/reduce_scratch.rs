@@ -221,6 +221,7 @@ fn run(row: &Value, x: &Tensor) -> Option<Tensor> {
         "max_dim" => x.max(dim, keep),
         "min_dim" => x.min(dim, keep),
         "argmax" => x.argmax(dim, keep),
+        "argmin" => x.argmin(dim, keep),
         _ => return None,
     };
     Some(r.unwrap())
@@ -393,11 +394,16 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
             vec![at as f64],
             "argmax on {device}"
         );
-        let (mn, _) = extreme(&xs, false);
+        let (mn, min_at) = extreme(&xs, false);
         assert_eq!(
             got(x.min(None, false).unwrap()),
             vec![mn],
             "min on {device}"
+        );
+        assert_eq!(
+            got(x.argmin(None, false).unwrap()),
+            vec![min_at as f64],
+            "argmin on {device}"
         );
         // Along dim 0 of x and dim 1 of its transpose: values, and first indices of the ties.
         for (t, d) in [(x.clone(), 0), (x.t().unwrap(), 1)] {
@@ -411,6 +417,11 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
             );
             let first: Vec<f64> = want.iter().map(|w| w.1 as f64).collect();
             assert_eq!(idx, first, "argmax({d}) on {device}");
+            let lows: Vec<f64> = (0..cols)
+                .map(|c| extreme(&col(c), false).1 as f64)
+                .collect();
+            let low_idx = got(t.argmin(Some(d), false).unwrap());
+            assert_eq!(low_idx, lows, "argmin({d}) on {device}");
             let sums: Vec<f64> = (0..cols).map(|c| col(c).iter().sum()).collect();
             assert_eq!(
                 got(t.sum(Some(d), false).unwrap()),

@@ -12,7 +12,7 @@ use super::convert::{
 use super::creation::MAX_VARIADIC_DIMS;
 use super::errors::{type_error, value_error};
 use torchlet_core::device::Device;
-use torchlet_core::tensor::{DType, Scalar, Tensor, UNARY_METHODS};
+use torchlet_core::tensor::{DType, Scalar, Tensor, REDUCE_METHODS, UNARY_METHODS};
 
 type Unary = fn(&Tensor) -> torchlet_core::tensor::Result<Tensor>;
 
@@ -435,38 +435,13 @@ fn register_shape_ops(engine: &mut Engine) {
     }
 }
 
+/// Every reduction of `tensor::REDUCE_METHODS`, as `t.name()`, `t.name(dim)` and
+/// `t.name(dim, keepdim)` (and `name(t, …)`), documented from its row.
 fn register_reductions(engine: &mut Engine) {
-    type Reduce = fn(&Tensor, Option<isize>, bool) -> torchlet_core::tensor::Result<Tensor>;
-    let reductions: [(&str, &str, Reduce); 5] = [
-        (
-            "sum",
-            "t.sum([dim[, keepdim]]) — sum of all elements, or along dim",
-            Tensor::sum,
-        ),
-        (
-            "mean",
-            "t.mean([dim[, keepdim]]) — mean of all elements, or along dim",
-            Tensor::mean,
-        ),
-        (
-            "max",
-            "t.max([dim[, keepdim]]) — largest element, or along dim",
-            Tensor::max,
-        ),
-        (
-            "min",
-            "t.min([dim[, keepdim]]) — smallest element, or along dim",
-            Tensor::min,
-        ),
-        (
-            "argmax",
-            "t.argmax([dim[, keepdim]]) — index of the largest element",
-            Tensor::argmax,
-        ),
-    ];
-    for (name, doc, op) in reductions {
+    for method in REDUCE_METHODS {
+        let (name, op) = (method.name, method.call);
         engine
-            .register_doc(name, &[doc], move |t: &mut Tensor| {
+            .register_doc(name, &[method.help], move |t: &mut Tensor| {
                 op(t, None, false).or_raise()
             })
             .register_fn(name, move |t: &mut Tensor, dim: INT| {

@@ -9,7 +9,8 @@
 //! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
 //! `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
 //! elementwise method of one and of two operands once (methods, backward, the script's entry and
-//! help) and list the rest for the script; `views` and
+//! help) and list the rest for the script; `reduce_list` declares each reduction once (its
+//! `ReduceOp`, fold, dtype rule, kernel, method, backward from `reduce_grad`, help); `views` and
 //! `inplace` share storage; `update` holds the optimizers' in-place updates (no autograd, no
 //! allocation); `grad` is the autograd surface of a tensor; `print` is PyTorch's repr; `autocast`
 //! is mixed precision (which listed op casts its inputs to which dtype, and the cast cache);
@@ -36,6 +37,8 @@ mod nn;
 mod print;
 mod random;
 mod reduce;
+mod reduce_grad;
+mod reduce_list;
 mod shape_ops;
 mod unary_list;
 mod update;
@@ -45,6 +48,7 @@ pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METH
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
 pub use random::manual_seed;
+pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};
 pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};
 pub use torchlet_alloc::types::{dtype, element, layout};
 pub use torchlet_alloc::types::{Category, DType, ErrorKind, Result, Scalar, TensorError};
