@@ -7,13 +7,9 @@ use torchlet_alloc::{
     TraceAction,
 };
 
-fn fresh() -> CachingAllocator<SimulatedMemory> {
-    CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())
-}
-
 #[test]
 fn snapshot_after_scenario_c_step_2_matches_reference() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     let x = a.malloc(4_000_000, 0, Some("x")).unwrap();
     let temp = a.malloc(4_000_000, 0, Some("temp")).unwrap();
     let snap = a.snapshot();
@@ -55,7 +51,7 @@ fn snapshot_after_scenario_c_step_2_matches_reference() {
 fn trace_sequence_matches_reference() {
     // Reference §5.2: x = randn(1000,1000); temp = x*2; del temp; empty_cache(); del x;
     // empty_cache(); an OOM attempt; a 1000-float tensor.
-    let a = fresh();
+    let a = common::fresh_allocator();
     a.record_memory_history(HistoryOptions::default());
     let x = a.malloc(4_000_000, 0, Some("x")).unwrap();
     let temp = a.malloc(4_000_000, 0, Some("temp")).unwrap();
@@ -116,7 +112,7 @@ fn trace_sequence_matches_reference() {
 
 #[test]
 fn ring_buffer_keeps_the_newest_entries() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     a.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 3,
@@ -163,7 +159,7 @@ fn ring_buffer_keeps_the_newest_entries() {
 
 #[test]
 fn blocks_tile_segments_and_serialize() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     let ps: Vec<u64> = [100, 3_000_000, 700, 12_000_000]
         .iter()
         .map(|&n| a.malloc(n, 0, Some("t")).unwrap())

@@ -29,31 +29,6 @@ fn start_kernel_logging_to(logs: Option<&std::path::Path>) -> Kernel {
     kernel_process::start(KEY, logs)
 }
 
-/// A shell connection to a kernel that listens.
-async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
-    let session = uuid::Uuid::new_v4().to_string();
-    let identity = peer_identity_for_session(&session).unwrap();
-    create_client_shell_connection_with_identity(info, &session, identity)
-        .await
-        .expect("connect shell")
-}
-
-/// An iopub subscription the kernel has confirmed with its welcome, so nothing published later is missed.
-async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
-    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
-        .await
-        .expect("connect iopub");
-    loop {
-        let msg = tokio::time::timeout(WAIT, iopub.read())
-            .await
-            .expect("an iopub_welcome in time")
-            .expect("a readable iopub message");
-        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
-            return iopub;
-        }
-    }
-}
-
 /// Start `code` (which prints `started` first) and return its msg_id once it runs.
 ///
 /// An interrupt sent before the cell starts is dropped (one sent while idle must not stop the next
@@ -149,7 +124,7 @@ fn frames(msg_type: &str, content: &str, signature: Option<&str>) -> zeromq::Zmq
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_messages_are_dropped_or_answered_and_the_kernel_keeps_serving() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let ready = request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(ready.header.msg_type, "kernel_info_reply");
 
@@ -229,14 +204,14 @@ async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
     // "message": Jupyter sends interrupt_request on control, as this test does.
     assert_eq!(interrupt_mode(), "message");
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         reply_status(&execute(&mut shell, "let kept = 41;").await).0,
         ReplyStatus::Ok
     );
 
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let running_id = start_cell(
         &mut shell,
         &mut iopub,
@@ -273,9 +248,9 @@ async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_stops_the_cell_not_the_kernel() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     start_cell(
         &mut shell,
         &mut iopub,
@@ -300,9 +275,9 @@ async fn sigint_stops_the_cell_not_the_kernel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_answers_while_a_cell_runs() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     start_cell(&mut shell, &mut iopub, "print(\"started\"); loop { }").await;
     let mut heartbeat = create_client_heartbeat_connection(&kernel.info)
         .await
@@ -318,13 +293,13 @@ async fn heartbeat_answers_while_a_cell_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_request_on_shell_stops_the_running_cell_and_is_answered_after_it() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         reply_status(&execute(&mut shell, "let kept = 41;").await).0,
         ReplyStatus::Ok
     );
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let running_id = start_cell(
         &mut shell,
         &mut iopub,
@@ -398,9 +373,9 @@ fn types(messages: &[JupyterMessage]) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comms_are_closed_or_dropped_and_comm_info_is_empty() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
 
     for target_name in [None, Some("jupyter.widget".to_string())] {
         let reply = request(&mut shell, CommInfoRequest { target_name }.into()).await;
@@ -490,7 +465,7 @@ async fn debug(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let info = request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         serde_json::to_value(&info.content).unwrap()["debugger"],
@@ -620,7 +595,7 @@ fn execution_count(reply: &JupyterMessage) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_runs() {
     let kernel = start_kernel();
-    let mut raw = raw_shell(&kernel.info).await;
+    let mut raw = raw_kernel_process::shell(&kernel.info).await;
     still_answers(&mut raw).await;
 
     let cell = br#"{"code": "let leaked = 1;"}"#;
@@ -641,7 +616,7 @@ async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_run
     }
     still_answers(&mut raw).await;
 
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let after = execute(&mut shell, "leaked").await;
     assert_eq!(
         reply_status(&after),
@@ -654,7 +629,7 @@ async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_run
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_frames_and_thousands_of_frames_are_answered_or_dropped() {
     let kernel = start_kernel();
-    let mut raw = raw_shell(&kernel.info).await;
+    let mut raw = raw_kernel_process::shell(&kernel.info).await;
     still_answers(&mut raw).await;
 
     let padding = "x".repeat(64 << 20);
@@ -701,7 +676,7 @@ async fn oversized_frames_and_thousands_of_frames_are_answered_or_dropped() {
         .unwrap();
     still_answers(&mut raw).await;
 
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let after = execute(&mut shell, "leaked").await;
     assert_eq!(reply_status(&after).1.as_deref(), Some("NameError"));
 }
@@ -731,7 +706,7 @@ async fn raw_control(info: &ConnectionInfo) -> zeromq::DealerSocket {
 async fn unknown_message_types_are_logged_and_ignored_as_ipykernel_does() {
     let logs = tempfile::tempdir().unwrap();
     let kernel = start_kernel_logging_to(Some(logs.path()));
-    let mut shell_socket = raw_shell(&kernel.info).await;
+    let mut shell_socket = raw_kernel_process::shell(&kernel.info).await;
     let mut control = raw_control(&kernel.info).await;
     for raw in [&mut shell_socket, &mut control] {
         raw.send(signed(&header("foo_request"), br#"{"a": 1}"#, 0))
@@ -747,7 +722,7 @@ async fn unknown_message_types_are_logged_and_ignored_as_ipykernel_does() {
             "{next:?}"
         );
     }
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let ran = execute(&mut shell, "1 + 1").await;
     assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
     assert_eq!(execution_count(&ran), 1);
@@ -796,8 +771,8 @@ async fn burst(shell: &mut ClientShellConnection, n: usize, first_count: usize) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_a_thousand_cells_is_answered_in_order_and_memory_stays_flat() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
-    let _iopub = iopub(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let _iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     burst(&mut shell, 1000, 1).await;
     let warm = rss_kib(kernel.child.id());
@@ -813,11 +788,11 @@ async fn a_burst_of_a_thousand_cells_is_answered_in_order_and_memory_stays_flat(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     for _ in 0..2 {
-        let mut iopub = iopub(&kernel.info).await;
-        let mut vanishing = raw_shell(&kernel.info).await;
+        let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+        let mut vanishing = raw_kernel_process::shell(&kernel.info).await;
         let cell = r#"{"code": "for i in 0..20000 { print(`line ${i} of a cell whose client has gone`); }"}"#;
         vanishing
             .send(signed(&header("execute_request"), cell.as_bytes(), 0))
@@ -842,7 +817,7 @@ async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
 async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
     let logs = tempfile::tempdir().unwrap();
     let kernel = start_kernel_logging_to(Some(logs.path()));
-    let mut raw = raw_shell(&kernel.info).await;
+    let mut raw = raw_kernel_process::shell(&kernel.info).await;
     let mut control = raw_control(&kernel.info).await;
     // Everything that makes the kernel log: bad signatures, garbage, unknown and malformed requests.
     for socket in [&mut raw, &mut control] {
@@ -872,7 +847,7 @@ async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
             .unwrap();
         let _ = next_frames(socket).await;
     }
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let failed = execute(&mut shell, "throw \"boom\"").await;
     assert_eq!(reply_status(&failed).0, ReplyStatus::Error);
     drop(kernel);
@@ -891,9 +866,9 @@ async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let stalled = iopub(&kernel.info).await;
+    let stalled = kernel_process::iopub(&kernel.info, WAIT).await;
     // 500 cells of four 16 KiB stream messages each: far more than the client's queue (1024
     // messages) and the socket buffers hold for a subscriber that never reads. Before the fix,
     // each reply then waited 10 s for iopub.
@@ -922,7 +897,7 @@ async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
     );
     // Once the stalled client goes, a new subscriber sees every output again.
     drop(stalled);
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let seen = published_for(
         &mut shell,
         &mut iopub,

@@ -1,6 +1,7 @@
 //! Shapes whose element count, strides or bytes overflow int64 are PyTorch's errors, on every
 //! device, and the session goes on.
 use crate::common;
+use common::device_test;
 
 use serde_json::Value;
 use torchlet_session::Session;
@@ -53,19 +54,16 @@ fn overflowing_shapes_give_pytorchs_errors_and_the_session_goes_on() {
     }
 }
 
-#[test]
-fn an_expanded_view_past_int64_elements_is_refused() {
-    for device in common::devices() {
-        let t = torchlet_core::tensor::Tensor::ones(
-            &[1],
-            &torchlet_core::tensor::TensorOptions::default().device(device),
-        )
-        .expect("ones");
-        let e = t.expand(&[1 << 40, 1 << 40]).expect_err("numel overflows");
-        assert_eq!(e.to_string(), "numel: integer multiplication overflow");
-        assert_eq!(
-            t.expand(&[1 << 20, 1 << 20]).expect("fits").numel(),
-            1 << 40
-        );
-    }
-}
+device_test!(fn an_expanded_view_past_int64_elements_is_refused(device) {
+    let t = torchlet_core::tensor::Tensor::ones(
+        &[1],
+        &torchlet_core::tensor::TensorOptions::default().device(device),
+    )
+    .expect("ones");
+    let e = t.expand(&[1 << 40, 1 << 40]).expect_err("numel overflows");
+    assert_eq!(e.to_string(), "numel: integer multiplication overflow");
+    assert_eq!(
+        t.expand(&[1 << 20, 1 << 20]).expect("fits").numel(),
+        1 << 40
+    );
+});

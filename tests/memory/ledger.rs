@@ -72,7 +72,7 @@ fn run_with_ledger_prints_it_after_the_output() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.rhai");
     std::fs::write(&path, PROGRAM).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["--simulate-cuda", "run", "--ledger"])
         .arg(&path)
         .output()

@@ -1,5 +1,7 @@
 //! Tensors print exactly as PyTorch 2.11 prints them (strings recorded from PyTorch in data/torch_repr.json).
 use crate::common;
+use common::device_test;
+use common::opts;
 
 use std::collections::HashMap;
 
@@ -9,10 +11,6 @@ use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn pytorch() -> HashMap<String, String> {
     serde_json::from_str(include_str!("../data/torch_repr.json")).expect("fixture parses")
-}
-
-fn opts(dtype: DType, device: Device) -> TensorOptions {
-    TensorOptions::default().dtype(dtype).device(device)
 }
 
 fn floats(values: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
@@ -118,20 +116,17 @@ fn cases(device: Device) -> Vec<(&'static str, Tensor)> {
     ]
 }
 
-#[test]
-fn values_print_like_pytorch_on_every_device() {
+device_test!(fn values_print_like_pytorch_on_every_device(device) {
     let expected = pytorch();
-    for device in common::devices() {
-        for (name, t) in cases(device) {
-            let host = t.to_device(Device::Cpu).unwrap();
-            assert_eq!(
-                host.to_string(),
-                expected[name],
-                "case {name} built on {device}"
-            );
-        }
+    for (name, t) in cases(device) {
+        let host = t.to_device(Device::Cpu).unwrap();
+        assert_eq!(
+            host.to_string(),
+            expected[name],
+            "case {name} built on {device}"
+        );
     }
-}
+});
 
 #[test]
 fn autograd_suffixes_print_like_pytorch() {
