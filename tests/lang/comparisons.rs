@@ -6,7 +6,6 @@ use common::device_test;
 
 use common::{error, value};
 
-use rhai::Array;
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {

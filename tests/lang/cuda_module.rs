@@ -3,7 +3,6 @@
 use crate::common;
 use common::exclusive;
 use common::figures::{SEGMENT, TWO_X, X};
-use rhai::Dynamic;
 use torchlet_session::Session;
 
 #[test]

@@ -4,7 +4,7 @@ use common::device_test;
 
 use common::value;
 
-use torchlet_session::{Outcome, Session};
+use torchlet_session::Session;
 
 #[test]
 fn deleted_name_is_not_defined() {
@@ -109,6 +109,7 @@ fn failed_input_keeps_variables_defined_before_it() {
 mod tensors {
     //! `del` frees GPU memory at once, unless something else still holds the tensor.
 
+    use crate::common;
     use crate::common::figures::X;
     use torchlet_session::Session;
 

@@ -1,18 +1,14 @@
 //! A `;` at the end of an input hides its value, as in IPython: in the session, the REPL and the kernel.
 use crate::common;
 use crate::common::kernel_process::{self, Kernel};
-use std::process::Command;
 use std::time::Duration;
 
 use expectrl::Session as Pty;
 use jupyter_protocol::{
-    ConnectionInfo, ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
+    ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
     KernelInfoRequest,
 };
-use jupyter_zmq_client::{
-    create_client_iopub_connection, create_client_shell_connection_with_identity,
-    peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
-};
+use jupyter_zmq_client::{ClientIoPubConnection, ClientShellConnection};
 use torchlet_session::Session;
 
 const WAIT: Duration = Duration::from_secs(30);

@@ -2,7 +2,7 @@
 use crate::common;
 use common::device_test;
 
-use torchlet_session::{Outcome, Session};
+use torchlet_session::Session;
 
 device_test!(fn a_function_reads_top_level_variables(dev: &str) {
     let (_guard, _) = common::gpu();

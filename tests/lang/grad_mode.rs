@@ -157,21 +157,21 @@ mod autograd {
         let (mut s, _) = Session::captured("<test>");
         plain(&mut s, "let w = ones(3, #{requires_grad: true});");
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "let a = w * 2; [a.requires_grad, a.grad_fn, a.is_leaf]"
             ),
             "[true, \"MulBackward0\", false]"
         );
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "no_grad { let b = w * 2; }; [b.requires_grad, b.grad_fn, b.is_leaf]"
             ),
             "[false, (), true]"
         );
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "no_grad { enable_grad { let c = (w * 2).sum(); } }; [c.requires_grad, c.grad_fn]"
             ),
@@ -188,7 +188,7 @@ mod autograd {
         // The reference's figures: 8001024 extra bytes with the graph, 512 under no_grad.
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
-        value(
+        plain(
             &mut s,
             "let w = randn(1000, 1000, #{device: \"cuda\", requires_grad: true});",
         );
@@ -205,7 +205,7 @@ mod autograd {
     fn backward_fills_grad_and_grad_can_be_freed() {
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
-        value(
+        plain(
             &mut s,
             "let w = tensor([1.0, 2.0, 3.0], #{requires_grad: true}); let loss = (w * w).sum();",
         );

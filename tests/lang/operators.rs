@@ -2,7 +2,7 @@
 //! one body run on every device.
 use crate::common;
 use common::device_test;
-use rhai::{Array, Dynamic};
+use rhai::Dynamic;
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {

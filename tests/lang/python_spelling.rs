@@ -1,9 +1,8 @@
 //! What a PyTorch user types runs: `import torch`, `torch.`/`torch.cuda.`/`F.` names, dtypes, `None`, `and`, `print(a, b)`, `range(n)`, `x.T`, slices, `@`, `exit()`.
 use crate::common;
 use common::{error, eval};
-use std::process::Command;
 
-use torchlet_session::{Outcome, ScriptError, Session};
+use torchlet_session::Session;
 
 #[test]
 fn the_articles_lines_run_as_typed_in_python() {
@@ -247,13 +246,13 @@ fn exit_and_quit_end_a_script_with_pythons_status() {
             .output()
             .expect("torchlet runs")
     };
-    let out = eval("print(\"a\"); exit(4); print(\"b\")");
+    let out = run("print(\"a\"); exit(4); print(\"b\")");
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a\n");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    let out = eval("quit()");
+    let out = run("quit()");
     assert_eq!(out.status.code(), Some(0));
-    let out = eval("exit(\"stopped early\")");
+    let out = run("exit(\"stopped early\")");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "stopped early\n");
 }
