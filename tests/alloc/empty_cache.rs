@@ -2,9 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, X};
-use torchlet_alloc::{
-    AllocConfig, CachingAllocator, DeviceAllocator, HistoryOptions, SimulatedMemory, TraceAction,
-};
+use torchlet_alloc::{DeviceAllocator, HistoryOptions, TraceAction};
 
 /// Reference §6 (b): `empty_cache()` with x alive keeps x's split segment.
 #[test]

@@ -2,10 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
-use torchlet_alloc::{
-    AllocConfig, CachingAllocator, DeviceAllocator, HistoryMode, HistoryOptions, SimulatedMemory,
-    TraceAction,
-};
+use torchlet_alloc::{DeviceAllocator, HistoryMode, HistoryOptions, TraceAction};
 
 #[test]
 fn snapshot_after_scenario_c_step_2_matches_reference() {

@@ -2,7 +2,7 @@
 use crate::common;
 
 use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
-use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
+use torchlet_alloc::DeviceAllocator;
 
 #[test]
 fn scenario_a_free_keeps_segment_cached() {

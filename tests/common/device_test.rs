@@ -77,6 +77,8 @@ pub fn run_stamped<T: TestDevice>(test: &str, stamp: Stamp, body: impl FnOnce(T)
 
 /// One `#[test]` per device from one body: `name_cpu`, `name_sim` and `name_cuda` (see the
 /// module's documentation for which of them a build runs).
+// A binary whose tests all run on one device set stamps none.
+#[allow(unused_macros)]
 macro_rules! device_test {
     ($(#[$meta:meta])* fn $name:ident($device:ident) $body:block) => {
         $crate::common::device_test!(

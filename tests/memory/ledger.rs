@@ -2,7 +2,6 @@
 //! `torchlet run --ledger`, `:ledger` and the session API.
 use crate::common;
 
-use std::process::Command;
 
 use torchlet_session::Session;
 

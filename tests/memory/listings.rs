@@ -5,7 +5,7 @@
 use crate::common;
 use common::device_test;
 use torchlet_core::device::Device;
-use torchlet_session::{Outcome, Session};
+use torchlet_session::Session;
 
 /// The `:vars` row of variable `name`, as its cells (columns are two or more spaces apart).
 fn row(vars: &str, name: &str) -> Vec<String> {
