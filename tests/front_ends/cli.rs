@@ -1,7 +1,7 @@
 //! The command line of DESIGN §2: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
 use crate::common;
 use common::{driver_has_a_gpu, text, write_script};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Run the binary under test with `args`.
 fn torchlet(args: &[&str]) -> Output {

@@ -4,7 +4,7 @@
 //! `tests/jupyter/setup.sh`; when that fails the tests fail with pip's output (they never skip).
 use crate::common;
 use common::repo;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

@@ -10,7 +10,6 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{
     create_client_control_connection, create_client_heartbeat_connection,
-    create_client_iopub_connection, create_client_shell_connection_with_identity,
     peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
 };
 use sha2::{Digest, Sha256};
@@ -595,7 +594,7 @@ fn execution_count(reply: &JupyterMessage) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_runs() {
     let kernel = start_kernel();
-    let mut raw = raw_kernel_process::shell(&kernel.info).await;
+    let mut raw = raw_shell(&kernel.info).await;
     still_answers(&mut raw).await;
 
     let cell = br#"{"code": "let leaked = 1;"}"#;
@@ -629,7 +628,7 @@ async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_run
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_frames_and_thousands_of_frames_are_answered_or_dropped() {
     let kernel = start_kernel();
-    let mut raw = raw_kernel_process::shell(&kernel.info).await;
+    let mut raw = raw_shell(&kernel.info).await;
     still_answers(&mut raw).await;
 
     let padding = "x".repeat(64 << 20);
@@ -706,7 +705,7 @@ async fn raw_control(info: &ConnectionInfo) -> zeromq::DealerSocket {
 async fn unknown_message_types_are_logged_and_ignored_as_ipykernel_does() {
     let logs = tempfile::tempdir().unwrap();
     let kernel = start_kernel_logging_to(Some(logs.path()));
-    let mut shell_socket = raw_kernel_process::shell(&kernel.info).await;
+    let mut shell_socket = raw_shell(&kernel.info).await;
     let mut control = raw_control(&kernel.info).await;
     for raw in [&mut shell_socket, &mut control] {
         raw.send(signed(&header("foo_request"), br#"{"a": 1}"#, 0))
@@ -792,7 +791,7 @@ async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
     request(&mut shell, KernelInfoRequest {}.into()).await;
     for _ in 0..2 {
         let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
-        let mut vanishing = raw_kernel_process::shell(&kernel.info).await;
+        let mut vanishing = raw_shell(&kernel.info).await;
         let cell = r#"{"code": "for i in 0..20000 { print(`line ${i} of a cell whose client has gone`); }"}"#;
         vanishing
             .send(signed(&header("execute_request"), cell.as_bytes(), 0))
@@ -817,7 +816,7 @@ async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
 async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
     let logs = tempfile::tempdir().unwrap();
     let kernel = start_kernel_logging_to(Some(logs.path()));
-    let mut raw = raw_kernel_process::shell(&kernel.info).await;
+    let mut raw = raw_shell(&kernel.info).await;
     let mut control = raw_control(&kernel.info).await;
     // Everything that makes the kernel log: bad signatures, garbage, unknown and malformed requests.
     for socket in [&mut raw, &mut control] {

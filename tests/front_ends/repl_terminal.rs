@@ -1,7 +1,6 @@
 //! The REPL driven through a pseudo-terminal: continuation lines, completion, Ctrl-C, commands, errors.
 use crate::common;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::figures::{SEGMENT, X};

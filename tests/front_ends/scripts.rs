@@ -5,8 +5,6 @@
 use crate::common;
 use common::repo;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
 use common::figures::{SEGMENT, TWO_X, X};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 use crate::common::repo;
 use std::collections::BTreeSet;
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
