@@ -140,7 +140,12 @@ fn all_reduce_combines_one_tensor_per_device() {
             ];
             collective::all_reduce(&ts, op).unwrap();
             for t in &ts {
-                assert_eq!(common::values_of(t), want, "{op:?} {dtype:?} on {}", t.device());
+                assert_eq!(
+                    common::values_of(t),
+                    want,
+                    "{op:?} {dtype:?} on {}",
+                    t.device()
+                );
             }
         }
     }
@@ -255,8 +260,14 @@ fn the_current_device_is_what_cuda_without_a_number_means() {
         "if x.device != \"cuda:1\" || y.device != \"cuda:1\" { throw \"not on cuda:1\"; }",
     );
     common::run(&mut s, "let z = x.cuda(0); del x;");
-    assert_eq!(common::int(&mut s, "cuda::memory_allocated(1)"), before1 + 1024);
-    assert_eq!(common::int(&mut s, "cuda::memory_allocated(0)"), before0 + 1024);
+    assert_eq!(
+        common::int(&mut s, "cuda::memory_allocated(1)"),
+        before1 + 1024
+    );
+    assert_eq!(
+        common::int(&mut s, "cuda::memory_allocated(0)"),
+        before0 + 1024
+    );
     // Every memory function takes the device, in any spelling.
     common::run(&mut s, "let m = cuda::memory_summary(#{device: 1, abbreviated: true}); if !m.contains(\"device ID 1\") { throw m; }");
     common::run(&mut s, "if cuda::memory_summary(\"cuda:0\") == cuda::memory_summary(1) { throw \"same summary\"; }");

@@ -156,7 +156,9 @@ fn tensors_grow_an_expandable_segment_of_cuda0_in_place() {
         "five 20 MiB pages"
     );
     let address = |s: &mut Session, name: &str| -> u64 {
-        common::eval(s, &format!("{name}.data_ptr()")).parse().unwrap()
+        common::eval(s, &format!("{name}.data_ptr()"))
+            .parse()
+            .unwrap()
     };
     let (px, py) = (address(&mut s, "x"), address(&mut s, "y"));
     assert_eq!(py, px + X, "y grew x's segment in place");

@@ -57,7 +57,11 @@ fn a_runtime_error_prints_file_line_col_kind_and_exits_one() {
 #[test]
 fn a_syntax_error_runs_nothing_and_exits_one() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_script(dir.path(), "syntax.rhai", "print(\"never\");\nlet x = (1 + ;\n");
+    let path = write_script(
+        dir.path(),
+        "syntax.rhai",
+        "print(\"never\");\nlet x = (1 + ;\n",
+    );
     let out = torchlet(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "");

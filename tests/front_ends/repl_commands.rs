@@ -36,7 +36,10 @@ fn help_lists_commands_and_explains_names() {
         assert!(index.contains(name), "{name} missing from:\n{index}");
     }
     assert!(common::command_text(s.run_command(":help del")).starts_with("del x, y"));
-    assert!(common::command_text(s.run_command(":help cuda::memory_reserved")).contains("caching allocator"));
+    assert!(
+        common::command_text(s.run_command(":help cuda::memory_reserved"))
+            .contains("caching allocator")
+    );
     assert!(common::command_text(s.run_command(":help :trace")).contains("device memory changed"));
     s.execute("/// Doubles a number.\nfn twice(a) { a * 2 }");
     assert_eq!(
@@ -68,7 +71,10 @@ fn vars_lists_variables_and_forgets_deleted_ones() {
 fn switches_take_on_or_off() {
     let mut s = session();
     assert_eq!(common::command_text(s.run_command(":time on")), "timing on");
-    assert_eq!(common::command_text(s.run_command(":time off")), "timing off");
+    assert_eq!(
+        common::command_text(s.run_command(":time off")),
+        "timing off"
+    );
     let bad = error(s.run_command(":trace maybe"));
     assert_eq!(bad, "UsageError: :trace takes on or off, e.g. :trace on");
     let bad = error(s.run_command(":vars now"));
@@ -144,7 +150,10 @@ fn unknown_and_terminal_only_commands_say_why() {
 fn memory_commands_report_the_simulated_gpu() {
     let _gpu = common::setup_simulated_gpu();
     let (mut s, out) = Session::captured("<test>");
-    assert_eq!(common::command_text(s.run_command(":trace on")), "memory trace on");
+    assert_eq!(
+        common::command_text(s.run_command(":trace on")),
+        "memory trace on"
+    );
     assert!(s
         .execute("let x = randn(1000, 1000).cuda();")
         .error

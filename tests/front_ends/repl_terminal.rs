@@ -3,8 +3,8 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::figures::{SEGMENT, X};
 use common::driver_has_a_gpu;
+use common::figures::{SEGMENT, X};
 use expectrl::{Eof, Regex, Session};
 use tempfile::TempDir;
 

@@ -81,7 +81,10 @@ fn an_illegal_address_in_a_kernel_is_a_clear_error_on_every_later_statement() {
         "this test needs a real GPU: build it with --features gpu-tests and run it with TORCHLET_TEST_DEVICE=cuda"
     );
     let out = run(FAULT, &[]);
-    let (stdout, err) = (crate::common::text(&out.stdout), crate::common::text(&out.stderr));
+    let (stdout, err) = (
+        crate::common::text(&out.stdout),
+        crate::common::text(&out.stderr),
+    );
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{err}");
     assert!(stdout.starts_with("before: 4"), "{stdout}\n{err}");
     // Every statement after the fault fails, and is caught, rather than crashing the process.

@@ -9,7 +9,9 @@ use torchlet_session::Session;
 fn availability_and_names() {
     let _g = exclusive();
     let (mut s, _) = Session::captured("<test>");
-    assert!(common::dynamic(&mut s, "cuda::is_available()").as_bool().unwrap());
+    assert!(common::dynamic(&mut s, "cuda::is_available()")
+        .as_bool()
+        .unwrap());
     assert!(common::int(&mut s, "cuda::device_count()") >= 1);
     assert_eq!(common::int(&mut s, "cuda::current_device()"), 0);
     let name = common::dynamic(&mut s, "cuda::get_device_name()").to_string();
@@ -21,7 +23,9 @@ fn availability_and_names() {
         name,
         common::dynamic(&mut s, "cuda::get_device_name(\"cuda:0\")").to_string()
     );
-    assert!(common::dynamic(&mut s, "cuda::synchronize(); true").as_bool().unwrap());
+    assert!(common::dynamic(&mut s, "cuda::synchronize(); true")
+        .as_bool()
+        .unwrap());
 }
 
 #[test]
@@ -75,9 +79,15 @@ fn the_article_numbers_in_one_session() {
         "x keeps its segment split"
     );
     assert_eq!(common::int(&mut s, "max_memory_allocated()"), TWO_X as i64);
-    assert_eq!(common::int(&mut s, "cuda::max_memory_reserved()"), SEGMENT as i64);
+    assert_eq!(
+        common::int(&mut s, "cuda::max_memory_reserved()"),
+        SEGMENT as i64
+    );
     common::run(&mut s, "cuda::reset_peak_memory_stats();");
-    assert_eq!(common::int(&mut s, "cuda::max_memory_allocated()"), X as i64);
+    assert_eq!(
+        common::int(&mut s, "cuda::max_memory_allocated()"),
+        X as i64
+    );
     common::run(&mut s, "del x; cuda::empty_cache();");
     assert_eq!(common::int(&mut s, "memory_reserved()"), 0);
 }

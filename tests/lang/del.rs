@@ -1,8 +1,7 @@
 //! `del x` and `del x, y`: the name is gone, its tensor freed at once, the rest of the scope intact.
 use crate::common;
-use common::device_test;
 
-use common::value;
+use common::{device_test, value};
 
 use torchlet_session::Session;
 
@@ -21,7 +20,10 @@ fn deleted_name_is_not_defined() {
 #[test]
 fn deleting_in_one_input_then_using_later_in_it_fails_at_the_use() {
     let (mut s, _) = Session::captured("<test>");
-    let e = common::error(&mut s, "let x = 1;\nlet y = 2;\ndel x;\nprint(y);\nprint(x);");
+    let e = common::error(
+        &mut s,
+        "let x = 1;\nlet y = 2;\ndel x;\nprint(y);\nprint(x);",
+    );
     assert_eq!(e.kind, "NameError");
     assert_eq!(e.line, Some(5));
     assert_eq!(
@@ -239,15 +241,17 @@ fn del_of_an_item_frees_that_tensor_at_once() {
     assert_eq!(value(s.execute("keep.len()")), "1");
 }
 
-device_test!(fn del_of_grad_clears_the_gradient_and_keeps_the_tensor(dev: &str) {
-    let (_guard, _) = common::gpu();
-    let (mut s, _) = Session::captured("<test>");
-    let code = format!(
-        r#"let w = ones(3, #{{device: "{dev}", requires_grad: true}});
+device_test!(
+    fn del_of_grad_clears_the_gradient_and_keeps_the_tensor(dev: &str) {
+        let (_guard, _) = common::gpu();
+        let (mut s, _) = Session::captured("<test>");
+        let code = format!(
+            r#"let w = ones(3, #{{device: "{dev}", requires_grad: true}});
             (w * 2).sum().backward(); del w.grad; [w.grad == (), w.requires_grad]"#
-    );
-    assert_eq!(value(s.execute(&code)), "[true, true]", "on {dev}");
-});
+        );
+        assert_eq!(value(s.execute(&code)), "[true, true]", "on {dev}");
+    }
+);
 
 #[test]
 fn del_of_what_cannot_be_deleted_says_what_can() {

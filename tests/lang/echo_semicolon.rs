@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use expectrl::Session as Pty;
 use jupyter_protocol::{
-    ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
-    KernelInfoRequest,
+    ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
 };
 use jupyter_zmq_client::{ClientIoPubConnection, ClientShellConnection};
 use torchlet_session::Session;

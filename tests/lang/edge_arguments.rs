@@ -163,39 +163,41 @@ fn session(device: &str) -> Session {
     )
 }
 
-device_test!(fn edge_arguments_give_values_or_errors_never_panics(device: &str) {
-    let _g = common::exclusive();
-    let mut panics = Vec::new();
-    let mut ran = 0;
-    let mut s = session(device);
-    for subject in SUBJECTS {
-        for method in METHODS {
-            let dot = if method.starts_with('[') { "" } else { "." };
-            ran += 1;
-            if let Err(e) = survives(&mut s, &format!("{subject}{dot}{method}")) {
-                panics.push(format!("{device}: {e}"));
+device_test!(
+    fn edge_arguments_give_values_or_errors_never_panics(device: &str) {
+        let _g = common::exclusive();
+        let mut panics = Vec::new();
+        let mut ran = 0;
+        let mut s = session(device);
+        for subject in SUBJECTS {
+            for method in METHODS {
+                let dot = if method.starts_with('[') { "" } else { "." };
+                ran += 1;
+                if let Err(e) = survives(&mut s, &format!("{subject}{dot}{method}")) {
+                    panics.push(format!("{device}: {e}"));
+                }
             }
         }
-    }
-    for call in CALLS {
-        for value in VALUES {
-            ran += 1;
-            if let Err(e) = survives(&mut s, &call.replace("{a}", value)) {
-                panics.push(format!("{device}: {e}"));
+        for call in CALLS {
+            for value in VALUES {
+                ran += 1;
+                if let Err(e) = survives(&mut s, &call.replace("{a}", value)) {
+                    panics.push(format!("{device}: {e}"));
+                }
             }
         }
+        // The session still computes after all of it.
+        let outcome = s.execute("(ones([2, 2], dev) * 3).sum().item()");
+        assert_eq!(
+            outcome.value.map(|v| v.plain),
+            Some("12.0".into()),
+            "{device}"
+        );
+        assert!(
+            panics.is_empty(),
+            "{} of {ran} snippets panicked:\n{}",
+            panics.len(),
+            panics.join("\n")
+        );
     }
-    // The session still computes after all of it.
-    let outcome = s.execute("(ones([2, 2], dev) * 3).sum().item()");
-    assert_eq!(
-        outcome.value.map(|v| v.plain),
-        Some("12.0".into()),
-        "{device}"
-    );
-    assert!(
-        panics.is_empty(),
-        "{} of {ran} snippets panicked:\n{}",
-        panics.len(),
-        panics.join("\n")
-    );
-});
+);

@@ -4,18 +4,20 @@ use common::device_test;
 
 use torchlet_session::Session;
 
-device_test!(fn a_function_reads_top_level_variables(dev: &str) {
-    let (_guard, _) = common::gpu();
-    let (mut s, _) = Session::captured("<test>");
-    let code = format!(
-        r#"let w = ones(3, #{{device: "{dev}"}}) * 2;
+device_test!(
+    fn a_function_reads_top_level_variables(dev: &str) {
+        let (_guard, _) = common::gpu();
+        let (mut s, _) = Session::captured("<test>");
+        let code = format!(
+            r#"let w = ones(3, #{{device: "{dev}"}}) * 2;
             let lr = 0.5;
             fn scaled() {{ w * lr }}
             fn total() {{ scaled().sum().item() }}
             total()"#
-    );
-    assert_eq!(common::value(s.execute(&code)), "3.0", "on {dev}");
-});
+        );
+        assert_eq!(common::value(s.execute(&code)), "3.0", "on {dev}");
+    }
+);
 
 #[test]
 fn functions_see_variables_bound_in_later_inputs() {

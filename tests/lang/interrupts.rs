@@ -74,7 +74,10 @@ fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
         let _ = s.execute("w.grad = ();");
         assert_eq!(a.memory_allocated(), before, "after {delay_us} µs");
         assert_eq!(common::plain(&mut s, "x.sum().item() == keep"), "true");
-        assert_eq!(common::plain(&mut s, "w.requires_grad && w.is_leaf"), "true");
+        assert_eq!(
+            common::plain(&mut s, "w.requires_grad && w.is_leaf"),
+            "true"
+        );
         // And the session computes again.
         assert_eq!(common::plain(&mut s, "(x * 0).sum().item()"), "0.0");
     }

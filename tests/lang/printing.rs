@@ -135,36 +135,38 @@ mod tensors {
 
     use crate::common::device_test;
 
-    device_test!(fn print_and_echo_use_pytorch_format(device: &str) {
-        let (mut s, out) = Session::captured("<test>");
-        let suffix = if device == "cuda" {
-            ", device='cuda:0'"
-        } else {
-            ""
-        };
-        let code = format!("let t = tensor([[0.1234, -1.0], [2.5, 3.0]], #{{device: \"{device}\"}}); print(t); t");
-        let outcome = s.execute(&code);
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-        let want = format!("tensor([[ 0.1234, -1.0000],\n        [ 2.5000,  3.0000]]{suffix})");
-        assert_eq!(out.stdout_text(), format!("{want}\n"), "print on {device}");
-        let echo = outcome.value.expect("a tensor echoes");
-        assert_eq!(echo.plain, want, "echo on {device}");
-        assert!(
-            echo.html.unwrap().starts_with("<pre>tensor("),
-            "notebooks get HTML"
-        );
-        out.clear();
-        let outcome = s.execute(&format!("print(tensor([1, 2], #{{device: \"{device}\"}}).to(\"float16\")); display(ones(2, #{{device: \"{device}\"}}))"));
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-        let events = out.events();
-        assert_eq!(
-            events[0],
-            OutputEvent::Stdout(format!("tensor([1., 2.]{suffix}, dtype=torch.float16)\n"))
-        );
-        assert!(
-            matches!(&events[1], OutputEvent::Display(d) if d.plain == format!("tensor([1., 1.]{suffix})"))
-        );
-    });
+    device_test!(
+        fn print_and_echo_use_pytorch_format(device: &str) {
+            let (mut s, out) = Session::captured("<test>");
+            let suffix = if device == "cuda" {
+                ", device='cuda:0'"
+            } else {
+                ""
+            };
+            let code = format!("let t = tensor([[0.1234, -1.0], [2.5, 3.0]], #{{device: \"{device}\"}}); print(t); t");
+            let outcome = s.execute(&code);
+            assert!(outcome.error.is_none(), "{:?}", outcome.error);
+            let want = format!("tensor([[ 0.1234, -1.0000],\n        [ 2.5000,  3.0000]]{suffix})");
+            assert_eq!(out.stdout_text(), format!("{want}\n"), "print on {device}");
+            let echo = outcome.value.expect("a tensor echoes");
+            assert_eq!(echo.plain, want, "echo on {device}");
+            assert!(
+                echo.html.unwrap().starts_with("<pre>tensor("),
+                "notebooks get HTML"
+            );
+            out.clear();
+            let outcome = s.execute(&format!("print(tensor([1, 2], #{{device: \"{device}\"}}).to(\"float16\")); display(ones(2, #{{device: \"{device}\"}}))"));
+            assert!(outcome.error.is_none(), "{:?}", outcome.error);
+            let events = out.events();
+            assert_eq!(
+                events[0],
+                OutputEvent::Stdout(format!("tensor([1., 2.]{suffix}, dtype=torch.float16)\n"))
+            );
+            assert!(
+                matches!(&events[1], OutputEvent::Display(d) if d.plain == format!("tensor([1., 1.]{suffix})"))
+            );
+        }
+    );
 
     #[test]
     fn large_tensors_are_summarised() {
@@ -176,25 +178,27 @@ mod tensors {
         );
     }
 
-    device_test!(fn properties_and_lists_read_back(device: &str) {
-        let (mut s, _) = Session::captured("<test>");
-        let code = format!(
+    device_test!(
+        fn properties_and_lists_read_back(device: &str) {
+            let (mut s, _) = Session::captured("<test>");
+            let code = format!(
             "let t = arange(6, #{{device: \"{device}\"}}).reshape(2, 3).float();
                  [t.shape, t.dtype, t.is_cuda, t.nbytes, t.size(-1), t.dim(), t.numel(), t.element_size(), t[1].tolist(), t.sum().item()]"
         );
-        let outcome = s.execute(&code);
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-        let cuda = device == "cuda";
-        assert_eq!(
-            outcome.value.unwrap().plain,
-            format!("[[2, 3], \"float32\", {cuda}, 24, 3, 2, 6, 4, [3.0, 4.0, 5.0], 15.0]")
-        );
-        let outcome = s.execute("t.device");
-        assert_eq!(
-            outcome.value.unwrap().plain,
-            if cuda { "cuda:0" } else { "cpu" }
-        );
-    });
+            let outcome = s.execute(&code);
+            assert!(outcome.error.is_none(), "{:?}", outcome.error);
+            let cuda = device == "cuda";
+            assert_eq!(
+                outcome.value.unwrap().plain,
+                format!("[[2, 3], \"float32\", {cuda}, 24, 3, 2, 6, 4, [3.0, 4.0, 5.0], 15.0]")
+            );
+            let outcome = s.execute("t.device");
+            assert_eq!(
+                outcome.value.unwrap().plain,
+                if cuda { "cuda:0" } else { "cpu" }
+            );
+        }
+    );
 }
 
 #[test]

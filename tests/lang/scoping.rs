@@ -9,11 +9,12 @@ fn error_kind(outcome: Outcome) -> String {
     outcome.error.expect("an error").kind
 }
 
-device_test!(fn names_bound_in_blocks_outlive_the_block(dev: &str) {
-    let (_guard, _) = common::gpu();
-    let (mut s, _) = Session::captured("<test>");
-    let code = format!(
-        r#"let dev = #{{device: "{dev}"}};
+device_test!(
+    fn names_bound_in_blocks_outlive_the_block(dev: &str) {
+        let (_guard, _) = common::gpu();
+        let (mut s, _) = Session::captured("<test>");
+        let code = format!(
+            r#"let dev = #{{device: "{dev}"}};
             for i in 0..3 {{ let last = ones(2, dev) * i; }}
             if true {{ let picked = 7; }}
             let n = 0;
@@ -21,9 +22,14 @@ device_test!(fn names_bound_in_blocks_outlive_the_block(dev: &str) {
             try {{ let tried = 1; throw "x"; }} catch (e) {{ let caught = 2; }}
             no_grad {{ let quiet = zeros(1, dev); }};
             [last.sum().item(), picked, seen, tried, caught, quiet.numel()]"#
-    );
-    assert_eq!(common::value(s.execute(&code)), "[4.0, 7, 2, 1, 2, 1]", "on {dev}");
-});
+        );
+        assert_eq!(
+            common::value(s.execute(&code)),
+            "[4.0, 7, 2, 1, 2, 1]",
+            "on {dev}"
+        );
+    }
+);
 
 #[test]
 fn assignment_binds_a_new_name_and_rebinds_after_del() {
@@ -56,21 +62,23 @@ fn a_plain_block_keeps_its_names_local() {
     assert_eq!(error_kind(s.execute("local")), "NameError");
 }
 
-device_test!(fn rebinding_in_a_block_keeps_one_binding_of_the_name(dev: &str) {
-    let (_guard, _) = common::gpu();
-    let (mut s, _) = Session::captured("<test>");
-    let code = format!(
-        r#"let t = ones(3, #{{device: "{dev}"}});
+device_test!(
+    fn rebinding_in_a_block_keeps_one_binding_of_the_name(dev: &str) {
+        let (_guard, _) = common::gpu();
+        let (mut s, _) = Session::captured("<test>");
+        let code = format!(
+            r#"let t = ones(3, #{{device: "{dev}"}});
             if true {{ let t = t * 2; }}
             t.sum().item()"#
-    );
-    assert_eq!(common::value(s.execute(&code)), "6.0", "on {dev}");
-    assert_eq!(
-        s.variable_names().iter().filter(|n| *n == "t").count(),
-        1,
-        "one `t` on {dev}"
-    );
-});
+        );
+        assert_eq!(common::value(s.execute(&code)), "6.0", "on {dev}");
+        assert_eq!(
+            s.variable_names().iter().filter(|n| *n == "t").count(),
+            1,
+            "one `t` on {dev}"
+        );
+    }
+);
 
 #[test]
 fn a_loops_previous_value_lives_until_it_is_rebound() {

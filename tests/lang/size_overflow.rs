@@ -4,6 +4,7 @@ use crate::common;
 use common::device_test;
 
 use serde_json::Value;
+use torchlet_core::device::Device;
 use torchlet_session::Session;
 
 fn recorded() -> Vec<(String, String, String)> {
@@ -54,16 +55,18 @@ fn overflowing_shapes_give_pytorchs_errors_and_the_session_goes_on() {
     }
 }
 
-device_test!(fn an_expanded_view_past_int64_elements_is_refused(device) {
-    let t = torchlet_core::tensor::Tensor::ones(
-        &[1],
-        &torchlet_core::tensor::TensorOptions::default().device(device),
-    )
-    .expect("ones");
-    let e = t.expand(&[1 << 40, 1 << 40]).expect_err("numel overflows");
-    assert_eq!(e.to_string(), "numel: integer multiplication overflow");
-    assert_eq!(
-        t.expand(&[1 << 20, 1 << 20]).expect("fits").numel(),
-        1 << 40
-    );
-});
+device_test!(
+    fn an_expanded_view_past_int64_elements_is_refused(device: Device) {
+        let t = torchlet_core::tensor::Tensor::ones(
+            &[1],
+            &torchlet_core::tensor::TensorOptions::default().device(device),
+        )
+        .expect("ones");
+        let e = t.expand(&[1 << 40, 1 << 40]).expect_err("numel overflows");
+        assert_eq!(e.to_string(), "numel: integer multiplication overflow");
+        assert_eq!(
+            t.expand(&[1 << 20, 1 << 20]).expect("fits").numel(),
+            1 << 40
+        );
+    }
+);

@@ -958,39 +958,41 @@ fn observe(s: &mut Session, out: &CapturedOutput, snippet: &str) -> Result<Strin
     Ok(text)
 }
 
-device_test!(fn every_row_gives_its_expected_value_on_every_device(device: &str) {
-    let (_g, _a) = common::gpu();
-    // The first matrix product makes this thread's cuBLAS workspace, which lives as long as the
-    // process: make it now, in a segment of its own, not in the tail of one a row left cached.
-    let (mut s, _) = session("cuda");
-    common::run(
-        &mut s,
-        "matmul(ones([2, 2], gpu), ones([2, 2], gpu)); empty_cache();",
-    );
-    drop(s);
-    let mut failures = Vec::new();
-    let shown = if device == "cuda" { "cuda:0" } else { device };
-    for (key, snippet, expected) in ROWS {
-        let (mut s, out) = session(device);
-        let want = figures_in(expected).replace("{dev}", shown);
-        match observe(&mut s, &out, snippet) {
-            Ok(got) if got == want => {}
-            Ok(got) => failures.push(format!(
+device_test!(
+    fn every_row_gives_its_expected_value_on_every_device(device: &str) {
+        let (_g, _a) = common::gpu();
+        // The first matrix product makes this thread's cuBLAS workspace, which lives as long as the
+        // process: make it now, in a segment of its own, not in the tail of one a row left cached.
+        let (mut s, _) = session("cuda");
+        common::run(
+            &mut s,
+            "matmul(ones([2, 2], gpu), ones([2, 2], gpu)); empty_cache();",
+        );
+        drop(s);
+        let mut failures = Vec::new();
+        let shown = if device == "cuda" { "cuda:0" } else { device };
+        for (key, snippet, expected) in ROWS {
+            let (mut s, out) = session(device);
+            let want = figures_in(expected).replace("{dev}", shown);
+            match observe(&mut s, &out, snippet) {
+                Ok(got) if got == want => {}
+                Ok(got) => failures.push(format!(
                 "{key} on {device}:\n  snippet:  {snippet}\n  expected: {want}\n  got:      {got}"
             )),
-            Err(e) => failures.push(format!(
-                "{key} on {device}:\n  snippet:  {snippet}\n  failed:   {e}"
-            )),
+                Err(e) => failures.push(format!(
+                    "{key} on {device}:\n  snippet:  {snippet}\n  failed:   {e}"
+                )),
+            }
         }
+        assert!(
+            failures.is_empty(),
+            "{} of {} rows differ:\n{}",
+            failures.len(),
+            ROWS.len(),
+            failures.join("\n")
+        );
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} rows differ:\n{}",
-        failures.len(),
-        ROWS.len(),
-        failures.join("\n")
-    );
-});
+);
 
 fn int(value: &Dynamic) -> i64 {
     value
@@ -1325,7 +1327,9 @@ fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
         &mut s,
         "del temp; try { let huge = empty([1 << 40], #{device: \"cuda\"}); } catch (e) { }",
     );
-    let trace = array(&array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0]);
+    let trace = array(
+        &array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0],
+    );
     check_trace(&trace);
     let got = events(&trace);
     assert_eq!(got.len(), 7, "{got:?}");
@@ -1347,8 +1351,8 @@ fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
     }
     assert_eq!(got[6].2, 4 << 40, "the rounded request");
     common::run(&mut s, "cuda::record_memory_history(()); del x;");
-    assert!(
-        array(&array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0])
-            .is_empty()
-    );
+    assert!(array(
+        &array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0]
+    )
+    .is_empty());
 }

@@ -2,7 +2,6 @@
 //! `torchlet run --ledger`, `:ledger` and the session API.
 use crate::common;
 
-
 use torchlet_session::Session;
 
 const PROGRAM: &str = "let x = randn(1000, 1000).cuda();

@@ -20,52 +20,54 @@ fn row(vars: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
-device_test!(fn a_view_shows_its_own_bytes_and_the_storage_it_keeps_alive(device) {
-    let _gpu = common::gpu();
-    let (mut s, _) = Session::captured("<test>");
-    common::run(
-        &mut s,
-        &format!("let x = randn(1000, 1000, #{{device: \"{device}\"}}); let v = x[0];"),
-    );
-    let vars = common::command_text(s.run_command(":vars"));
-    assert_eq!(
-        row(&vars, "name"),
-        ["name", "type", "shape", "dtype", "device", "bytes", "holds", "storage"]
-    );
-    // On a GPU the storage holds the allocator's block: 4000000 B rounded up to 512.
-    let held = match device {
-        Device::Cuda(_) => "4000256 (3.81 MiB)",
-        Device::Cpu => "4000000 (3.81 MiB)",
-    };
-    let expected_v = [
-        "v",
-        "Tensor",
-        "[1000]",
-        "float32",
-        &device.to_string(),
-        "4000 (3.91 KiB)",
-        held,
-        "#1 shared with x",
-    ];
-    assert_eq!(row(&vars, "v"), expected_v, "{device}:\n{vars}");
-    assert_eq!(
-        row(&vars, "x")[5..],
-        ["4000000 (3.81 MiB)", held, "#1 shared with v"]
-    );
-    if device.is_cuda() {
-        assert!(
-            vars.contains("cuda:0: variables hold 4000256 B (3.81 MiB) of the "),
-            "the shared storage counts once:\n{vars}"
+device_test!(
+    fn a_view_shows_its_own_bytes_and_the_storage_it_keeps_alive(device: Device) {
+        let _gpu = common::gpu();
+        let (mut s, _) = Session::captured("<test>");
+        common::run(
+            &mut s,
+            &format!("let x = randn(1000, 1000, #{{device: \"{device}\"}}); let v = x[0];"),
+        );
+        let vars = common::command_text(s.run_command(":vars"));
+        assert_eq!(
+            row(&vars, "name"),
+            ["name", "type", "shape", "dtype", "device", "bytes", "holds", "storage"]
+        );
+        // On a GPU the storage holds the allocator's block: 4000000 B rounded up to 512.
+        let held = match device {
+            Device::Cuda(_) => "4000256 (3.81 MiB)",
+            Device::Cpu => "4000000 (3.81 MiB)",
+        };
+        let expected_v = [
+            "v",
+            "Tensor",
+            "[1000]",
+            "float32",
+            &device.to_string(),
+            "4000 (3.91 KiB)",
+            held,
+            "#1 shared with x",
+        ];
+        assert_eq!(row(&vars, "v"), expected_v, "{device}:\n{vars}");
+        assert_eq!(
+            row(&vars, "x")[5..],
+            ["4000000 (3.81 MiB)", held, "#1 shared with v"]
+        );
+        if device.is_cuda() {
+            assert!(
+                vars.contains("cuda:0: variables hold 4000256 B (3.81 MiB) of the "),
+                "the shared storage counts once:\n{vars}"
+            );
+        }
+        common::run(&mut s, "del x;");
+        let vars = common::command_text(s.run_command(":vars"));
+        assert_eq!(
+            row(&vars, "v")[5..],
+            ["4000 (3.91 KiB)", held, "#1"],
+            "{vars}"
         );
     }
-    common::run(&mut s, "del x;");
-    let vars = common::command_text(s.run_command(":vars"));
-    assert_eq!(
-        row(&vars, "v")[5..],
-        ["4000 (3.91 KiB)", held, "#1"],
-        "{vars}"
-    );
-});
+);
 
 #[test]
 fn cublas_workspaces_are_named_in_the_trace_mem_and_vars() {

@@ -1,9 +1,8 @@
 //! `autocast(#{dtype, enabled, device_type}) { … }`: PyTorch's mixed precision, its lists and its cast cache.
 use crate::common;
-use common::device_test;
 use torchlet_session::{Completeness, Session};
 
-use common::value;
+use common::{device_test, value};
 
 /// A session with `x` (data) and `w` (a weight that requires grad), 64×64 float32 on `device`.
 fn session_on(device: &str) -> Session {
@@ -137,38 +136,42 @@ fn a_weight_used_twice_is_cast_once_and_its_cast_is_freed_when_the_block_ends() 
     drop(allocator);
 }
 
-device_test!(fn gradients_of_float32_leaves_arrive_in_float32(device: &str) {
-    let _gpu = common::exclusive();
-    let mut s = session_on(device);
-    let code = format!(
-        r#"let x2 = x.clone().requires_grad_();
+device_test!(
+    fn gradients_of_float32_leaves_arrive_in_float32(device: &str) {
+        let _gpu = common::exclusive();
+        let mut s = session_on(device);
+        let code = format!(
+            r#"let x2 = x.clone().requires_grad_();
             autocast(#{{dtype: "bfloat16", device_type: "{device}"}}) {{
                 let h = x2.matmul(w).relu();
                 let loss = h.matmul(w).float().pow(2).mean();
             }}
             loss.backward();
             [h.dtype, loss.dtype, w.grad.dtype, x2.grad.dtype]"#
-    );
-    assert_eq!(
-        value(s.execute(&code)),
-        r#"["bfloat16", "float32", "float32", "float32"]"#,
-        "{device}"
-    );
-});
+        );
+        assert_eq!(
+            value(s.execute(&code)),
+            r#"["bfloat16", "float32", "float32", "float32"]"#,
+            "{device}"
+        );
+    }
+);
 
-device_test!(fn only_the_device_type_of_the_block_is_cast(device: &str) {
-    let _gpu = common::exclusive();
-    let mut s = session_on(device);
-    let code = r#"
+device_test!(
+    fn only_the_device_type_of_the_block_is_cast(device: &str) {
+        let _gpu = common::exclusive();
+        let mut s = session_on(device);
+        let code = r#"
             autocast(#{dtype: "bfloat16", device_type: "cuda"}) { let a = x.matmul(w); }
             autocast(#{dtype: "bfloat16", device_type: "cpu"}) { let b = x.matmul(w); }
             [a.dtype, b.dtype]"#;
-    let expected = match device {
-        "cpu" => r#"["float32", "bfloat16"]"#,
-        _ => r#"["bfloat16", "float32"]"#,
-    };
-    assert_eq!(value(s.execute(code)), expected, "{device}");
-});
+        let expected = match device {
+            "cpu" => r#"["float32", "bfloat16"]"#,
+            _ => r#"["bfloat16", "float32"]"#,
+        };
+        assert_eq!(value(s.execute(code)), expected, "{device}");
+    }
+);
 
 #[test]
 fn cpu_autocast_follows_pytorchs_cpu_lists() {

@@ -1,8 +1,8 @@
 //! The model ops in scripts (`linear`, `bmm`, `layer_norm`, `dropout`, `relu_`): their spellings
 //! and keywords, PyTorch's errors, and a session that keeps every tensor after one.
 use crate::common;
-use common::plain;
 use common::exclusive;
+use common::plain;
 use torchlet_session::{ScriptError, Session};
 
 /// A session with a layer's tensors on the GPU.

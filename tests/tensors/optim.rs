@@ -2,8 +2,7 @@
 //! f64 (foreach and single-tensor paths, on every device), zero_grad, state, `nn::linear_params`,
 //! and the errors a script gets, with PyTorch's messages.
 use crate::common;
-use common::device_test;
-use common::{opts, outcome};
+use common::{device_test, opts, outcome};
 
 use torchlet_core::device::Device;
 use torchlet_core::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
@@ -116,7 +115,11 @@ fn adam_reference(o: &AdamOptions, r: &mut Reference, grad: &[f64]) {
 
 /// Three steps of `algorithm` over two parameters (and one without a gradient), compared with
 /// `reference` after each step, on every device and on both paths.
-fn check_steps(device: Device, algorithm: Algorithm, reference: fn(&Algorithm, &mut Reference, &[f64])) {
+fn check_steps(
+    device: Device,
+    algorithm: Algorithm,
+    reference: fn(&Algorithm, &mut Reference, &[f64]),
+) {
     for foreach in [None, Some(true), Some(false)] {
         let algorithm = with_foreach(&algorithm, foreach);
         let what = format!("{algorithm:?} on {device}");
@@ -181,158 +184,185 @@ fn adam(algorithm: &Algorithm, r: &mut Reference, g: &[f64]) {
     adam_reference(o, r, g)
 }
 
-device_test!(fn sgd_with_momentum_dampening_and_weight_decay_follows_the_formula(device) {
-    check_steps(
-        device,
-        Algorithm::Sgd(SgdOptions {
-            lr: Number::float(0.1),
-            momentum: Number::float(0.9),
-            dampening: Number::float(0.25),
-            weight_decay: Number::float(0.01),
+device_test!(
+    fn sgd_with_momentum_dampening_and_weight_decay_follows_the_formula(device: Device) {
+        check_steps(
+            device,
+            Algorithm::Sgd(SgdOptions {
+                lr: Number::float(0.1),
+                momentum: Number::float(0.9),
+                dampening: Number::float(0.25),
+                weight_decay: Number::float(0.01),
+                ..SgdOptions::default()
+            }),
+            sgd,
+        );
+    }
+);
+
+device_test!(
+    fn sgd_plain_nesterov_and_maximize_follow_the_formula(device: Device) {
+        check_steps(device, Algorithm::Sgd(SgdOptions::default()), sgd);
+        let nesterov = SgdOptions {
+            lr: Number::float(0.05),
+            momentum: Number::float(0.8),
+            nesterov: true,
             ..SgdOptions::default()
-        }),
-        sgd,
-    );
-});
+        };
+        check_steps(device, Algorithm::Sgd(nesterov.clone()), sgd);
+        let maximize = SgdOptions {
+            maximize: true,
+            weight_decay: Number::float(0.1),
+            ..nesterov
+        };
+        check_steps(device, Algorithm::Sgd(maximize), sgd);
+    }
+);
 
-device_test!(fn sgd_plain_nesterov_and_maximize_follow_the_formula(device) {
-    check_steps(device, Algorithm::Sgd(SgdOptions::default()), sgd);
-    let nesterov = SgdOptions {
-        lr: Number::float(0.05),
-        momentum: Number::float(0.8),
-        nesterov: true,
-        ..SgdOptions::default()
-    };
-    check_steps(device, Algorithm::Sgd(nesterov.clone()), sgd);
-    let maximize = SgdOptions {
-        maximize: true,
-        weight_decay: Number::float(0.1),
-        ..nesterov
-    };
-    check_steps(device, Algorithm::Sgd(maximize), sgd);
-});
-
-device_test!(fn adam_and_adamw_follow_the_formula(device) {
-    let big_steps = |o: AdamOptions| AdamOptions {
-        lr: Number::float(0.1),
-        ..o
-    };
-    check_steps(device, Algorithm::Adam(big_steps(AdamOptions::adam())), adam);
-    check_steps(device, Algorithm::Adam(big_steps(AdamOptions::adamw())), adam);
-    let l2 = AdamOptions {
-        weight_decay: Number::float(0.05),
-        amsgrad: true,
-        ..big_steps(AdamOptions::adam())
-    };
-    check_steps(device, Algorithm::Adam(l2.clone()), adam);
-    let maximize = AdamOptions {
-        maximize: true,
-        betas: (Number::float(0.5), Number::float(0.75)),
-        ..l2
-    };
-    check_steps(device, Algorithm::Adam(maximize), adam);
-});
+device_test!(
+    fn adam_and_adamw_follow_the_formula(device: Device) {
+        let big_steps = |o: AdamOptions| AdamOptions {
+            lr: Number::float(0.1),
+            ..o
+        };
+        check_steps(
+            device,
+            Algorithm::Adam(big_steps(AdamOptions::adam())),
+            adam,
+        );
+        check_steps(
+            device,
+            Algorithm::Adam(big_steps(AdamOptions::adamw())),
+            adam,
+        );
+        let l2 = AdamOptions {
+            weight_decay: Number::float(0.05),
+            amsgrad: true,
+            ..big_steps(AdamOptions::adam())
+        };
+        check_steps(device, Algorithm::Adam(l2.clone()), adam);
+        let maximize = AdamOptions {
+            maximize: true,
+            betas: (Number::float(0.5), Number::float(0.75)),
+            ..l2
+        };
+        check_steps(device, Algorithm::Adam(maximize), adam);
+    }
+);
 
 fn session() -> Session {
     common::uses_gpu();
     Session::captured("<optim>").0
 }
 
-device_test!(fn zero_grad_frees_by_default_and_zeroes_when_asked(device: &str) {
-    let mut s = session();
-    let setup = format!(
-        "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
+device_test!(
+    fn zero_grad_frees_by_default_and_zeroes_when_asked(device: &str) {
+        let mut s = session();
+        let setup = format!(
+            "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
              let opt = optim::SGD([w], #{{lr: 0.1}});
              (w * 2).sum().backward();"
-    );
-    outcome(&mut s, &setup).unwrap();
-    outcome(&mut s, "opt.zero_grad(#{set_to_none: false});").unwrap();
-    assert_eq!(
-        outcome(&mut s, "w.grad.abs().sum().item() == 0.0").unwrap(),
-        "true"
-    );
-    assert_eq!(outcome(&mut s, "w.grad.requires_grad").unwrap(), "false");
-    // The next backward adds into the zeros.
-    outcome(&mut s, "(w * 3).sum().backward();").unwrap();
-    assert_eq!(outcome(&mut s, "w.grad.sum().item() == 36.0").unwrap(), "true");
-    outcome(&mut s, "opt.zero_grad();").unwrap();
-    assert_eq!(outcome(&mut s, "w.grad == ()").unwrap(), "true");
-    let (kind, message) = outcome(&mut s, "opt.zero_grad(#{set_to_nothing: 1});").unwrap_err();
-    assert_eq!(kind, "TypeError");
-    assert!(message.contains("set_to_none"), "{message}");
-});
-
-device_test!(fn state_appears_at_the_first_step_under_pytorch_names(device: &str) {
-    let mut s = session();
-    let setup = format!(
-        "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
-             let opt = optim::AdamW([w]);"
-    );
-    outcome(&mut s, &setup).unwrap();
-    assert_eq!(outcome(&mut s, "opt.state[w].len()").unwrap(), "0");
-    outcome(&mut s, "(w * w).sum().backward(); opt.step(); opt.step();").unwrap();
-    let checks = [
-        r#"opt.state[w].keys() == ["exp_avg", "exp_avg_sq", "step"]"#,
-        "opt.state[w].step.item() == 2.0 && opt.state[w].step.device == \"cpu\"",
-        "opt.state[w].exp_avg.shape == [3, 4]",
-        "opt.state[w].exp_avg_sq.device == w.device",
-        r#"opt.to_string().contains("AdamW (\nParameter Group 0\n    amsgrad: False\n    betas: (0.9, 0.999)\n")"#,
-        r#"opt.to_string().contains("    weight_decay: 0.01\n)")"#,
-    ];
-    for check in checks {
-        assert_eq!(outcome(&mut s, check).unwrap(), "true", "{check} on {device}");
+        );
+        outcome(&mut s, &setup).unwrap();
+        outcome(&mut s, "opt.zero_grad(#{set_to_none: false});").unwrap();
+        assert_eq!(
+            outcome(&mut s, "w.grad.abs().sum().item() == 0.0").unwrap(),
+            "true"
+        );
+        assert_eq!(outcome(&mut s, "w.grad.requires_grad").unwrap(), "false");
+        // The next backward adds into the zeros.
+        outcome(&mut s, "(w * 3).sum().backward();").unwrap();
+        assert_eq!(
+            outcome(&mut s, "w.grad.sum().item() == 36.0").unwrap(),
+            "true"
+        );
+        outcome(&mut s, "opt.zero_grad();").unwrap();
+        assert_eq!(outcome(&mut s, "w.grad == ()").unwrap(), "true");
+        let (kind, message) = outcome(&mut s, "opt.zero_grad(#{set_to_nothing: 1});").unwrap_err();
+        assert_eq!(kind, "TypeError");
+        assert!(message.contains("set_to_none"), "{message}");
     }
-});
+);
 
-device_test!(fn linear_params_are_initialised_as_nn_linear(device: &str) {
-    let mut s = session();
-    outcome(
-        &mut s,
-        &format!("let l = nn::linear_params(400, 30, #{{device: \"{device}\"}});"),
-    )
-    .unwrap();
-    assert_eq!(outcome(&mut s, "l.weight.shape").unwrap(), "[30, 400]");
-    assert_eq!(outcome(&mut s, "l.bias.shape").unwrap(), "[30]");
-    assert_eq!(
-        outcome(&mut s, "l.weight.requires_grad && l.bias.is_leaf").unwrap(),
-        "true"
-    );
-    // Uniform on ±1/sqrt(400) = ±0.05: inside the bound, and spread over it.
-    let max = outcome(&mut s, "l.weight.abs().max().item()").unwrap();
-    let max: f64 = max.parse().unwrap();
-    assert!(max <= 0.05 && max > 0.045, "{max}");
-    let mean: f64 = outcome(&mut s, "l.weight.mean().item()")
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(mean.abs() < 0.005, "{mean}");
-    let bmax: f64 = outcome(&mut s, "l.bias.abs().max().item()")
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(bmax <= 0.05 && bmax > 0.02, "{bmax}");
-    outcome(
-        &mut s,
-        "let nb = nn::linear_params(4, 2, #{bias: false, dtype: \"float64\"});",
-    )
-    .unwrap();
-    assert_eq!(
-        outcome(&mut s, "nb.bias == () && nb.weight.dtype == \"float64\"").unwrap(),
-        "true"
-    );
-    // nn::parameters: arrays in order, a map's weight before its bias.
-    outcome(&mut s, "let ps = nn::parameters([l, nb]);").unwrap();
-    assert_eq!(outcome(&mut s, "ps.len()").unwrap(), "3");
-    assert_eq!(
+device_test!(
+    fn state_appears_at_the_first_step_under_pytorch_names(device: &str) {
+        let mut s = session();
+        let setup = format!(
+            "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
+             let opt = optim::AdamW([w]);"
+        );
+        outcome(&mut s, &setup).unwrap();
+        assert_eq!(outcome(&mut s, "opt.state[w].len()").unwrap(), "0");
+        outcome(&mut s, "(w * w).sum().backward(); opt.step(); opt.step();").unwrap();
+        let checks = [
+            r#"opt.state[w].keys() == ["exp_avg", "exp_avg_sq", "step"]"#,
+            "opt.state[w].step.item() == 2.0 && opt.state[w].step.device == \"cpu\"",
+            "opt.state[w].exp_avg.shape == [3, 4]",
+            "opt.state[w].exp_avg_sq.device == w.device",
+            r#"opt.to_string().contains("AdamW (\nParameter Group 0\n    amsgrad: False\n    betas: (0.9, 0.999)\n")"#,
+            r#"opt.to_string().contains("    weight_decay: 0.01\n)")"#,
+        ];
+        for check in checks {
+            assert_eq!(
+                outcome(&mut s, check).unwrap(),
+                "true",
+                "{check} on {device}"
+            );
+        }
+    }
+);
+
+device_test!(
+    fn linear_params_are_initialised_as_nn_linear(device: &str) {
+        let mut s = session();
         outcome(
             &mut s,
-            "ps[0].shape == [30, 400] && ps[1].shape == [30] && ps[2].shape == [2, 4]"
+            &format!("let l = nn::linear_params(400, 30, #{{device: \"{device}\"}});"),
         )
-        .unwrap(),
-        "true"
-    );
-    outcome(&mut s, "let opt = optim::SGD(ps, #{lr: 0.5});").unwrap();
-});
+        .unwrap();
+        assert_eq!(outcome(&mut s, "l.weight.shape").unwrap(), "[30, 400]");
+        assert_eq!(outcome(&mut s, "l.bias.shape").unwrap(), "[30]");
+        assert_eq!(
+            outcome(&mut s, "l.weight.requires_grad && l.bias.is_leaf").unwrap(),
+            "true"
+        );
+        // Uniform on ±1/sqrt(400) = ±0.05: inside the bound, and spread over it.
+        let max = outcome(&mut s, "l.weight.abs().max().item()").unwrap();
+        let max: f64 = max.parse().unwrap();
+        assert!(max <= 0.05 && max > 0.045, "{max}");
+        let mean: f64 = outcome(&mut s, "l.weight.mean().item()")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mean.abs() < 0.005, "{mean}");
+        let bmax: f64 = outcome(&mut s, "l.bias.abs().max().item()")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(bmax <= 0.05 && bmax > 0.02, "{bmax}");
+        outcome(
+            &mut s,
+            "let nb = nn::linear_params(4, 2, #{bias: false, dtype: \"float64\"});",
+        )
+        .unwrap();
+        assert_eq!(
+            outcome(&mut s, "nb.bias == () && nb.weight.dtype == \"float64\"").unwrap(),
+            "true"
+        );
+        // nn::parameters: arrays in order, a map's weight before its bias.
+        outcome(&mut s, "let ps = nn::parameters([l, nb]);").unwrap();
+        assert_eq!(outcome(&mut s, "ps.len()").unwrap(), "3");
+        assert_eq!(
+            outcome(
+                &mut s,
+                "ps[0].shape == [30, 400] && ps[1].shape == [30] && ps[2].shape == [2, 4]"
+            )
+            .unwrap(),
+            "true"
+        );
+        outcome(&mut s, "let opt = optim::SGD(ps, #{lr: 0.5});").unwrap();
+    }
+);
 
 /// (code, kind, message) for each mistake; each runs in a session that then still works.
 const MISTAKES: &[(&str, &str, &str)] = &[

@@ -1,7 +1,6 @@
 //! Tensors print exactly as PyTorch 2.11 prints them (strings recorded from PyTorch in data/torch_repr.json).
 use crate::common;
-use common::device_test;
-use common::opts;
+use common::{device_test, opts};
 
 use std::collections::HashMap;
 
@@ -116,17 +115,19 @@ fn cases(device: Device) -> Vec<(&'static str, Tensor)> {
     ]
 }
 
-device_test!(fn values_print_like_pytorch_on_every_device(device) {
-    let expected = pytorch();
-    for (name, t) in cases(device) {
-        let host = t.to_device(Device::Cpu).unwrap();
-        assert_eq!(
-            host.to_string(),
-            expected[name],
-            "case {name} built on {device}"
-        );
+device_test!(
+    fn values_print_like_pytorch_on_every_device(device: Device) {
+        let expected = pytorch();
+        for (name, t) in cases(device) {
+            let host = t.to_device(Device::Cpu).unwrap();
+            assert_eq!(
+                host.to_string(),
+                expected[name],
+                "case {name} built on {device}"
+            );
+        }
     }
-});
+);
 
 #[test]
 fn autograd_suffixes_print_like_pytorch() {

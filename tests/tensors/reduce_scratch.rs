@@ -350,106 +350,111 @@ fn extreme(xs: &[f64], max: bool) -> (f64, usize) {
     best
 }
 
-device_test!(fn reductions_split_across_blocks_compute_the_same_results_on_every_device(device) {
-    let (rows, cols) = (3000, 300);
-    let h = DeviceProps::H200;
-    let f32_sum = KernelTraits::of(ReduceOp::Sum, DType::F32, false);
-    let pair = KernelTraits::of(ReduceOp::Max, DType::F32, true);
-    // The shapes below are ones a GPU's plan splits across blocks.
-    assert!(staging(&[rows * cols], &[1], 0, &[0], &f32_sum, &h).is_some());
-    assert!(staging(&[rows, cols], &[cols, 1], 0, &[0], &pair, &h).is_some());
-    assert!(staging(&[cols, rows], &[1, cols], 0, &[1], &pair, &h).is_some());
-    let xs = values(rows * cols);
-    let col = |c: usize| (0..rows).map(|r| xs[r * cols + c]).collect::<Vec<f64>>();
-    // cuda:0's allocator is shared with the tests that record its history.
-    let _guard = common::gpu();
-    let o = TensorOptions::default().device(device);
-    let v = xs
-        .iter()
-        .map(|&x| torchlet_core::tensor::Scalar::Float(x))
-        .collect();
-    let x = Tensor::from_values(v, vec![rows, cols], &o).unwrap();
-    let got = |t: Tensor| t.to_vec_f64().unwrap();
-    let total: f64 = xs.iter().sum();
-    assert_eq!(
-        got(x.sum(None, false).unwrap()),
-        vec![total],
-        "sum on {device}"
-    );
-    let mean = got(x.mean(None, false).unwrap())[0];
-    assert!(
-        (mean - total / xs.len() as f64).abs() < 1e-6,
-        "mean on {device}"
-    );
-    let (mx, at) = extreme(&xs, true);
-    assert_eq!(
-        got(x.max(None, false).unwrap()),
-        vec![mx],
-        "max on {device}"
-    );
-    assert_eq!(
-        got(x.argmax(None, false).unwrap()),
-        vec![at as f64],
-        "argmax on {device}"
-    );
-    let (mn, _) = extreme(&xs, false);
-    assert_eq!(
-        got(x.min(None, false).unwrap()),
-        vec![mn],
-        "min on {device}"
-    );
-    // Along dim 0 of x and dim 1 of its transpose: values, and first indices of the ties.
-    for (t, d) in [(x.clone(), 0), (x.t().unwrap(), 1)] {
-        let want: Vec<(f64, usize)> = (0..cols).map(|c| extreme(&col(c), true)).collect();
-        let vals = got(t.max(Some(d), false).unwrap());
-        let idx = got(t.argmax(Some(d), false).unwrap());
+device_test!(
+    fn reductions_split_across_blocks_compute_the_same_results_on_every_device(device: Device) {
+        let (rows, cols) = (3000, 300);
+        let h = DeviceProps::H200;
+        let f32_sum = KernelTraits::of(ReduceOp::Sum, DType::F32, false);
+        let pair = KernelTraits::of(ReduceOp::Max, DType::F32, true);
+        // The shapes below are ones a GPU's plan splits across blocks.
+        assert!(staging(&[rows * cols], &[1], 0, &[0], &f32_sum, &h).is_some());
+        assert!(staging(&[rows, cols], &[cols, 1], 0, &[0], &pair, &h).is_some());
+        assert!(staging(&[cols, rows], &[1, cols], 0, &[1], &pair, &h).is_some());
+        let xs = values(rows * cols);
+        let col = |c: usize| (0..rows).map(|r| xs[r * cols + c]).collect::<Vec<f64>>();
+        // cuda:0's allocator is shared with the tests that record its history.
+        let _guard = common::gpu();
+        let o = TensorOptions::default().device(device);
+        let v = xs
+            .iter()
+            .map(|&x| torchlet_core::tensor::Scalar::Float(x))
+            .collect();
+        let x = Tensor::from_values(v, vec![rows, cols], &o).unwrap();
+        let got = |t: Tensor| t.to_vec_f64().unwrap();
+        let total: f64 = xs.iter().sum();
         assert_eq!(
-            vals,
-            want.iter().map(|w| w.0).collect::<Vec<_>>(),
-            "max({d}) on {device}"
+            got(x.sum(None, false).unwrap()),
+            vec![total],
+            "sum on {device}"
         );
-        let first: Vec<f64> = want.iter().map(|w| w.1 as f64).collect();
-        assert_eq!(idx, first, "argmax({d}) on {device}");
-        let sums: Vec<f64> = (0..cols).map(|c| col(c).iter().sum()).collect();
+        let mean = got(x.mean(None, false).unwrap())[0];
+        assert!(
+            (mean - total / xs.len() as f64).abs() < 1e-6,
+            "mean on {device}"
+        );
+        let (mx, at) = extreme(&xs, true);
         assert_eq!(
-            got(t.sum(Some(d), false).unwrap()),
-            sums,
-            "sum({d}) on {device}"
+            got(x.max(None, false).unwrap()),
+            vec![mx],
+            "max on {device}"
         );
+        assert_eq!(
+            got(x.argmax(None, false).unwrap()),
+            vec![at as f64],
+            "argmax on {device}"
+        );
+        let (mn, _) = extreme(&xs, false);
+        assert_eq!(
+            got(x.min(None, false).unwrap()),
+            vec![mn],
+            "min on {device}"
+        );
+        // Along dim 0 of x and dim 1 of its transpose: values, and first indices of the ties.
+        for (t, d) in [(x.clone(), 0), (x.t().unwrap(), 1)] {
+            let want: Vec<(f64, usize)> = (0..cols).map(|c| extreme(&col(c), true)).collect();
+            let vals = got(t.max(Some(d), false).unwrap());
+            let idx = got(t.argmax(Some(d), false).unwrap());
+            assert_eq!(
+                vals,
+                want.iter().map(|w| w.0).collect::<Vec<_>>(),
+                "max({d}) on {device}"
+            );
+            let first: Vec<f64> = want.iter().map(|w| w.1 as f64).collect();
+            assert_eq!(idx, first, "argmax({d}) on {device}");
+            let sums: Vec<f64> = (0..cols).map(|c| col(c).iter().sum()).collect();
+            assert_eq!(
+                got(t.sum(Some(d), false).unwrap()),
+                sums,
+                "sum({d}) on {device}"
+            );
+        }
     }
-});
+);
 
-device_test!(fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device(device) {
-    // 18 700 periods of 1009 values, summed from the second element: one element past a 16-byte
-    // boundary, so a head comes before the first aligned load and a tail after the last. The GPU
-    // plan splits it over many blocks, each slice long enough for the 512-thread sum kernel (eight
-    // 16-byte loads a thread, float16 too).
-    let period = values(1009);
-    let periods = 18_700;
-    let n = period.len() * periods;
-    for (dtype, per_load) in [(DType::F32, 4), (DType::F16, 8)] {
-        let traits = KernelTraits::of(ReduceOp::Sum, dtype, false);
-        let plan = staging(&[n - 1], &[1], 1, &[0], &traits, &DeviceProps::H200).expect("split");
-        let slice = (n - 1) / plan.ctas_per_output;
-        assert!(slice >= 8 * 512 * per_load, "{dtype:?}: {plan:?}");
+device_test!(
+    fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device(device: Device) {
+        // 18 700 periods of 1009 values, summed from the second element: one element past a 16-byte
+        // boundary, so a head comes before the first aligned load and a tail after the last. The GPU
+        // plan splits it over many blocks, each slice long enough for the 512-thread sum kernel (eight
+        // 16-byte loads a thread, float16 too).
+        let period = values(1009);
+        let periods = 18_700;
+        let n = period.len() * periods;
+        for (dtype, per_load) in [(DType::F32, 4), (DType::F16, 8)] {
+            let traits = KernelTraits::of(ReduceOp::Sum, dtype, false);
+            let plan =
+                staging(&[n - 1], &[1], 1, &[0], &traits, &DeviceProps::H200).expect("split");
+            let slice = (n - 1) / plan.ctas_per_output;
+            assert!(slice >= 8 * 512 * per_load, "{dtype:?}: {plan:?}");
+        }
+        // A whole period sums to 0 and every partial sum is a small integer, exact in float32.
+        let total = -period[0];
+        let _guard = common::gpu();
+        let o = TensorOptions::default().device(device);
+        let v = period
+            .iter()
+            .map(|&x| torchlet_core::tensor::Scalar::Float(x))
+            .collect();
+        let x = Tensor::from_values(v, vec![1, period.len()], &o).unwrap();
+        let x = x.repeat(&[periods, 1]).unwrap().reshape(&[-1]).unwrap();
+        let tail = x.narrow(0, 1, n - 1).unwrap();
+        let got = tail.sum(None, false).unwrap().to_vec_f64().unwrap();
+        assert_eq!(got, vec![total], "sum on {device}");
+        let half = tail.to_dtype(DType::F16).unwrap().sum(None, false).unwrap();
+        assert_eq!(
+            half.to_vec_f64().unwrap(),
+            vec![total],
+            "float16 sum on {device}"
+        );
     }
-    // A whole period sums to 0 and every partial sum is a small integer, exact in float32.
-    let total = -period[0];
-    let _guard = common::gpu();
-    let o = TensorOptions::default().device(device);
-    let v = period
-        .iter()
-        .map(|&x| torchlet_core::tensor::Scalar::Float(x))
-        .collect();
-    let x = Tensor::from_values(v, vec![1, period.len()], &o).unwrap();
-    let x = x.repeat(&[periods, 1]).unwrap().reshape(&[-1]).unwrap();
-    let tail = x.narrow(0, 1, n - 1).unwrap();
-    let got = tail.sum(None, false).unwrap().to_vec_f64().unwrap();
-    assert_eq!(got, vec![total], "sum on {device}");
-    let half = tail.to_dtype(DType::F16).unwrap().sum(None, false).unwrap();
-    assert_eq!(
-        half.to_vec_f64().unwrap(),
-        vec![total],
-        "float16 sum on {device}"
-    );
-});
+);
