@@ -7,6 +7,7 @@
 //! `tests/data/torch_traces/NAME.json` and, on the first difference, prints both sides' events
 //! around it with the line of each program that caused them.
 use crate::common;
+use common::repo;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -32,10 +33,6 @@ const CONTEXT: usize = 6;
 const PLACEMENT_STATS: &str = "inactive_split";
 
 use common::parity_known::KNOWN;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn traces_dir() -> PathBuf {
     repo().join("tests/data/torch_traces")
