@@ -194,7 +194,7 @@ fn every_binary_operator_frees_its_left_operand_first_as_cpython_does() {
     let (_g, _a) = common::gpu();
     for row in torchlet_core::tensor::BINARY_METHODS {
         let (mut s, _) = Session::captured("<test>");
-        run(
+        common::run(
             &mut s,
             "let a = randn(2, 100).cuda(); let b = randn(100).cuda();",
         );

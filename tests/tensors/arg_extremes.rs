@@ -1,15 +1,12 @@
 //! `argmin` and `argmax` on every device: first index of the extreme, NaN as the extreme, whole
 //! and along a dim (negative dims, keepdim, strided views, every dtype), and the empty errors.
 use crate::common;
+use common::device_test;
 
+use torchlet_core::device::Device;
 use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
-fn tensor(
-    vals: &[f64],
-    shape: &[usize],
-    dtype: DType,
-    device: torchlet_core::device::Device,
-) -> Tensor {
+fn tensor(vals: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
     let v = vals.iter().map(|&x| Scalar::Float(x)).collect();
     let o = TensorOptions::default().dtype(dtype).device(device);
     Tensor::from_values(v, shape.to_vec(), &o).unwrap()
@@ -35,9 +32,8 @@ fn arg(t: &Tensor, min: bool, dim: Option<isize>, keepdim: bool) -> Tensor {
     r.unwrap()
 }
 
-#[test]
-fn ties_give_the_first_index_and_nan_counts_as_the_extreme() {
-    for device in common::devices() {
+device_test!(
+    fn ties_give_the_first_index_and_nan_counts_as_the_extreme(device: Device) {
         for (min, ties) in [(true, [3.0, 1.0, 2.0, 1.0]), (false, [1.0, 3.0, 2.0, 3.0])] {
             let t = tensor(&ties, &[4], DType::F32, device);
             assert_eq!(
@@ -80,11 +76,10 @@ fn ties_give_the_first_index_and_nan_counts_as_the_extreme() {
             "cols on {device}"
         );
     }
-}
+);
 
-#[test]
-fn argmin_along_dims_of_every_sign_with_and_without_keepdim() {
-    for device in common::devices() {
+device_test!(
+    fn argmin_along_dims_of_every_sign_with_and_without_keepdim(device: Device) {
         // [[4, 1, 1], [0, 5, 0]]
         let t = tensor(&[4.0, 1.0, 1.0, 0.0, 5.0, 0.0], &[2, 3], DType::F32, device);
         let whole = t.argmin(None, false).unwrap();
@@ -138,11 +133,10 @@ fn argmin_along_dims_of_every_sign_with_and_without_keepdim() {
             "dim out of range on {device}"
         );
     }
-}
+);
 
-#[test]
-fn argmin_and_argmax_of_every_dtype() {
-    for device in common::devices() {
+device_test!(
+    fn argmin_and_argmax_of_every_dtype(device: Device) {
         for dtype in DType::ALL {
             let vals: &[f64] = if dtype == DType::Bool {
                 &[1.0, 0.0, 1.0, 0.0]
@@ -172,11 +166,10 @@ fn argmin_and_argmax_of_every_dtype() {
             );
         }
     }
-}
+);
 
-#[test]
-fn argmin_of_nothing_is_an_error_that_says_to_give_a_dim() {
-    for device in common::devices() {
+device_test!(
+    fn argmin_of_nothing_is_an_error_that_says_to_give_a_dim(device: Device) {
         let o = TensorOptions::default().device(device);
         let empty = Tensor::zeros(&[0], &o).unwrap();
         let e = empty.argmin(None, false).unwrap_err().to_string();
@@ -194,4 +187,4 @@ fn argmin_of_nothing_is_an_error_that_says_to_give_a_dim() {
             "empty dim on {device}"
         );
     }
-}
+);
