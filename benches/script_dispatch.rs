@@ -39,12 +39,12 @@ fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
         );
         let mut scope = scope.clone();
         if named {
-            torchlet_rhai::provenance::begin_input(&state, "<bench>", &code);
+            torchlet_rhai::runtime::provenance::begin_input(&state, "<bench>", &code);
         }
         let start = Instant::now();
         engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
         let elapsed = start.elapsed();
-        torchlet_rhai::provenance::end_input(&state);
+        torchlet_rhai::runtime::provenance::end_input(&state);
         elapsed
     };
     timed(format!("for i in 0..{iters} {{ {body} }}"))

@@ -68,7 +68,7 @@ fn help_prints_the_one_line_doc() {
     assert!(s.execute("help(\"zeros\")").error.is_none());
     assert_eq!(
         out.stdout_text(),
-        format!("{}\n", torchlet_rhai::help::doc("zeros").unwrap())
+        format!("{}\n", torchlet_rhai::surface::help::doc("zeros").unwrap())
     );
     out.clear();
     assert!(s.execute("help(\"cuda::memory_reserved\")").error.is_none());

@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
 use rhai::{Dynamic, Map};
-use torchlet_rhai::help::{self, Kind};
+use torchlet_rhai::surface::help::{self, Kind};
 use torchlet_session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
 /// Bound before every row: `dev` (the row's device as options), `gpu` (cuda:0 as options),

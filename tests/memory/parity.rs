@@ -235,7 +235,7 @@ fn run_one_program() {
     {
         let lines = lines.clone();
         let count = events_so_far.clone();
-        torchlet_rhai::lifetimes::register_line_hook(session.engine_mut(), move |line| {
+        torchlet_rhai::runtime::lifetimes::register_line_hook(session.engine_mut(), move |line| {
             lines.borrow_mut().push((count(), line))
         });
     }

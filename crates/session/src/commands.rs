@@ -3,7 +3,7 @@ use std::time::Instant;
 
 use super::memory;
 use super::{DisplayData, Outcome, ScriptError, Session};
-use torchlet_rhai::help;
+use torchlet_rhai::surface::help;
 
 /// One `:command`: its name, its arguments, and what it does.
 #[derive(Clone, Copy, Debug)]
@@ -218,7 +218,7 @@ impl Session {
             return Ok(Some(DisplayData::text(text.replace(" \n", "\n"))));
         }
         if matches!(name, "Tensor" | "cuda") || help::doc(name).is_some() {
-            let text = torchlet_rhai::output::help_text(name);
+            let text = torchlet_rhai::surface::output::help_text(name);
             return Ok(Some(DisplayData::text(text.trim_end())));
         }
         // Not part of the language: a function the user defined, or one of Rhai's own.

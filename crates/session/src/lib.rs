@@ -38,8 +38,8 @@ pub use outcome::{Completeness, Outcome, ScriptError};
 // interrupt flag, and the explanations' reports.
 pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, DisplayData, Picture};
 // What a front end asks of the language's syntax: the call open at a cursor, a name's characters.
-pub use torchlet_rhai::callee;
-pub use torchlet_rhai::tokens::is_word;
+pub use torchlet_rhai::source::callee;
+pub use torchlet_rhai::source::tokens::is_word;
 pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;
@@ -65,7 +65,7 @@ pub struct SessionOptions {
     /// Name shown in error positions (`FILE:LINE:COL`), e.g. the script's path or `<cell>`.
     pub source_name: Option<String>,
     /// Report each statement's line to the `__line` hook before it runs (see
-    /// [`torchlet_rhai::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
+    /// [`torchlet_rhai::runtime::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
     pub mark_lines: bool,
 }
 
@@ -85,7 +85,7 @@ pub struct Session {
     /// What `:trace` and `:time` print after each input.
     reports: Reports,
     /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
-    aliases: torchlet_rhai::python_spelling::Aliases,
+    aliases: torchlet_rhai::source::python_spelling::Aliases,
     /// What the language's hooks keep for this session: statement names, ledger, loops, arguments.
     state: torchlet_rhai::State,
     /// `:mem`'s samples and the `:memplot` chart.
@@ -173,8 +173,8 @@ impl Session {
             |panic| {
                 // What `run` would have closed had it returned: the input's allocation site and
                 // `del`'s tombstones.
-                torchlet_rhai::provenance::end_input(&self.state);
-                torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+                torchlet_rhai::runtime::provenance::end_input(&self.state);
+                torchlet_rhai::runtime::syntax::compact_deleted(&mut self.scope);
                 Err(ScriptError::internal(&panic_text(&*panic)))
             },
         )
@@ -185,10 +185,10 @@ impl Session {
     fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
         let spelled = self.spell(typed);
         let scope = &self.scope;
-        let rewritten = torchlet_rhai::output::rewrite_help_query_in(&spelled, |name| {
+        let rewritten = torchlet_rhai::surface::output::rewrite_help_query_in(&spelled, |name| {
             scope
                 .get(name)
-                .is_some_and(|v| !torchlet_rhai::syntax::is_deleted(v))
+                .is_some_and(|v| !torchlet_rhai::runtime::syntax::is_deleted(v))
         });
         let code = rewritten.as_deref().unwrap_or(&spelled);
         // The spelled code keeps every line and column of the typed text, so what users read
@@ -203,9 +203,9 @@ impl Session {
             .run_code(code, shown)
             .map_err(|e| self.as_typed(e, typed, code));
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
-        torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+        torchlet_rhai::runtime::syntax::compact_deleted(&mut self.scope);
         // As in IPython, a `;` at the end of an input keeps its value from being shown.
-        let quiet = torchlet_rhai::python_spelling::ends_with_semicolon(typed);
+        let quiet = torchlet_rhai::source::python_spelling::ends_with_semicolon(typed);
         result.map(|value| value.filter(|_| !quiet))
     }
 
@@ -244,17 +244,21 @@ impl Session {
         let source = self.options.source_name.as_deref();
         self.function_sources.record(&ast, source, shown);
         let program = self.functions.merge(&ast);
-        torchlet_rhai::provenance::begin_input(&self.state, source.unwrap_or("<input>"), shown);
+        torchlet_rhai::runtime::provenance::begin_input(
+            &self.state,
+            source.unwrap_or("<input>"),
+            shown,
+        );
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
-        let last_statement = torchlet_rhai::provenance::end_input(&self.state);
+        let last_statement = torchlet_rhai::runtime::provenance::end_input(&self.state);
         let value: rhai::Dynamic = result.map_err(|e| {
             ScriptError::from_eval(&e, shown, source, &self.function_sources)
                 .or_at(last_statement, shown)
         })?;
-        Ok(torchlet_rhai::display::of_value(&value))
+        Ok(torchlet_rhai::surface::display::of_value(&value))
     }
 
-    /// Compile `code` with Python's scoping (see [`torchlet_rhai::scoping`]): every name it binds
+    /// Compile `code` with Python's scoping (see [`torchlet_rhai::source::scoping`]): every name it binds
     /// outside functions is declared first, and `let` inside blocks becomes assignment.
     // A ScriptError carries the message, its place and hints; it is made once per failed input.
     #[allow(clippy::result_large_err)]
@@ -266,13 +270,13 @@ impl Session {
                 .map_err(|e| ScriptError::from_parse(&e, code, source))
         };
         let ast = compile(&self.engine, &self.scope, code)?;
-        let plan = torchlet_rhai::scoping::plan(&ast);
+        let plan = torchlet_rhai::source::scoping::plan(&ast);
         let mut declared = false;
         for name in &plan.names {
             if !self.scope.contains(name) {
                 self.scope.push_dynamic(
                     name.as_str(),
-                    rhai::Dynamic::from(torchlet_rhai::syntax::Deleted),
+                    rhai::Dynamic::from(torchlet_rhai::runtime::syntax::Deleted),
                 );
                 declared = true;
             }
@@ -282,20 +286,22 @@ impl Session {
         }
         // The parser resolves variables against the scope it compiled with: compile again now
         // that the names are declared (and the nested `let`s are assignments).
-        let text = torchlet_rhai::scoping::blank_lets(code, &plan.nested_lets);
+        let text = torchlet_rhai::source::scoping::blank_lets(code, &plan.nested_lets);
         compile(&self.engine, &self.scope, &text)
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
     pub fn is_complete(&self, typed: &str) -> Completeness {
         let code = &self.spelled(typed);
-        if torchlet_rhai::output::rewrite_help_query(code).is_some() {
+        if torchlet_rhai::surface::output::rewrite_help_query(code).is_some() {
             return Completeness::Complete;
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
             // `for i in range(3):` waits for no body: its hint is due at once.
-            Err(_) if torchlet_rhai::hints::opens_python_block(typed) => Completeness::Invalid,
+            Err(_) if torchlet_rhai::source::hints::opens_python_block(typed) => {
+                Completeness::Invalid
+            }
             // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
             Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
@@ -304,9 +310,9 @@ impl Session {
     }
 
     /// Where `code` has `a // b` meant as floor division (a comment in this language).
-    fn floordiv_suspects(&self, code: &str) -> Vec<torchlet_rhai::floordiv_hint::Suspect> {
+    fn floordiv_suspects(&self, code: &str) -> Vec<torchlet_rhai::source::floordiv_hint::Suspect> {
         let scope = &self.scope;
-        torchlet_rhai::floordiv_hint::find(code, &|name| scope.contains(name))
+        torchlet_rhai::source::floordiv_hint::find(code, &|name| scope.contains(name))
     }
 
     /// The handle that interrupts this session's running code.
@@ -318,7 +324,9 @@ impl Session {
     pub fn variable_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for (name, _, value) in self.scope.iter_raw() {
-            if !torchlet_rhai::syntax::is_deleted(value) && !names.iter().any(|n| n == name) {
+            if !torchlet_rhai::runtime::syntax::is_deleted(value)
+                && !names.iter().any(|n| n == name)
+            {
                 names.push(name.to_string());
             }
         }
@@ -332,7 +340,9 @@ impl Session {
         // one in force.
         let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
         for (name, _, value) in self.scope.iter_raw() {
-            if !torchlet_rhai::syntax::is_deleted(value) && !seen.iter().any(|(n, _)| n == name) {
+            if !torchlet_rhai::runtime::syntax::is_deleted(value)
+                && !seen.iter().any(|(n, _)| n == name)
+            {
                 seen.push((name.to_string(), value.clone()));
             }
         }
@@ -342,7 +352,7 @@ impl Session {
 
     /// The variables as the explanations see them (the same bindings as [`Session::variables`]).
     pub fn named_values(&self) -> Vec<(String, torchlet_explain::Value)> {
-        torchlet_rhai::view::scope_values(&self.scope)
+        torchlet_rhai::surface::view::scope_values(&self.scope)
     }
 
     /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.

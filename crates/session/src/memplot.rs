@@ -34,7 +34,7 @@ pub(crate) fn after_input(state: &RefCell<MemPlot>, frontend: &dyn Frontend) {
     };
     let Some((id, shown)) = plot else { return };
     // Before the first allocation there is nothing to draw; the chart appears with the first one.
-    if let Ok(mut picture) = torchlet_rhai::plot_api::picture(index) {
+    if let Ok(mut picture) = torchlet_rhai::surface::plot_api::picture(index) {
         picture.display_id = Some(id.clone());
         picture.update = shown;
         frontend.picture(&picture);

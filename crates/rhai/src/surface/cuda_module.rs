@@ -1,6 +1,6 @@
 //! The `cuda` module (`cuda::memory_allocated()` …) and the article's top-level names (`empty_cache()` …).
 use super::documented::{Documented, DocumentedModule};
-use super::state::{LanguageState, State};
+use crate::runtime::state::{LanguageState, State};
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, Map, Module, FLOAT, INT};

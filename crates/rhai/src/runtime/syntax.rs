@@ -170,7 +170,7 @@ fn eval_bind(
             super::lifetimes::drop_like_python(std::mem::replace(slot, value));
             Ok(Dynamic::UNIT)
         }
-        None => Err(super::errors::raise(
+        None => Err(crate::surface::errors::raise(
             "TypeError",
             format!("cannot assign to constant '{name}'"),
         )),

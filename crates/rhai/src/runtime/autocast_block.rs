@@ -6,8 +6,8 @@
 //! also when it fails, and leaving the outermost block frees the cached weight casts.
 use rhai::{Dynamic, Engine, EvalAltResult, EvalContext, Expression, ImmutableString, Map};
 
-use super::convert::{dtype_of, OrRaise};
-use super::errors::type_error;
+use crate::surface::convert::{dtype_of, OrRaise};
+use crate::surface::errors::type_error;
 use torchlet_core::tensor::autocast::{self, AutocastGuard, DeviceType};
 
 /// The keyword that opens the block.

@@ -1,6 +1,6 @@
 //! Ordering a tensor and a value that is neither a tensor nor a number: Python's `TypeError`
 //! rather than Rhai's `false`. The comparisons themselves (`> < >= <= == !=`, `gt lt ge le eq
-//! ne`) are rows of `tensor::BINARY_METHODS`, registered in [`crate::operators`].
+//! ne`) are rows of `tensor::BINARY_METHODS`, registered in [`crate::surface::operators`].
 use rhai::{Dynamic, Engine};
 
 use super::errors::type_error;
@@ -8,7 +8,7 @@ use torchlet_core::tensor::{BinaryKind, Tensor, BINARY_METHODS};
 
 /// Python's refusal to order a tensor and a value that is neither a tensor nor a number, for
 /// each ordering row of `tensor::BINARY_METHODS` (the operators themselves are registered from
-/// the rows in [`crate::operators`]).
+/// the rows in [`crate::surface::operators`]).
 pub(crate) fn register(engine: &mut Engine) {
     let orderings = BINARY_METHODS
         .iter()

@@ -433,7 +433,7 @@ fn grad_block_end(code: &str, toks: &[Token], i: usize, edits: &mut Vec<Edit>) {
                     let continues = toks.get(k + 1).is_some_and(|n| {
                         n.line > b.line
                             && n.kind == Kind::Symbol
-                            && super::syntax::CONTINUATIONS.contains(&n.text(code))
+                            && crate::runtime::syntax::CONTINUATIONS.contains(&n.text(code))
                     });
                     if continues {
                         edits.push(Edit {

@@ -41,7 +41,7 @@ pub fn value(value: &Dynamic) -> Value {
 pub fn scope_values(scope: &rhai::Scope) -> Vec<(String, Value)> {
     let mut seen: Vec<(String, Value)> = Vec::new();
     for (name, _, v) in scope.iter_raw() {
-        if !super::syntax::is_deleted(v) && !seen.iter().any(|(n, _)| n == name) {
+        if !crate::runtime::syntax::is_deleted(v) && !seen.iter().any(|(n, _)| n == name) {
             seen.push((name.to_string(), value(v)));
         }
     }

@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use super::state::{LanguageState, State};
-use super::Frontend;
+use crate::Frontend;
 use rhai::{Dynamic, EvalAltResult, EvalContext, Expression};
 
 /// Name of the statement that starts each loop iteration.
@@ -37,7 +37,7 @@ fn iteration(
     if !state.leaks.borrow_mut().pass(key, now) {
         return Ok(Dynamic::UNIT);
     }
-    let variables = super::view::scope_values(context.scope());
+    let variables = crate::surface::view::scope_values(context.scope());
     let named = variables.iter().map(|(n, v)| (n.as_str(), v));
     let report = state.leaks.borrow_mut().weighed(key, named);
     if let Some(text) = report {

@@ -18,7 +18,7 @@ pub struct FreeReport {
 
 impl FreeReport {
     /// The table, plain and HTML.
-    pub fn display(&self) -> super::DisplayData {
+    pub fn display(&self) -> crate::DisplayData {
         explain_free::table(&self.name, &self.ways)
     }
 }

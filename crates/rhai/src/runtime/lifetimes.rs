@@ -43,8 +43,8 @@ const DISCARD: &str = "__discard";
 const LINE: &str = "__line";
 /// Name of the function that names the statement about to run, for provenance.
 const SITE: &str = "__site";
-/// Name of the function that gives a condition's truth value (see [`crate::truth`]).
-const TRUTH: &str = crate::truth::TRUTH;
+/// Name of the function that gives a condition's truth value (see [`crate::surface::truth`]).
+const TRUTH: &str = crate::surface::truth::TRUTH;
 
 /// Rewrites compiled scripts for one engine; cheap to keep and to reuse.
 #[derive(Clone)]
@@ -196,7 +196,7 @@ impl Pass<'_> {
 
     /// `__unshadow NAME;`, compiled by the engine so that the custom statement is its own.
     fn unshadow(&self, name: &str, pos: Position) -> Option<Stmt> {
-        let code = format!("{} {name};", crate::syntax::UNSHADOW);
+        let code = format!("{} {name};", crate::runtime::syntax::UNSHADOW);
         let ast = self.engine.compile(code).ok()?;
         let mut stmt = ast.statements().first()?.clone();
         if let Stmt::Expr(e) = &mut stmt {

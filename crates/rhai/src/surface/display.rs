@@ -1,6 +1,6 @@
 //! How a script value is shown: `of_value` picks the richest form torchlet knows for it.
 use super::holders_api::FreeReport;
-use super::Exception;
+use crate::Exception;
 use torchlet_core::tensor::Tensor;
 use torchlet_explain::DisplayData;
 

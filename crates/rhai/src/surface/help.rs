@@ -4,7 +4,7 @@
 //! registered with (see [`super::documented`]), so it is written once, beside the registration.
 //! Statements and custom syntax are not functions and have no metadata: their lines are the small
 //! tables [`KEYWORDS`] here and `holders_api::SYNTAX_HELP`.
-use super::State;
+use crate::State;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -65,8 +65,8 @@ pub fn comment_text<S: AsRef<str>>(comments: &[S]) -> String {
 pub fn entries() -> &'static [Entry] {
     static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
-        let frontend = Rc::new(super::CapturedOutput::default());
-        of_engine(&super::new_engine(
+        let frontend = Rc::new(crate::CapturedOutput::default());
+        of_engine(&crate::new_engine(
             frontend,
             Default::default(),
             &State::default(),

@@ -6,7 +6,7 @@ use rhai::{Dynamic, Engine, ImmutableString, NativeCallContext};
 
 use super::errors::raise;
 use super::help::{self, Kind};
-use super::Frontend;
+use crate::Frontend;
 
 /// How a value prints: through the script's own `to_string`, so tensors print as PyTorch does.
 pub fn text_of(context: &NativeCallContext, value: Dynamic) -> String {

@@ -1,7 +1,7 @@
 //! Python's truth value (`bool(x)`): what `if`, `while`, `&&`, `||` and `!` make of any value.
 //!
 //! Rhai accepts only `true` and `false` as conditions. The lifetime rewrite wraps each condition
-//! in `__truth(…)` (see [`crate::lifetimes`]), so `if loss > 0.5 { … }` works on a
+//! in `__truth(…)` (see [`crate::runtime::lifetimes`]), so `if loss > 0.5 { … }` works on a
 //! one-element tensor as it does in PyTorch, and a bool passes through one cheap call.
 use super::documented::Documented;
 use rhai::{Dynamic, Engine, FLOAT, INT};

@@ -2,7 +2,7 @@
 use std::cell::RefCell;
 use std::io::{BufRead, Write};
 
-use super::{DisplayData, Picture};
+use crate::{DisplayData, Picture};
 
 /// A sink for what running code prints and shows, and a source for `input()`.
 pub trait Frontend {

@@ -5,7 +5,7 @@ use rhai::{Dynamic, Engine};
 
 use super::documented::Documented;
 use super::errors::raise;
-use super::{Frontend, Picture};
+use crate::{Frontend, Picture};
 use torchlet_explain::memory_plot;
 use torchlet_explain::memory_timeline::{self, TimelineError};
 

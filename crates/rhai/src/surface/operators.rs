@@ -2,8 +2,8 @@
 //! `> < >= <= == !=` with tensors and numbers on either side (as the row has them), `a.add(b)`,
 //! `a.gt(b)` …; and unary `-`.
 //!
-//! `a += b` is in place, as in PyTorch: see [`crate::compound_assign`]. Python's refusal to order a
-//! tensor and a value that is not a number is in [`crate::comparisons`].
+//! `a += b` is in place, as in PyTorch: see [`crate::surface::compound_assign`]. Python's refusal to order a
+//! tensor and a value that is not a number is in [`crate::surface::comparisons`].
 use super::documented::Documented;
 use rhai::{Engine, Variant, FLOAT, INT};
 

@@ -7,7 +7,7 @@ use torchlet_core::tensor::Tensor;
 use super::convert::{dynamic_of_scalar, OrRaise};
 use super::documented::Documented;
 use super::errors::value_error;
-use super::state::{LanguageState, State};
+use crate::runtime::state::{LanguageState, State};
 
 /// The value of the last `NAME=VALUE` argument, if any.
 fn lookup(state: &LanguageState, name: &str) -> Option<String> {

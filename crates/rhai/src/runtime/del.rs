@@ -5,9 +5,9 @@
 //! every removed value is dropped at once, an array's items last to first as CPython frees them.
 use rhai::{Dynamic, EvalAltResult, EvalContext, Expr, Expression, ImmutableString};
 
-use super::errors::{not_defined, raise};
 use super::lifetimes::drop_like_python;
 use super::syntax::{is_deleted, Deleted};
+use crate::surface::errors::{not_defined, raise};
 
 /// Register `del TARGET (, TARGET)*`.
 pub(crate) fn register(engine: &mut rhai::Engine) {
