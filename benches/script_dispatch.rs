@@ -17,9 +17,11 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
 /// [`per_iteration`], with provenance on when `named`: each allocating statement is named
 /// `FILE:LINE:COL: text` and the name travels with its allocations, as in a session.
 fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
+    let state = torchlet_rhai::State::default();
     let engine = torchlet_rhai::new_engine(
         Rc::new(CapturedOutput::default()),
         InterruptHandle::default(),
+        &state,
     );
     let mut scope = rhai::Scope::new();
     engine
@@ -37,12 +39,12 @@ fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
         );
         let mut scope = scope.clone();
         if named {
-            torchlet_rhai::provenance::begin_input("<bench>", &code);
+            torchlet_rhai::runtime::provenance::begin_input(&state, "<bench>", &code);
         }
         let start = Instant::now();
         engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
         let elapsed = start.elapsed();
-        torchlet_rhai::provenance::end_input();
+        torchlet_rhai::runtime::provenance::end_input(&state);
         elapsed
     };
     timed(format!("for i in 0..{iters} {{ {body} }}"))

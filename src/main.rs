@@ -1,4 +1,9 @@
 //! The `torchlet` command line: REPL, script runner, Jupyter kernel.
+//!
+//! Map: this file parses the command line and dispatches; `runner` is `torchlet run` (a file, a
+//! snippet or standard input, errors as `FILE:LINE:COL`), `repl` the interactive REPL, `fit`
+//! `torchlet fit` (will a script fit a GPU, run shapes only in child processes). The Jupyter
+//! kernel is the `torchlet_kernel` crate.
 mod fit;
 mod repl;
 mod runner;

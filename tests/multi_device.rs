@@ -33,10 +33,6 @@ fn allocated(device: usize) -> u64 {
     device::cuda_allocator(device).unwrap().memory_allocated()
 }
 
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_vec_f64().unwrap()
-}
-
 fn filled(device: usize, values: &[f64], dtype: DType) -> Tensor {
     let scalars = values.iter().map(|&v| Scalar::Float(v)).collect();
     Tensor::from_values(scalars, vec![values.len()], &on(device).dtype(dtype)).unwrap()
@@ -96,13 +92,13 @@ fn a_tensor_moved_to_another_device_frees_its_block_there() {
         .unwrap();
     let y = x.to_device(Device::Cuda(1)).unwrap();
     assert_eq!(y.device(), Device::Cuda(1));
-    assert_eq!(values(&y), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(common::values_of(&y), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
     assert_eq!((allocated(0), allocated(1)), (a0 + 512, a1 + 512));
     drop(x);
     assert_eq!((allocated(0), allocated(1)), (a0, a1 + 512));
     // A strided view crosses as its values in row-major order, and back again.
     let back = y.t().unwrap().to_device(Device::Cuda(0)).unwrap();
-    assert_eq!(values(&back), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    assert_eq!(common::values_of(&back), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
     drop((y, back));
     assert_eq!((allocated(0), allocated(1)), (a0, a1));
 }
@@ -118,9 +114,9 @@ fn ops_mixing_two_devices_fail_as_pytorch_does() {
     assert_eq!(a.add(&b).unwrap_err().to_string(), want);
     assert_eq!(a.matmul(&b).unwrap_err().to_string(), want);
     assert_eq!(a.add_(&b).unwrap_err().to_string(), want);
-    assert_eq!(values(&a), vec![1.0; 4]);
+    assert_eq!(common::values_of(&a), vec![1.0; 4]);
     assert_eq!(
-        values(&a.add(&b.to_device(Device::Cuda(0)).unwrap()).unwrap()),
+        common::values_of(&a.add(&b.to_device(Device::Cuda(0)).unwrap()).unwrap()),
         vec![2.0; 4]
     );
 }
@@ -144,7 +140,12 @@ fn all_reduce_combines_one_tensor_per_device() {
             ];
             collective::all_reduce(&ts, op).unwrap();
             for t in &ts {
-                assert_eq!(values(t), want, "{op:?} {dtype:?} on {}", t.device());
+                assert_eq!(
+                    common::values_of(t),
+                    want,
+                    "{op:?} {dtype:?} on {}",
+                    t.device()
+                );
             }
         }
     }
@@ -154,10 +155,10 @@ fn all_reduce_combines_one_tensor_per_device() {
     let bools = |d, v: &[f64]| filled(d, v, DType::Bool);
     let ts = [bools(0, &[1.0, 0.0, 0.0]), bools(1, &[1.0, 1.0, 0.0])];
     collective::all_reduce(&ts, AllReduceOp::Sum).unwrap();
-    assert_eq!(values(&ts[1]), vec![1.0, 1.0, 0.0]);
+    assert_eq!(common::values_of(&ts[1]), vec![1.0, 1.0, 0.0]);
     let ts = [bools(0, &[1.0, 0.0]), bools(1, &[1.0, 1.0])];
     collective::all_reduce(&ts, AllReduceOp::Prod).unwrap();
-    assert_eq!(values(&ts[0]), vec![1.0, 0.0]);
+    assert_eq!(common::values_of(&ts[0]), vec![1.0, 0.0]);
 }
 
 #[test]
@@ -170,7 +171,7 @@ fn all_reduce_of_a_large_tensor_sums_every_element() {
         .collect();
     collective::all_reduce(&ts, AllReduceOp::Sum).unwrap();
     for t in &ts {
-        let v = values(t);
+        let v = common::values_of(t);
         assert!(v.iter().enumerate().all(|(i, &x)| x == 2.0 * i as f64));
     }
 }
@@ -188,15 +189,15 @@ fn broadcast_and_all_gather_follow_the_list_order() {
     for (r, g) in gathered.iter().enumerate() {
         assert_eq!(g.device(), Device::Cuda(r));
         assert_eq!(g.shape(), vec![2, 2]);
-        assert_eq!(values(g), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(common::values_of(g), vec![1.0, 2.0, 3.0, 4.0]);
     }
     // The list's order is the ranks' order, whatever the devices' numbers.
     let swapped = [ts[1].clone(), ts[0].clone()];
     let g = collective::all_gather(&swapped).unwrap();
-    assert_eq!(values(&g[0]), vec![3.0, 4.0, 1.0, 2.0]);
+    assert_eq!(common::values_of(&g[0]), vec![3.0, 4.0, 1.0, 2.0]);
     collective::broadcast(&ts, 1).unwrap();
-    assert_eq!(values(&ts[0]), vec![3.0, 4.0]);
-    assert_eq!(values(&ts[1]), vec![3.0, 4.0]);
+    assert_eq!(common::values_of(&ts[0]), vec![3.0, 4.0]);
+    assert_eq!(common::values_of(&ts[1]), vec![3.0, 4.0]);
     assert!(collective::broadcast(&ts, 2)
         .unwrap_err()
         .to_string()
@@ -227,20 +228,7 @@ fn collectives_refuse_lists_that_are_not_one_tensor_per_device() {
     let strided = Tensor::ones(&[3, 2], &on(1)).unwrap().t().unwrap();
     assert!(err(&[a.clone(), strided]).contains("tensor 1 is not contiguous"));
     // Nothing was touched by the refused calls.
-    assert_eq!(values(&a), vec![1.0; 6]);
-}
-
-/// Run a snippet in session `s`, which must succeed.
-fn run(s: &mut Session, code: &str) {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-}
-
-/// The int a snippet evaluates to in session `s`.
-fn int(s: &mut Session, code: &str) -> i64 {
-    let outcome = s.execute(&format!("let __r = {{ {code} }};"));
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-    s.scope().get_value::<i64>("__r").unwrap()
+    assert_eq!(common::values_of(&a), vec![1.0; 6]);
 }
 
 #[test]
@@ -250,41 +238,47 @@ fn the_current_device_is_what_cuda_without_a_number_means() {
     };
     let (mut s, _) = Session::captured("<test>");
     assert_eq!(
-        int(&mut s, "cuda::device_count()"),
+        common::int(&mut s, "cuda::device_count()"),
         device::cuda_device_count() as i64
     );
-    let before1 = int(&mut s, "cuda::memory_allocated(1)");
-    let before0 = int(&mut s, "cuda::memory_allocated(0)");
+    let before1 = common::int(&mut s, "cuda::memory_allocated(1)");
+    let before0 = common::int(&mut s, "cuda::memory_allocated(0)");
     assert_eq!(
-        int(&mut s, "cuda::set_device(1); cuda::current_device()"),
+        common::int(&mut s, "cuda::set_device(1); cuda::current_device()"),
         1
     );
-    run(&mut s, "let x = zeros(256).cuda();");
-    assert_eq!(int(&mut s, "memory_allocated()"), before1 + 1024);
-    run(&mut s, "let y = zeros([256], #{device: \"cuda\"});");
+    common::run(&mut s, "let x = zeros(256).cuda();");
+    assert_eq!(common::int(&mut s, "memory_allocated()"), before1 + 1024);
+    common::run(&mut s, "let y = zeros([256], #{device: \"cuda\"});");
     assert_eq!(
-        int(&mut s, "cuda::memory_allocated(\"cuda:1\")"),
+        common::int(&mut s, "cuda::memory_allocated(\"cuda:1\")"),
         before1 + 2048
     );
-    assert_eq!(int(&mut s, "cuda::memory_allocated(0)"), before0);
-    run(
+    assert_eq!(common::int(&mut s, "cuda::memory_allocated(0)"), before0);
+    common::run(
         &mut s,
         "if x.device != \"cuda:1\" || y.device != \"cuda:1\" { throw \"not on cuda:1\"; }",
     );
-    run(&mut s, "let z = x.cuda(0); del x;");
-    assert_eq!(int(&mut s, "cuda::memory_allocated(1)"), before1 + 1024);
-    assert_eq!(int(&mut s, "cuda::memory_allocated(0)"), before0 + 1024);
-    // Every memory function takes the device, in any spelling.
-    run(&mut s, "let m = cuda::memory_summary(#{device: 1, abbreviated: true}); if !m.contains(\"device ID 1\") { throw m; }");
-    run(&mut s, "if cuda::memory_summary(\"cuda:0\") == cuda::memory_summary(1) { throw \"same summary\"; }");
+    common::run(&mut s, "let z = x.cuda(0); del x;");
     assert_eq!(
-        int(
+        common::int(&mut s, "cuda::memory_allocated(1)"),
+        before1 + 1024
+    );
+    assert_eq!(
+        common::int(&mut s, "cuda::memory_allocated(0)"),
+        before0 + 1024
+    );
+    // Every memory function takes the device, in any spelling.
+    common::run(&mut s, "let m = cuda::memory_summary(#{device: 1, abbreviated: true}); if !m.contains(\"device ID 1\") { throw m; }");
+    common::run(&mut s, "if cuda::memory_summary(\"cuda:0\") == cuda::memory_summary(1) { throw \"same summary\"; }");
+    assert_eq!(
+        common::int(
             &mut s,
             "cuda::memory_stats(\"cuda:1\")[\"allocated_bytes.all.current\"]"
         ),
         before1 + 1024
     );
-    run(&mut s, "cuda::record_memory_history(\"all\", 10, 1); cuda::record_memory_history((), 10, \"cuda:1\");");
+    common::run(&mut s, "cuda::record_memory_history(\"all\", 10, 1); cuda::record_memory_history((), 10, \"cuda:1\");");
     assert!(s
         .execute("cuda::record_memory_history(\"all\", 10, 5)")
         .error
@@ -305,24 +299,24 @@ fn scripts_call_the_collectives_from_the_cuda_module() {
         return;
     };
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let a = tensor([1.0, 2.0]).cuda(0); let b = tensor([10.0, 20.0]).cuda(1);",
     );
-    run(&mut s, "cuda::all_reduce([a, b]); let s = b.tolist();");
-    run(&mut s, "if s != [11.0, 22.0] { throw `sum gave ${s}`; }");
-    run(
+    common::run(&mut s, "cuda::all_reduce([a, b]); let s = b.tolist();");
+    common::run(&mut s, "if s != [11.0, 22.0] { throw `sum gave ${s}`; }");
+    common::run(
         &mut s,
         "cuda::all_reduce([a, b], \"max\"); cuda::broadcast([a, b], 1);",
     );
-    run(&mut s, "let g = cuda::all_gather([a, b]); if g[1].shape != [2, 2] || g[1].device != \"cuda:1\" { throw `${g}`; }");
+    common::run(&mut s, "let g = cuda::all_gather([a, b]); if g[1].shape != [2, 2] || g[1].device != \"cuda:1\" { throw `${g}`; }");
     let outcome = s.execute("cuda::all_reduce([a, b], \"mean\")");
     let error = outcome.error.expect("an unknown op is refused");
     assert!(error.message.contains("unknown op \"mean\""), "{error:?}");
     let outcome = s.execute("a + b");
     let error = outcome.error.expect("mixing devices is refused");
     assert!(error.message.contains("cuda:0 and cuda:1"), "{error:?}");
-    run(
+    common::run(
         &mut s,
         "if a.tolist() != [11.0, 22.0] { throw `a changed: ${a}`; }",
     );

@@ -5,6 +5,9 @@
 //!
 //! Each run is a child process (this program again, with `--child-result`): a fresh allocator per
 //! allocator setting and per swept value, exactly as a fresh Python process would have.
+//!
+//! Map: this file runs the children and prints the report; `sweep` finds the largest value of a
+//! script argument that fits, by bisection.
 mod sweep;
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,9 @@
 //! The interactive line REPL (rustyline) over a `Session`.
+//!
+//! Map: this file reads lines and runs them; `prompt` (`>>> `, `... `, memory with `:prompt
+//! mem`), `helper` (rustyline's completion from the session and hints from history), `echo`
+//! (an outcome as the REPL shows it: PyTorch's format, an error under a caret), `history` (where
+//! the history file lives), `interrupt` (Ctrl-C asks the session to stop).
 mod echo;
 mod helper;
 mod history;

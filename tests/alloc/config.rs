@@ -1,4 +1,4 @@
-//! Allocator settings: PyTorch's syntax, every key, and errors that name the key (§2.7).
+//! Allocator settings: PyTorch's syntax, every key, and errors that name the key.
 
 use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 

@@ -1,6 +1,7 @@
-//! Expandable segments: page-mapped growth and its statistics (§2.9, [measured]), on allocators of
-//! their own over simulated memory, and through cuda:0's allocator with tensors made by a script
-//! (simulated, or the real GPU's cuMemCreate/cuMemMap pages with TORCHLET_TEST_DEVICE=cuda).
+//! Expandable segments: page-mapped growth and its statistics (as PyTorch measured them on an
+//! H200), on allocators of their own over simulated memory, and through cuda:0's allocator with
+//! tensors made by a script (simulated, or the real GPU's cuMemCreate/cuMemMap pages with
+//! TORCHLET_TEST_DEVICE=cuda).
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, X};
@@ -131,17 +132,6 @@ impl Drop for Restore<'_> {
     }
 }
 
-fn run(s: &mut Session, code: &str) {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-}
-
-fn value(s: &mut Session, code: &str) -> String {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-    outcome.value.expect("a value").plain
-}
-
 #[test]
 fn tensors_grow_an_expandable_segment_of_cuda0_in_place() {
     let (_g, a) = common::gpu();
@@ -155,23 +145,25 @@ fn tensors_grow_an_expandable_segment_of_cuda0_in_place() {
         |key: &str, after: &std::collections::BTreeMap<String, i64>| after[key] - before[key];
 
     let (mut s, _) = Session::captured("<expandable>");
-    run(
+    common::run(
         &mut s,
         "let gpu = #{device: \"cuda\"}; let x = ones([1000, 1000], gpu);",
     );
     assert_eq!(a.memory_reserved() - reserved, SEGMENT, "one 20 MiB page");
-    run(&mut s, "let y = full([25000000], 2.0, gpu);");
+    common::run(&mut s, "let y = full([25000000], 2.0, gpu);");
     assert_eq!(
         a.memory_reserved() - reserved,
         5 * SEGMENT,
         "five 20 MiB pages"
     );
     let address = |s: &mut Session, name: &str| -> u64 {
-        value(s, &format!("{name}.data_ptr()")).parse().unwrap()
+        common::eval(s, &format!("{name}.data_ptr()"))
+            .parse()
+            .unwrap()
     };
     let (px, py) = (address(&mut s, "x"), address(&mut s, "y"));
     assert_eq!(py, px + X, "y grew x's segment in place");
-    run(&mut s, "let z = tensor([1.0, 2.0, 3.0], gpu);");
+    common::run(&mut s, "let z = tensor([1.0, 2.0, 3.0], gpu);");
     assert_eq!(a.memory_reserved() - reserved, 5 * SEGMENT + SMALL_SEGMENT);
     let stats = a.memory_stats();
     assert_eq!(
@@ -212,14 +204,14 @@ fn tensors_grow_an_expandable_segment_of_cuda0_in_place() {
 
     // The mapped pages hold the tensors' data, first page to last.
     assert_eq!(
-        value(
+        common::eval(
             &mut s,
             "[x.sum().item(), y.min().item(), y.max().item(), y.narrow(0, 24999990, 10).sum().item(), z.sum().item()]"
         ),
         "[1000000.0, 2.0, 2.0, 20.0, 6.0]"
     );
 
-    run(&mut s, "del x, y, z; empty_cache();");
+    common::run(&mut s, "del x, y, z; empty_cache();");
     assert_eq!(a.memory_reserved(), reserved, "every page unmapped");
     let stats = a.memory_stats();
     assert_eq!(

@@ -1,4 +1,4 @@
-//! The retry path, its counters, the memory fraction, GC, and the out-of-memory message (§2.2, §2.7, §2.8).
+//! The retry path, its counters, the memory fraction, GC, and the out-of-memory message.
 use crate::common;
 
 use common::figures::{SEGMENT, TWO_X};
@@ -10,7 +10,7 @@ use torchlet_alloc::{
 const MIB: usize = 1 << 20;
 const GIB: usize = 1 << 30;
 
-/// Simulated memory that reports the device figures the reference measured on an H200.
+/// Simulated memory that reports the device figures PyTorch measured on an H200.
 struct H200Like {
     inner: SimulatedMemory,
     free: usize,
@@ -55,7 +55,7 @@ fn to_torchlet(pytorch_message: &str) -> String {
 
 #[test]
 fn oom_message_matches_measured_example_with_live_tensor() {
-    // Reference §2.8: a 4 MB tensor alive, then a 200 GiB request.
+    // PyTorch 2.11's message on an H200: a 4 MB tensor alive, then a 200 GiB request.
     let measured = "CUDA out of memory. Tried to allocate 200.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 139.27 GiB is free. Including non-PyTorch memory, this process has 538.00 MiB memory in use. Of the allocated memory 3.81 MiB is allocated by PyTorch, and 16.19 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)";
     let a = h200((139.27 * GIB as f64) as usize, 538 * MIB);
     let x = a.malloc(4_000_000, 0, None).unwrap();

@@ -1,14 +1,12 @@
-//! Rounding, pools and segment sizes: the measured size table of the reference (§1).
+//! Rounding, pools and segment sizes: one fresh tensor of n bytes at a time, against what PyTorch
+//! 2.11 reported for each on an H200.
 use crate::common;
 
 use common::figures::SEGMENT;
 use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory};
 
-fn fresh() -> CachingAllocator<SimulatedMemory> {
-    CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())
-}
-
-/// (n requested, memory_reserved, memory_allocated, pool) of reference §1, all [measured].
+/// (n requested, memory_reserved, memory_allocated, pool), each measured with PyTorch on an H200
+/// (`empty_cache()` between rows).
 const TABLE: &[(usize, u64, u64, &str)] = &[
     (1, 2097152, 512, "small"),
     (511, 2097152, 512, "small"),
@@ -29,8 +27,8 @@ const TABLE: &[(usize, u64, u64, &str)] = &[
 ];
 
 #[test]
-fn size_table_matches_reference() {
-    let a = fresh();
+fn size_table_matches_pytorch() {
+    let a = common::fresh_allocator();
     for &(n, reserved, allocated, pool) in TABLE {
         let p = a.malloc(n, 0, None).unwrap();
         assert_eq!(a.memory_reserved(), reserved, "reserved for n={n}");
@@ -50,7 +48,7 @@ fn size_table_matches_reference() {
 
 #[test]
 fn split_remainder_follows_pool_rules() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     // Small pool: remainder of 2096640 after 512 is split off and counts as inactive split.
     let p = a.malloc(1, 0, None).unwrap();
     let s = a.memory_stats();
@@ -68,7 +66,7 @@ fn split_remainder_follows_pool_rules() {
 
 #[test]
 fn zero_bytes_allocate_nothing() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     assert_eq!(a.malloc(0, 0, None).unwrap(), 0);
     assert_eq!(a.memory_reserved(), 0);
     assert_eq!(a.memory_stats()["num_device_alloc"], 0);
@@ -77,7 +75,7 @@ fn zero_bytes_allocate_nothing() {
 
 #[test]
 fn pointers_are_aligned_real_host_memory() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     let ptrs: Vec<u64> = (1..50)
         .map(|i| a.malloc(i * 97, 0, None).unwrap())
         .collect();
@@ -96,7 +94,7 @@ fn pointers_are_aligned_real_host_memory() {
 
 #[test]
 fn one_exabyte_guard_fails_at_once() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     let e = a.malloc(1 << 60, 0, None).unwrap_err();
     assert!(e.is_out_of_memory());
     assert_eq!(

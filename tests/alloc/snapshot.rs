@@ -1,19 +1,13 @@
-//! Snapshots and memory history: segments, blocks, states, the trace sequence of §5.2, tags, the ring buffer.
+//! Snapshots and memory history: segments, blocks, states, the trace sequence PyTorch records,
+//! tags, the ring buffer.
 use crate::common;
 
 use common::figures::{SEGMENT, SMALL_SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X};
-use torchlet_alloc::{
-    AllocConfig, CachingAllocator, DeviceAllocator, HistoryMode, HistoryOptions, SimulatedMemory,
-    TraceAction,
-};
-
-fn fresh() -> CachingAllocator<SimulatedMemory> {
-    CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default())
-}
+use torchlet_alloc::{DeviceAllocator, HistoryMode, HistoryOptions, TraceAction};
 
 #[test]
-fn snapshot_after_scenario_c_step_2_matches_reference() {
-    let a = fresh();
+fn snapshot_after_x_and_temp_matches_pytorch() {
+    let a = common::fresh_allocator();
     let x = a.malloc(4_000_000, 0, Some("x")).unwrap();
     let temp = a.malloc(4_000_000, 0, Some("temp")).unwrap();
     let snap = a.snapshot();
@@ -52,10 +46,10 @@ fn snapshot_after_scenario_c_step_2_matches_reference() {
 }
 
 #[test]
-fn trace_sequence_matches_reference() {
-    // Reference §5.2: x = randn(1000,1000); temp = x*2; del temp; empty_cache(); del x;
+fn trace_sequence_matches_pytorch() {
+    // As PyTorch recorded it on an H200: x = randn(1000,1000); temp = x*2; del temp; empty_cache(); del x;
     // empty_cache(); an OOM attempt; a 1000-float tensor.
-    let a = fresh();
+    let a = common::fresh_allocator();
     a.record_memory_history(HistoryOptions::default());
     let x = a.malloc(4_000_000, 0, Some("x")).unwrap();
     let temp = a.malloc(4_000_000, 0, Some("temp")).unwrap();
@@ -116,7 +110,7 @@ fn trace_sequence_matches_reference() {
 
 #[test]
 fn ring_buffer_keeps_the_newest_entries() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     a.record_memory_history(HistoryOptions {
         enabled: Some(HistoryMode::All),
         max_entries: 3,
@@ -163,7 +157,7 @@ fn ring_buffer_keeps_the_newest_entries() {
 
 #[test]
 fn blocks_tile_segments_and_serialize() {
-    let a = fresh();
+    let a = common::fresh_allocator();
     let ps: Vec<u64> = [100, 3_000_000, 700, 12_000_000]
         .iter()
         .map(|&n| a.malloc(n, 0, Some("t")).unwrap())

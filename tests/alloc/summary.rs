@@ -1,10 +1,10 @@
-//! `memory_summary`, full and abbreviated, to the character (reference §4.2 and §4.3, [measured]).
+//! `memory_summary`, full and abbreviated, to the character, against PyTorch 2.11's on an H200.
 
 use torchlet_alloc::{
     memory_summary, AllocConfig, CachingAllocator, DeviceAllocator, SimulatedMemory,
 };
 
-/// Reference §4.2 verbatim, after `x = randn(1000,1000).cuda(); temp = x*2`.
+/// PyTorch's summary verbatim, after `x = randn(1000,1000).cuda(); temp = x*2`.
 const FULL: &str = "\
 |===========================================================================|
 |                  PyTorch CUDA memory summary, device ID 0                 |
@@ -55,7 +55,9 @@ const FULL: &str = "\
 |===========================================================================|
 ";
 
-/// Reference §4.3 verbatim, the same process after `del temp; torch.cuda.empty_cache()`.
+/// PyTorch's abbreviated summary verbatim, the same process after `del temp;
+/// torch.cuda.empty_cache()`. Non-releasable "Tot Alloc" is 20480 KiB because freeing temp is one
+/// net increase (see `free_block`'s Note [Netting]), not a decrease and an increase.
 const ABBREVIATED: &str = "\
 |===========================================================================|
 |                  PyTorch CUDA memory summary, device ID 0                 |
@@ -91,9 +93,9 @@ const ABBREVIATED: &str = "\
 const TORCHLET_HEADER: &str =
     "|                 torchlet CUDA memory summary, device ID 0                 |";
 
-/// The reference text with its one PyTorch-named line as torchlet prints it.
-fn as_torchlet(reference: &str) -> String {
-    reference
+/// PyTorch's text with its one PyTorch-named line as torchlet prints it.
+fn as_torchlet(pytorch: &str) -> String {
+    pytorch
         .lines()
         .map(|l| {
             if l.contains("PyTorch CUDA memory summary") {
@@ -107,7 +109,7 @@ fn as_torchlet(reference: &str) -> String {
 }
 
 #[test]
-fn full_and_abbreviated_summaries_match_reference() {
+fn full_and_abbreviated_summaries_match_pytorch() {
     let a = CachingAllocator::new(0, SimulatedMemory::default(), AllocConfig::default());
     let x = a.malloc(4_000_000, 0, None).unwrap();
     let temp = a.malloc(4_000_000, 0, None).unwrap();

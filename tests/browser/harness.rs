@@ -1,4 +1,5 @@
 //! The browser test's machinery: prerequisites, setup.sh, a JupyterLab server that is always killed, and the node driver.
+use crate::common::repo;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,11 +14,6 @@ const SETUP_LIMIT: Duration = Duration::from_secs(900);
 const SERVER_LIMIT: Duration = Duration::from_secs(180);
 /// The whole browser session: two notebooks run, the panels opened, screenshots taken.
 const DRIVE_LIMIT: Duration = Duration::from_secs(600);
-
-/// The repository root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// What the browser test needs from the machine: chromium and node.
 pub struct Tools {
@@ -52,7 +48,8 @@ pub fn tools() -> Option<Tools> {
         return None;
     }
     panic!(
-        "the browser test needs: {}.\nInstall them, or set TORCHLET_SKIP_BROWSER=1 to skip this test.",
+        "the browser test needs: {}.\nInstall them (scripts/test.sh does, with apt-get), or set \
+         TORCHLET_SKIP_BROWSER=1 to skip this test.",
         missing.join("; ")
     );
 }
@@ -60,7 +57,7 @@ pub fn tools() -> Option<Tools> {
 /// Run tests/browser/setup.sh (the venv with JupyterLab, and playwright-core), failing with its output.
 pub fn setup(dir: &Path) {
     let mut command = Command::new("bash");
-    command.arg(root().join("tests/browser/setup.sh"));
+    command.arg(repo().join("tests/browser/setup.sh"));
     let (ok, log) = crate::common::run_logged(command, &dir.join("setup.log"), SETUP_LIMIT);
     assert!(
         ok,
@@ -88,7 +85,7 @@ impl Lab {
             .port();
         let token = format!("{:x}{:x}", std::process::id(), nanos());
         let log = dir.join("lab.log");
-        let mut command = Command::new(root().join(".venv-browser/bin/jupyter-lab"));
+        let mut command = Command::new(repo().join(".venv-browser/bin/jupyter-lab"));
         command
             .args(["--allow-root", "--no-browser", "--ip=127.0.0.1"])
             .arg(format!("--port={port}"))
@@ -187,7 +184,7 @@ pub fn drive(lab: &Lab, tools: &Tools, out: &Path, dir: &Path) -> serde_json::Va
     let mut command = Command::new("node");
     command
         .arg("drive.mjs")
-        .current_dir(root().join("tests/browser"))
+        .current_dir(repo().join("tests/browser"))
         .env("LAB_URL", &lab.url)
         .env("LAB_TOKEN", &lab.token)
         .env("OUT_DIR", out)

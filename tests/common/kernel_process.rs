@@ -1,11 +1,16 @@
-//! A `torchlet kernel` process on free local ports, started for tests that talk to it over ZeroMQ.
+//! A `torchlet kernel` process on free local ports, started for tests that talk to it over ZeroMQ,
+//! and the client connections they talk through.
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use jupyter_protocol::{ConnectionInfo, Transport};
+use jupyter_protocol::{ConnectionInfo, JupyterMessageContent, Transport};
+use jupyter_zmq_client::{
+    create_client_iopub_connection, create_client_shell_connection_with_identity,
+    peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
+};
 
 /// How long a kernel may take to listen on its ports.
 const LISTEN_WAIT: Duration = Duration::from_secs(30);
@@ -128,4 +133,30 @@ fn log_file(logs: Option<&Path>, name: &str) -> Stdio {
     logs.map_or_else(Stdio::null, |dir| {
         std::fs::File::create(dir.join(name)).unwrap().into()
     })
+}
+
+/// A shell connection of a new client session to a kernel that listens.
+pub async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
+    let session = uuid::Uuid::new_v4().to_string();
+    let identity = peer_identity_for_session(&session).unwrap();
+    create_client_shell_connection_with_identity(info, &session, identity)
+        .await
+        .expect("connect shell")
+}
+
+/// An iopub subscription the kernel has confirmed with its welcome (within `wait`), so nothing
+/// published later is missed.
+pub async fn iopub(info: &ConnectionInfo, wait: Duration) -> ClientIoPubConnection {
+    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
+        .await
+        .expect("connect iopub");
+    loop {
+        let msg = tokio::time::timeout(wait, iopub.read())
+            .await
+            .expect("an iopub_welcome in time")
+            .expect("a readable iopub message");
+        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
+            return iopub;
+        }
+    }
 }

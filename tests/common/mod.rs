@@ -1,5 +1,7 @@
 //! Shared by the integration tests: the devices every test body runs on, the lock on cuda:0, the
-//! article's figures, and Jupyter kernel processes on free ports ([`kernel_process`]).
+//! article's figures, and (in submodules) one test per device ([`device_test!`]), code run in a
+//! session ([`script`]), tensors of known values ([`tensors`]), the binary as a child process
+//! ([`binary`]) and Jupyter kernel processes on free ports ([`kernel_process`]).
 //!
 //! A test binary holds many areas' tests, and they share one process's devices: cuda:0's
 //! allocator, its statistics, the random generators. So every test that uses cuda:0 holds the GPU
@@ -14,9 +16,27 @@ use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use torchlet_alloc::DeviceAllocator;
 use torchlet_core::device::{self, Device};
-use torchlet_session::{Outcome, ScriptError, Session};
 
+pub mod alloc;
+pub mod binary;
+pub mod device_test;
 pub mod kernel_process;
+pub mod script;
+pub mod tensors;
+
+// Each test binary uses some of these, none all of them.
+#[allow(unused_imports)]
+pub use alloc::fresh_allocator;
+#[allow(unused_imports)]
+pub use binary::{driver_has_a_gpu, repl_command, repo, text, torchlet, write_script};
+#[allow(unused_imports)]
+pub(crate) use device_test::device_test;
+#[allow(unused_imports)]
+pub use script::{
+    command_text, dynamic, error, eval, int, outcome, plain, run, session_with, tensor_facts, value,
+};
+#[allow(unused_imports)]
+pub use tensors::{iota, opts, sample_values, values_of};
 
 static SPEC: OnceLock<&'static str> = OnceLock::new();
 static GPU: RwLock<()> = RwLock::new(());
@@ -218,25 +238,4 @@ pub mod parity_known {
     /// where it starts, so a fix (or a new, earlier difference) fails until this table is updated;
     /// checkpoints before it are still compared in full.
     pub const KNOWN: &[(&str, usize, &str)] = &[];
-}
-
-/// An outcome's value as plain text ("()" when there is none); an error fails the test with its place.
-pub fn value(outcome: Outcome) -> String {
-    match (outcome.value, outcome.error) {
-        (Some(v), None) => v.plain,
-        (None, None) => "()".into(),
-        (_, Some(e)) => panic!("unexpected error: {}", e.located()),
-    }
-}
-
-/// Run `code` and give its value as [`value`] does.
-pub fn eval(s: &mut Session, code: &str) -> String {
-    value(s.execute(code))
-}
-
-/// Run `code`, which must fail, and give its error.
-pub fn error(s: &mut Session, code: &str) -> ScriptError {
-    s.execute(code)
-        .error
-        .unwrap_or_else(|| panic!("{code} should fail"))
 }

@@ -12,14 +12,14 @@ use serde_json::Value;
 #[path = "../browser/harness.rs"]
 mod harness;
 
-use harness::root;
+use crate::common::repo;
 
 /// Where the screenshots and results.json go: `target/browser`, beside the test's build.
 fn out_dir() -> PathBuf {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_torchlet"));
     exe.parent()
         .and_then(Path::parent)
-        .map_or_else(|| root().join("target"), Path::to_path_buf)
+        .map_or_else(|| repo().join("target"), Path::to_path_buf)
         .join("browser")
 }
 
@@ -38,7 +38,7 @@ fn prepare(dir: &Path) {
     let notebooks = dir.join("root");
     std::fs::create_dir_all(&notebooks).unwrap();
     for source in ["tests/browser/run_all.ipynb", "tests/jupyter/article.ipynb"] {
-        let from = root().join(source);
+        let from = repo().join(source);
         std::fs::copy(&from, notebooks.join(from.file_name().unwrap())).unwrap();
     }
     // Every cell in the DOM (no windowing), and no news or update toasts over the notebook.
@@ -179,7 +179,7 @@ fn find<'a>(cells: &'a [Value], text: &str) -> &'a Value {
 /// Every measuring cell of the article's notebook shows PyTorch's numbers (tests/data/torch-h200.json).
 fn article(r: &Value) {
     let read = |path: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+        serde_json::from_str(&std::fs::read_to_string(repo().join(path)).unwrap()).unwrap()
     };
     let notebook = read("tests/jupyter/article.ipynb");
     let reference = read("tests/data/torch-h200.json");

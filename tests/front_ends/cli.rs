@@ -1,23 +1,14 @@
-//! The command line of DESIGN §2: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
-use std::path::PathBuf;
-use std::process::{Command, Output};
+//! The command line: `run FILE [ARGS]`, `run -e`, `--simulate-cuda`, errors and exit codes.
+use crate::common;
+use common::{driver_has_a_gpu, text, write_script};
+use std::process::Output;
 
+/// Run the binary under test with `args`.
 fn torchlet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    common::torchlet()
         .args(args)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
         .output()
         .expect("the torchlet binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, body).expect("write the script");
-    path
 }
 
 #[test]
@@ -31,8 +22,8 @@ fn run_e_prints_and_exits_zero() {
 #[test]
 fn run_file_sees_its_arguments_as_args() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(
-        &dir,
+    let path = write_script(
+        dir.path(),
         "args.rhai",
         "print(ARGS.len()); for a in ARGS { print(a); }",
     );
@@ -44,8 +35,8 @@ fn run_file_sees_its_arguments_as_args() {
 #[test]
 fn a_runtime_error_prints_file_line_col_kind_and_exits_one() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(
-        &dir,
+    let path = write_script(
+        dir.path(),
         "bad.rhai",
         "print(\"before\");\nlet a = 1;\nlet b = a + missing;\nprint(\"after\");\n",
     );
@@ -66,7 +57,11 @@ fn a_runtime_error_prints_file_line_col_kind_and_exits_one() {
 #[test]
 fn a_syntax_error_runs_nothing_and_exits_one() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(&dir, "syntax.rhai", "print(\"never\");\nlet x = (1 + ;\n");
+    let path = write_script(
+        dir.path(),
+        "syntax.rhai",
+        "print(\"never\");\nlet x = (1 + ;\n",
+    );
     let out = torchlet(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "");
@@ -101,19 +96,6 @@ fn e_errors_are_located_in_the_snippet() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.starts_with("<-e>:2:"), "{err}");
-}
-
-/// Whether the binary finds a usable CUDA GPU (asked of its driver, not of the environment).
-fn driver_has_a_gpu() -> bool {
-    let out = torchlet(&["run", "-e", "print(cuda::is_available())"]);
-    match text(&out.stdout).trim() {
-        "true" => true,
-        "false" => false,
-        other => panic!(
-            "cuda::is_available() printed {other:?}: {}",
-            text(&out.stderr)
-        ),
-    }
 }
 
 #[test]
@@ -156,7 +138,7 @@ fn simulate_cuda_flag_and_environment_choose_the_devices() {
         text(&out.stdout),
         format!("2\n{}\n{}\n", 2u64 << 30, 1u64 << 30)
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["run", "-e", code])
         .env("TORCHLET_SIMULATE_CUDA", "3GiB")
         .output()
@@ -182,7 +164,7 @@ fn a_simulated_gpu_size_without_a_unit_is_refused() {
         err.contains("invalid size '16'") && err.contains("16GiB"),
         "{err}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["run", "-e", "print(1)"])
         .env("TORCHLET_SIMULATE_CUDA", "8,8GiB")
         .output()
@@ -200,10 +182,8 @@ fn a_simulated_gpu_size_without_a_unit_is_refused() {
 #[test]
 fn a_bad_allocator_setting_in_the_environment_stops_at_start_naming_the_variable() {
     for var in ["TORCHLET_CUDA_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+        let out = common::torchlet()
             .args(["--simulate-cuda", "run", "-e", "print(1)"])
-            .env_remove("TORCHLET_CUDA_ALLOC_CONF")
-            .env_remove("PYTORCH_CUDA_ALLOC_CONF")
             .env(var, "expandable_segments:yes")
             .output()
             .expect("the torchlet binary runs");

@@ -1,4 +1,5 @@
 //! `.venv-jupyter` for the kernel tests: made by `tests/jupyter/setup.sh` on first use, once.
+use crate::common::repo;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -21,16 +22,12 @@ pub fn python() -> PathBuf {
     }
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn prepare() -> Result<PathBuf, String> {
-    let python = root().join(".venv-jupyter/bin/python");
+    let python = repo().join(".venv-jupyter/bin/python");
     if clients_import(&python) {
         return Ok(python);
     }
-    let lock = root().join(".venv-jupyter.lock");
+    let lock = repo().join(".venv-jupyter.lock");
     let _held = lock_exclusively(&lock)?;
     // Another process may have made it while this one waited for the lock.
     if clients_import(&python) {
@@ -84,7 +81,7 @@ fn run_setup() -> Result<(bool, String), String> {
         "creating .venv-jupyter with tests/jupyter/setup.sh (once; pip output follows on failure)"
     );
     let mut child = Command::new("bash")
-        .arg(root().join("tests/jupyter/setup.sh"))
+        .arg(repo().join("tests/jupyter/setup.sh"))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -3,15 +3,12 @@
 //! The Python clients live in `.venv-jupyter`, which the first test to need it creates with
 //! `tests/jupyter/setup.sh`; when that fails the tests fail with pip's output (they never skip).
 use crate::common;
-use std::path::{Path, PathBuf};
+use common::repo;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::jupyter_venv;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A private Jupyter directory with two kernelspecs of this build: `torchlet`, and `torchlet-sim`
 /// whose kernel.json sets TORCHLET_SIMULATE_CUDA (how a notebook gets a simulated GPU).
@@ -46,7 +43,7 @@ fn run_python(python: &Path, dir: &Path, args: &[&str], limit: Duration) -> (boo
     let mut command = Command::new(python);
     command
         .args(args)
-        .current_dir(root().join("tests/jupyter"))
+        .current_dir(repo().join("tests/jupyter"))
         .env("JUPYTER_PATH", &jupyter)
         .env("JUPYTER_DATA_DIR", dir.join("data"))
         .env("JUPYTER_RUNTIME_DIR", dir.join("runtime"))

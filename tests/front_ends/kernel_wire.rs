@@ -10,7 +10,6 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{
     create_client_control_connection, create_client_heartbeat_connection,
-    create_client_iopub_connection, create_client_shell_connection_with_identity,
     peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
 };
 use sha2::{Digest, Sha256};
@@ -27,31 +26,6 @@ fn start_kernel() -> Kernel {
 
 fn start_kernel_logging_to(logs: Option<&std::path::Path>) -> Kernel {
     kernel_process::start(KEY, logs)
-}
-
-/// A shell connection to a kernel that listens.
-async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
-    let session = uuid::Uuid::new_v4().to_string();
-    let identity = peer_identity_for_session(&session).unwrap();
-    create_client_shell_connection_with_identity(info, &session, identity)
-        .await
-        .expect("connect shell")
-}
-
-/// An iopub subscription the kernel has confirmed with its welcome, so nothing published later is missed.
-async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
-    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
-        .await
-        .expect("connect iopub");
-    loop {
-        let msg = tokio::time::timeout(WAIT, iopub.read())
-            .await
-            .expect("an iopub_welcome in time")
-            .expect("a readable iopub message");
-        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
-            return iopub;
-        }
-    }
 }
 
 /// Start `code` (which prints `started` first) and return its msg_id once it runs.
@@ -149,7 +123,7 @@ fn frames(msg_type: &str, content: &str, signature: Option<&str>) -> zeromq::Zmq
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_messages_are_dropped_or_answered_and_the_kernel_keeps_serving() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let ready = request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(ready.header.msg_type, "kernel_info_reply");
 
@@ -229,14 +203,14 @@ async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
     // "message": Jupyter sends interrupt_request on control, as this test does.
     assert_eq!(interrupt_mode(), "message");
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         reply_status(&execute(&mut shell, "let kept = 41;").await).0,
         ReplyStatus::Ok
     );
 
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let running_id = start_cell(
         &mut shell,
         &mut iopub,
@@ -273,9 +247,9 @@ async fn interrupt_request_stops_a_running_cell_and_keeps_its_variables() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_stops_the_cell_not_the_kernel() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     start_cell(
         &mut shell,
         &mut iopub,
@@ -300,9 +274,9 @@ async fn sigint_stops_the_cell_not_the_kernel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_answers_while_a_cell_runs() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     start_cell(&mut shell, &mut iopub, "print(\"started\"); loop { }").await;
     let mut heartbeat = create_client_heartbeat_connection(&kernel.info)
         .await
@@ -318,13 +292,13 @@ async fn heartbeat_answers_while_a_cell_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_request_on_shell_stops_the_running_cell_and_is_answered_after_it() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         reply_status(&execute(&mut shell, "let kept = 41;").await).0,
         ReplyStatus::Ok
     );
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let running_id = start_cell(
         &mut shell,
         &mut iopub,
@@ -398,9 +372,9 @@ fn types(messages: &[JupyterMessage]) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comms_are_closed_or_dropped_and_comm_info_is_empty() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
 
     for target_name in [None, Some("jupyter.widget".to_string())] {
         let reply = request(&mut shell, CommInfoRequest { target_name }.into()).await;
@@ -490,7 +464,7 @@ async fn debug(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let info = request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         serde_json::to_value(&info.content).unwrap()["debugger"],
@@ -641,7 +615,7 @@ async fn truncated_frames_and_headers_missing_fields_are_dropped_and_nothing_run
     }
     still_answers(&mut raw).await;
 
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let after = execute(&mut shell, "leaked").await;
     assert_eq!(
         reply_status(&after),
@@ -701,7 +675,7 @@ async fn oversized_frames_and_thousands_of_frames_are_answered_or_dropped() {
         .unwrap();
     still_answers(&mut raw).await;
 
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let after = execute(&mut shell, "leaked").await;
     assert_eq!(reply_status(&after).1.as_deref(), Some("NameError"));
 }
@@ -747,7 +721,7 @@ async fn unknown_message_types_are_logged_and_ignored_as_ipykernel_does() {
             "{next:?}"
         );
     }
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let ran = execute(&mut shell, "1 + 1").await;
     assert_eq!(reply_status(&ran).0, ReplyStatus::Ok);
     assert_eq!(execution_count(&ran), 1);
@@ -796,8 +770,8 @@ async fn burst(shell: &mut ClientShellConnection, n: usize, first_count: usize) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_a_thousand_cells_is_answered_in_order_and_memory_stays_flat() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
-    let _iopub = iopub(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let _iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     burst(&mut shell, 1000, 1).await;
     let warm = rss_kib(kernel.child.id());
@@ -813,10 +787,10 @@ async fn a_burst_of_a_thousand_cells_is_answered_in_order_and_memory_stays_flat(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_vanishes_before_its_reply_does_not_stop_the_kernel() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
     for _ in 0..2 {
-        let mut iopub = iopub(&kernel.info).await;
+        let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
         let mut vanishing = raw_shell(&kernel.info).await;
         let cell = r#"{"code": "for i in 0..20000 { print(`line ${i} of a cell whose client has gone`); }"}"#;
         vanishing
@@ -872,7 +846,7 @@ async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
             .unwrap();
         let _ = next_frames(socket).await;
     }
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     let failed = execute(&mut shell, "throw \"boom\"").await;
     assert_eq!(reply_status(&failed).0, ReplyStatus::Error);
     drop(kernel);
@@ -891,9 +865,9 @@ async fn the_key_and_the_connection_file_never_reach_the_kernels_output() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     request(&mut shell, KernelInfoRequest {}.into()).await;
-    let stalled = iopub(&kernel.info).await;
+    let stalled = kernel_process::iopub(&kernel.info, WAIT).await;
     // 500 cells of four 16 KiB stream messages each: far more than the client's queue (1024
     // messages) and the socket buffers hold for a subscriber that never reads. Before the fix,
     // each reply then waited 10 s for iopub.
@@ -922,7 +896,7 @@ async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
     );
     // Once the stalled client goes, a new subscriber sees every output again.
     drop(stalled);
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let seen = published_for(
         &mut shell,
         &mut iopub,

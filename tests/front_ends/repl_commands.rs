@@ -7,14 +7,6 @@ fn session() -> Session {
     Session::captured("<test>").0
 }
 
-fn text(outcome: Option<Outcome>) -> String {
-    let outcome = outcome.expect("a command");
-    if let Some(error) = outcome.error {
-        panic!("command failed: {error}");
-    }
-    outcome.value.map(|v| v.plain).unwrap_or_default()
-}
-
 fn error(outcome: Option<Outcome>) -> String {
     let outcome = outcome.expect("a command");
     let error = outcome.error.expect("the command should fail");
@@ -32,7 +24,7 @@ fn code_is_not_a_command() {
 #[test]
 fn help_lists_commands_and_explains_names() {
     let mut s = session();
-    let index = text(s.run_command(":help"));
+    let index = common::command_text(s.run_command(":help"));
     for name in [
         ":mem",
         ":vars",
@@ -43,12 +35,15 @@ fn help_lists_commands_and_explains_names() {
     ] {
         assert!(index.contains(name), "{name} missing from:\n{index}");
     }
-    assert!(text(s.run_command(":help del")).starts_with("del x, y"));
-    assert!(text(s.run_command(":help cuda::memory_reserved")).contains("caching allocator"));
-    assert!(text(s.run_command(":help :trace")).contains("device memory changed"));
+    assert!(common::command_text(s.run_command(":help del")).starts_with("del x, y"));
+    assert!(
+        common::command_text(s.run_command(":help cuda::memory_reserved"))
+            .contains("caching allocator")
+    );
+    assert!(common::command_text(s.run_command(":help :trace")).contains("device memory changed"));
     s.execute("/// Doubles a number.\nfn twice(a) { a * 2 }");
     assert_eq!(
-        text(s.run_command(":help twice")),
+        common::command_text(s.run_command(":help twice")),
         "fn twice(a)\n    Doubles a number."
     );
     let unknown = error(s.run_command(":help no_such_thing"));
@@ -58,9 +53,9 @@ fn help_lists_commands_and_explains_names() {
 #[test]
 fn vars_lists_variables_and_forgets_deleted_ones() {
     let mut s = session();
-    assert_eq!(text(s.run_command(":vars")), "no variables");
+    assert_eq!(common::command_text(s.run_command(":vars")), "no variables");
     s.execute("let count = 3; let word = \"hi\";");
-    let vars = text(s.run_command(":vars"));
+    let vars = common::command_text(s.run_command(":vars"));
     let count_row = vars.lines().find(|l| l.starts_with("count")).expect(&vars);
     assert!(
         count_row.contains("i64") && count_row.contains('3'),
@@ -68,15 +63,18 @@ fn vars_lists_variables_and_forgets_deleted_ones() {
     );
     assert!(vars.lines().any(|l| l.starts_with("word")), "{vars}");
     assert!(s.execute("del count").error.is_none());
-    let vars = text(s.run_command(":vars"));
+    let vars = common::command_text(s.run_command(":vars"));
     assert!(!vars.contains("count") && vars.contains("word"), "{vars}");
 }
 
 #[test]
 fn switches_take_on_or_off() {
     let mut s = session();
-    assert_eq!(text(s.run_command(":time on")), "timing on");
-    assert_eq!(text(s.run_command(":time off")), "timing off");
+    assert_eq!(common::command_text(s.run_command(":time on")), "timing on");
+    assert_eq!(
+        common::command_text(s.run_command(":time off")),
+        "timing off"
+    );
     let bad = error(s.run_command(":trace maybe"));
     assert_eq!(bad, "UsageError: :trace takes on or off, e.g. :trace on");
     let bad = error(s.run_command(":vars now"));
@@ -86,7 +84,7 @@ fn switches_take_on_or_off() {
 #[test]
 fn time_on_reports_each_input_through_the_frontend() {
     let (mut s, out) = Session::captured("<test>");
-    text(s.run_command(":time on"));
+    common::command_text(s.run_command(":time on"));
     s.execute("1 + 1");
     assert!(
         out.stdout_text().starts_with("Wall time: "),
@@ -94,7 +92,7 @@ fn time_on_reports_each_input_through_the_frontend() {
         out.stdout_text()
     );
     out.clear();
-    text(s.run_command(":time off"));
+    common::command_text(s.run_command(":time off"));
     s.execute("1 + 1");
     assert_eq!(out.stdout_text(), "");
 }
@@ -103,7 +101,7 @@ fn time_on_reports_each_input_through_the_frontend() {
 fn reset_forgets_variables_and_functions() {
     let mut s = session();
     s.execute("let kept = 1; fn f() { 2 }");
-    assert!(text(s.run_command(":reset")).contains("reset"));
+    assert!(common::command_text(s.run_command(":reset")).contains("reset"));
     assert!(s.variable_names().is_empty());
     let gone = s.execute("f()").error.expect("f is gone");
     assert!(gone.message.contains("f"), "{gone}");
@@ -152,7 +150,10 @@ fn unknown_and_terminal_only_commands_say_why() {
 fn memory_commands_report_the_simulated_gpu() {
     let _gpu = common::setup_simulated_gpu();
     let (mut s, out) = Session::captured("<test>");
-    assert_eq!(text(s.run_command(":trace on")), "memory trace on");
+    assert_eq!(
+        common::command_text(s.run_command(":trace on")),
+        "memory trace on"
+    );
     assert!(s
         .execute("let x = randn(1000, 1000).cuda();")
         .error
@@ -165,22 +166,22 @@ fn memory_commands_report_the_simulated_gpu() {
         "{traced}"
     );
     out.clear();
-    text(s.run_command(":trace off"));
+    common::command_text(s.run_command(":trace off"));
     s.execute("let y = x * 2;");
     assert_eq!(out.stdout_text(), "", "no trace once it is off");
 
-    let mem = text(s.run_command(":mem"));
+    let mem = common::command_text(s.run_command(":mem"));
     let row = mem.lines().find(|l| l.starts_with("cuda:0")).expect(&mem);
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
         ["cuda:0", "7.63", "MiB", "20.00", "MiB", "7.63", "MiB", "20.00", "MiB"]
     );
-    let summary = text(s.run_command(":summary"));
+    let summary = common::command_text(s.run_command(":summary"));
     assert!(
         summary.contains("torchlet CUDA memory summary, device ID 0"),
         "{summary}"
     );
-    let vars = text(s.run_command(":vars"));
+    let vars = common::command_text(s.run_command(":vars"));
     assert!(
         vars.contains("#1") && vars.contains("#2"),
         "x and y own storages: {vars}"

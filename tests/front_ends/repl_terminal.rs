@@ -1,9 +1,9 @@
 //! The REPL driven through a pseudo-terminal: continuation lines, completion, Ctrl-C, commands, errors.
 use crate::common;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use common::driver_has_a_gpu;
 use common::figures::{SEGMENT, X};
 use expectrl::{Eof, Regex, Session};
 use tempfile::TempDir;
@@ -74,39 +74,11 @@ impl Repl {
     }
 }
 
-/// The binary under test: `TORCHLET_BIN` where the tests run away from the build (the GPU machine).
-fn torchlet() -> Command {
-    let bin = std::env::var_os("TORCHLET_BIN");
-    Command::new(bin.unwrap_or_else(|| env!("CARGO_BIN_EXE_torchlet").into()))
-}
-
-/// Whether the binary under test finds a usable CUDA GPU (asked of its driver, not of the environment).
-fn driver_has_a_gpu() -> bool {
-    let out = torchlet()
-        .args(["run", "-e", "print(cuda::is_available())"])
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .output()
-        .expect("the torchlet binary runs");
-    let said = String::from_utf8_lossy(&out.stdout);
-    match said.trim() {
-        "true" => true,
-        "false" => false,
-        _ => panic!(
-            "cuda::is_available() printed {said:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
-}
-
 fn spawn(home: &Path, gpu: Gpu) -> Session {
-    let mut cmd = torchlet();
+    let mut cmd = common::repl_command(home);
     if gpu == Gpu::Simulated {
         cmd.arg("--simulate-cuda");
     }
-    cmd.env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("TERM", "xterm")
-        .env_remove("TORCHLET_SIMULATE_CUDA");
     let mut p = Session::spawn(cmd).expect("spawn torchlet in a pty");
     // Generous: the machine is shared and a debug build starts slowly under load.
     p.set_expect_timeout(Some(Duration::from_secs(60)));

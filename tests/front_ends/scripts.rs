@@ -3,16 +3,11 @@
 //! The article's four methods are checked against `tests/data/torch-h200.json` (what PyTorch printed
 //! on an H200, recorded by `tests/data/record_torch_h200.py`); the demos against the allocator's rules.
 use crate::common;
+use common::repo;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
 use common::figures::{SEGMENT, TWO_X, X};
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn reference() -> Value {
     serde_json::from_str(include_str!("../data/torch-h200.json")).expect("torch-h200.json is JSON")
@@ -22,12 +17,9 @@ fn reference() -> Value {
 fn run(script: &str) -> String {
     let path = repo().join("scripts").join(script);
     assert!(path.exists(), "{} is missing", path.display());
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["--simulate-cuda", "run"])
         .arg(&path)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
-        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
         .output()
         .expect("the torchlet binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -325,12 +317,9 @@ fn two_gpus_on_two_simulated_devices() {
     // Needs two devices, so it runs with its own --simulate-cuda spec; with one it says so.
     assert!(run("08_two_gpus.rhai").contains("needs two CUDA devices"));
     let script = repo().join("scripts").join("08_two_gpus.rhai");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["--simulate-cuda=16GiB,8GiB", "run"])
         .arg(&script)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
-        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
         .output()
         .expect("the torchlet binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -434,13 +423,10 @@ fn five_more_ways_and_the_block_match_pytorch_shapes_only() {
 
 /// `torchlet fit` on `script` (in scripts/) with `args`: (success, stdout).
 fn fit(script: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .arg("fit")
         .arg(repo().join("scripts").join(script))
         .args(args)
-        .env_remove("TORCHLET_SIMULATE_CUDA")
-        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
-        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
         .output()
         .expect("the torchlet binary runs");
     (

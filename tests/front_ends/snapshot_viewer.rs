@@ -2,19 +2,16 @@
 //! PyTorch's memory viewer needs (final segments that the trace replays to, statements as frames,
 //! variables as user metadata), Python's pickle loads it, and the viewer opens it in headless
 //! Chromium with no error and shapes drawn in every view.
+use crate::common::repo;
 use std::collections::BTreeSet;
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 const MLP: &str = "scripts/05_training_loop.rhai";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Run the MLP script with `--snapshot out` on a simulated 80 GiB GPU (the real one when asked).
 fn snapshot_of_mlp(out: &Path) {
@@ -25,7 +22,7 @@ fn snapshot_of_mlp(out: &Path) {
     let run = cmd
         .args(["run", "--snapshot"])
         .arg(out)
-        .arg(root().join(MLP))
+        .arg(repo().join(MLP))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -164,7 +161,7 @@ fn browser_tools() -> Option<()> {
     }
     panic!(
         "the viewer check needs {missing:?} on the PATH: `apt-get install -y chromium nodejs npm` \
-         (Debian), or set TORCHLET_SKIP_BROWSER=1 to skip it"
+         (Debian; scripts/test.sh installs them), or set TORCHLET_SKIP_BROWSER=1 to skip it"
     );
 }
 
@@ -215,7 +212,7 @@ fn the_viewer_opens_the_mlp_snapshot_in_every_view() {
     if browser_tools().is_none() {
         return;
     }
-    let harness = root().join("tests/memory_viz");
+    let harness = repo().join("tests/memory_viz");
     let setup = Command::new("bash")
         .arg(harness.join("setup.sh"))
         .status()

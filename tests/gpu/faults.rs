@@ -32,10 +32,6 @@ fn run(code: &str, env: &[(&str, &str)]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Runs everywhere: without a GPU the driver is missing too, and NVRTC is still named.
 #[test]
 fn a_missing_nvrtc_is_named_with_what_to_install() {
@@ -44,7 +40,7 @@ fn a_missing_nvrtc_is_named_with_what_to_install() {
         "let x = zeros(2, #{device: \"cuda\"}); print(x.sum().item());",
         &[("TORCHLET_NVRTC_PATH", nowhere)],
     );
-    let err = text(&out.stderr);
+    let err = crate::common::text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.starts_with("<-e>:1:"), "{err}");
     assert!(err.contains("could not load libnvrtc"), "{err}");
@@ -85,7 +81,10 @@ fn an_illegal_address_in_a_kernel_is_a_clear_error_on_every_later_statement() {
         "this test needs a real GPU: build it with --features gpu-tests and run it with TORCHLET_TEST_DEVICE=cuda"
     );
     let out = run(FAULT, &[]);
-    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    let (stdout, err) = (
+        crate::common::text(&out.stdout),
+        crate::common::text(&out.stderr),
+    );
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{err}");
     assert!(stdout.starts_with("before: 4"), "{stdout}\n{err}");
     // Every statement after the fault fails, and is caught, rather than crashing the process.

@@ -2,12 +2,11 @@
 //! (less memory between forward and backward), PyTorch's errors; one body run on every device.
 use crate::common;
 
-use common::{error, eval};
+use common::{device_test, error, eval};
 
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
-    let (mut s, _) = Session::captured("<test>");
     let setup = format!(
         "let dev = #{{device: \"{device}\"}};
          manual_seed(0);
@@ -16,20 +15,12 @@ fn session(device: &str) -> Session {
          let w2 = randn(128, 16, #{{device: \"{device}\", dtype: \"float64\", requires_grad: true}});
          fn block(x, w1, w2) {{ tanh(matmul(relu(matmul(x, w1)), w2)) }}"
     );
-    let outcome = s.execute(&setup);
-    assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    s
+    common::session_with("<test>", &setup)
 }
 
-fn devices() -> Vec<&'static str> {
-    common::uses_gpu();
-    vec!["cpu", "cuda"]
-}
-
-#[test]
-fn gradients_equal_those_without_checkpointing() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn gradients_equal_those_without_checkpointing(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(
             &mut s,
@@ -58,7 +49,7 @@ fn gradients_equal_those_without_checkpointing() {
             "{device}: closure {diff}"
         );
     }
-}
+);
 
 #[test]
 fn activations_are_freed_after_the_forward_and_remade_in_backward() {
@@ -97,10 +88,9 @@ fn activations_are_freed_after_the_forward_and_remade_in_backward() {
     );
 }
 
-#[test]
-fn errors_say_what_to_do_and_the_session_goes_on() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn errors_say_what_to_do_and_the_session_goes_on(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let e = error(
             &mut s,
@@ -116,14 +106,13 @@ fn errors_say_what_to_do_and_the_session_goes_on() {
         assert!(e.message.contains("no_such_method"), "{}", e.message);
         assert_eq!(eval(&mut s, "x.shape"), "[64, 32]", "x is alive");
     }
-}
+);
 
-/// With `retain_graph`, the recomputed activations stay with the graph, so a second backward
-/// adds the same gradients again. (PyTorch raises "already unpacked once" here instead.)
-#[test]
-fn a_retained_graph_runs_backward_twice() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+// With `retain_graph`, the recomputed activations stay with the graph, so a second backward
+// adds the same gradients again. (PyTorch raises "already unpacked once" here instead.)
+device_test!(
+    fn a_retained_graph_runs_backward_twice(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(
             &mut s,
@@ -133,4 +122,4 @@ fn a_retained_graph_runs_backward_twice() {
         let diff = eval(&mut s, "(w2.grad - once * 2).abs().max().item()");
         assert!(diff.parse::<f64>().unwrap() < 1e-12, "{device}: {diff}");
     }
-}
+);

@@ -3,13 +3,11 @@
 //! PyTorch's `bool()` does; one body run on every device.
 use crate::common;
 
-use common::{error, value};
+use common::{device_test, error, value};
 
-use rhai::Array;
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
-    let (mut s, _) = Session::captured("<test>");
     let setup = format!(
         "let dev = #{{device: \"{device}\"}};
          let a = tensor([[1.5, -2.0, 0.25], [3.0, 4.0, -0.5]], dev);
@@ -17,9 +15,7 @@ fn session(device: &str) -> Session {
          let row = tensor([1.0, 2.0, 0.25], dev);
          let ints = tensor([1, 2, 3], dev);"
     );
-    let outcome = s.execute(&setup);
-    assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    s
+    common::session_with("<test>", &setup)
 }
 
 const A: [f64; 6] = [1.5, -2.0, 0.25, 3.0, 4.0, -0.5];
@@ -28,56 +24,36 @@ const ROW: [f64; 3] = [1.0, 2.0, 0.25];
 
 /// Evaluate `expr` (a tensor): its flat values as bools, shape, dtype and device.
 fn eval(s: &mut Session, expr: &str) -> (Vec<bool>, Vec<i64>, String, String) {
-    let code =
-        format!("let r = {expr}; let out = [r.flatten().tolist(), r.shape, r.dtype, r.device];");
-    let outcome = s.execute(&code);
-    assert!(outcome.error.is_none(), "{expr}: {:?}", outcome.error);
-    let out: Array = s.scope().get_value("out").expect("out");
-    let values = out[0]
-        .clone()
-        .into_array()
-        .unwrap()
+    let (elements, shape, dtype, device) = common::tensor_facts(s, expr);
+    let values = elements
         .iter()
         .map(|v| v.as_bool().expect("bool elements"))
         .collect();
-    let shape = out[1]
-        .clone()
-        .into_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_int().unwrap())
-        .collect();
-    (values, shape, out[2].to_string(), out[3].to_string())
+    (values, shape, dtype, device)
 }
 
-fn devices() -> Vec<&'static str> {
-    common::uses_gpu();
-    vec!["cpu", "cuda"]
-}
-
-#[test]
-fn operators_and_methods_compare_elementwise_into_bool_tensors() {
-    let (_guard, _) = common::gpu();
-    type F = fn(f64, f64, f64) -> bool;
-    let cases: [(&str, F); 16] = [
-        ("a > b", |a, b, _| a > b),
-        ("a < b", |a, b, _| a < b),
-        ("a >= b", |a, b, _| a >= b),
-        ("a <= b", |a, b, _| a <= b),
-        ("a == b", |a, b, _| a == b),
-        ("a != b", |a, b, _| a != b),
-        ("a > row", |a, _, r| a > r),
-        ("row >= a", |a, _, r| r >= a),
-        ("a > 0.5", |a, _, _| a > 0.5),
-        ("0.5 < a", |a, _, _| 0.5 < a),
-        ("a <= 1", |a, _, _| a <= 1.0),
-        ("3 == a", |a, _, _| a == 3.0),
-        ("a.gt(b)", |a, b, _| a > b),
-        ("a.le(row)", |a, _, r| a <= r),
-        ("a.eq(4)", |a, _, _| a == 4.0),
-        ("a.ne(-2.0)", |a, _, _| a != -2.0),
-    ];
-    for device in devices() {
+device_test!(
+    fn operators_and_methods_compare_elementwise_into_bool_tensors(device: &str) {
+        let (_guard, _) = common::gpu();
+        type F = fn(f64, f64, f64) -> bool;
+        let cases: [(&str, F); 16] = [
+            ("a > b", |a, b, _| a > b),
+            ("a < b", |a, b, _| a < b),
+            ("a >= b", |a, b, _| a >= b),
+            ("a <= b", |a, b, _| a <= b),
+            ("a == b", |a, b, _| a == b),
+            ("a != b", |a, b, _| a != b),
+            ("a > row", |a, _, r| a > r),
+            ("row >= a", |a, _, r| r >= a),
+            ("a > 0.5", |a, _, _| a > 0.5),
+            ("0.5 < a", |a, _, _| 0.5 < a),
+            ("a <= 1", |a, _, _| a <= 1.0),
+            ("3 == a", |a, _, _| a == 3.0),
+            ("a.gt(b)", |a, b, _| a > b),
+            ("a.le(row)", |a, _, r| a <= r),
+            ("a.eq(4)", |a, _, _| a == 4.0),
+            ("a.ne(-2.0)", |a, _, _| a != -2.0),
+        ];
         let mut s = session(device);
         for (expr, f) in cases {
             let (values, shape, dtype, dev) = eval(&mut s, expr);
@@ -88,12 +64,11 @@ fn operators_and_methods_compare_elementwise_into_bool_tensors() {
             assert!(dev.starts_with(device), "{expr}: on {dev}");
         }
     }
-}
+);
 
-#[test]
-fn integer_and_bool_tensors_compare_with_any_number() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn integer_and_bool_tensors_compare_with_any_number(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         for (expr, want) in [
             ("ints > 1", [false, true, true]),
@@ -111,13 +86,12 @@ fn integer_and_bool_tensors_compare_with_any_number() {
             assert_eq!(values, want, "{expr} on {device}");
         }
     }
-}
+);
 
-#[test]
-fn a_number_is_compared_in_the_tensor_s_dtype_as_pytorch_does() {
-    let (_guard, _) = common::gpu();
-    // 0.1 rounded to float32 is the tensor's 0.1: equal, not greater (PyTorch prints the same).
-    for device in devices() {
+device_test!(
+    fn a_number_is_compared_in_the_tensor_s_dtype_as_pytorch_does(device: &str) {
+        let (_guard, _) = common::gpu();
+        // 0.1 rounded to float32 is the tensor's 0.1: equal, not greater (PyTorch prints the same).
         let mut s = session(device);
         for (expr, want) in [
             ("tensor([0.1], dev) > 0.1", false),
@@ -142,12 +116,11 @@ fn a_number_is_compared_in_the_tensor_s_dtype_as_pytorch_does() {
         let (nan, ..) = eval(&mut s, "n != n");
         assert_eq!(nan, [true, true], "NaN is unequal to itself on {device}");
     }
-}
+);
 
-#[test]
-fn a_scalar_comparison_echoes_as_a_bool_tensor() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn a_scalar_comparison_echoes_as_a_bool_tensor(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let suffix = if device == "cuda" {
             ", device='cuda:0'"
@@ -163,12 +136,11 @@ fn a_scalar_comparison_echoes_as_a_bool_tensor() {
             format!("tensor([False,  True, False]{suffix})")
         );
     }
-}
+);
 
-#[test]
-fn masks_multiply_sum_and_stop_gradients() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn masks_multiply_sum_and_stop_gradients(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let code = "let m = a > 0; [(a * m).flatten().tolist(), (m * a).dtype, m.sum().item(), m.sum().dtype]";
         assert_eq!(
@@ -186,19 +158,18 @@ fn masks_multiply_sum_and_stop_gradients() {
             "{device}"
         );
     }
-}
+);
 
-#[test]
-fn shape_and_device_errors_are_pytorch_s_and_the_session_goes_on() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn shape_and_device_errors_are_pytorch_s_and_the_session_goes_on(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let e = error(&mut s, "ones(2, dev) > ones(3, dev)");
         assert_eq!(e.kind, "RuntimeError");
         assert_eq!(
-            e.message,
-            "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
-        );
+        e.message,
+        "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
+    );
         let e = error(&mut s, "a > \"x\"");
         assert_eq!(
             (e.kind.as_str(), e.message.as_str()),
@@ -219,6 +190,11 @@ fn shape_and_device_errors_are_pytorch_s_and_the_session_goes_on() {
         );
         assert_eq!(value(s.execute("(a > b).shape")), "[2, 3]");
     }
+);
+
+#[test]
+fn a_cpu_tensor_meets_a_cuda_one_as_in_pytorch() {
+    let (_guard, _) = common::gpu();
     let mut s = session("cuda");
     let e = error(&mut s, "a > a.cpu()");
     assert!(
@@ -248,10 +224,9 @@ fn a_bool_tensor_takes_one_byte_an_element() {
     assert_eq!(allocator.memory_allocated(), before);
 }
 
-#[test]
-fn conditions_take_one_element_tensors_as_pytorch_s_bool() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn conditions_take_one_element_tensors_as_pytorch_s_bool(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let cases = [
             ("if tensor(3.0, dev) > 0.5 { 1 } else { 2 }", "1"),
@@ -306,7 +281,7 @@ fn conditions_take_one_element_tensors_as_pytorch_s_bool() {
         assert_eq!(e.line, Some(2), "the error points at the condition");
         assert_eq!(value(s.execute("z")), "1", "the session goes on");
     }
-}
+);
 
 #[test]
 fn conditions_take_python_s_truth_of_other_values() {

@@ -2,26 +2,17 @@
 //! and leaf status stay; PyTorch's leaf and dtype errors; one body run on every device.
 use crate::common;
 
-use common::{error, eval};
+use common::{device_test, error, eval};
 
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
-    let (mut s, _) = Session::captured("<test>");
-    let outcome = s.execute(&format!("let dev = #{{device: \"{device}\"}};"));
-    assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    s
+    common::session_with("<test>", &format!("let dev = #{{device: \"{device}\"}};"))
 }
 
-fn devices() -> Vec<&'static str> {
-    common::uses_gpu();
-    vec!["cpu", "cuda"]
-}
-
-#[test]
-fn each_operator_updates_the_same_storage() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn each_operator_updates_the_same_storage(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(
             &mut s,
@@ -46,12 +37,11 @@ fn each_operator_updates_the_same_storage() {
             );
         }
     }
-}
+);
 
-#[test]
-fn an_sgd_step_under_no_grad_keeps_the_leaf() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn an_sgd_step_under_no_grad_keeps_the_leaf(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         let code = "let w = tensor([1.0, -2.0, 3.0], #{device: dev.device, requires_grad: true});
                     (w * w).sum().backward();
@@ -67,12 +57,11 @@ fn an_sgd_step_under_no_grad_keeps_the_leaf() {
         let code = "(w * w).sum().backward(); w.grad.tolist()";
         assert_eq!(eval(&mut s, code), "[3.0, -6.0, 9.0]", "{device}");
     }
-}
+);
 
-#[test]
-fn a_leaf_that_requires_grad_is_refused_outside_no_grad() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn a_leaf_that_requires_grad_is_refused_outside_no_grad(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(
             &mut s,
@@ -100,12 +89,11 @@ fn a_leaf_that_requires_grad_is_refused_outside_no_grad() {
             "w is untouched, {device}"
         );
     }
-}
+);
 
-#[test]
-fn in_place_ops_on_graph_tensors_record_their_gradients() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn in_place_ops_on_graph_tensors_record_their_gradients(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(
             &mut s,
@@ -140,12 +128,11 @@ fn in_place_ops_on_graph_tensors_record_their_gradients() {
             e.message
         );
     }
-}
+);
 
-#[test]
-fn the_result_dtype_must_fit_the_tensor() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn the_result_dtype_must_fit_the_tensor(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         eval(&mut s, "let i = tensor([1, 2, 3], dev);");
         for (code, message) in [
@@ -186,20 +173,19 @@ fn the_result_dtype_must_fit_the_tensor() {
             "{device}"
         );
         assert_eq!(
-            eval(
-                &mut s,
-                "let h = tensor([1.0], #{device: dev.device, dtype: \"float16\"}); h += tensor([0.5], dev); [h.tolist(), h.dtype]"
-            ),
-            "[[1.5], \"float16\"]",
-            "{device}"
-        );
+        eval(
+            &mut s,
+            "let h = tensor([1.0], #{device: dev.device, dtype: \"float16\"}); h += tensor([0.5], dev); [h.tolist(), h.dtype]"
+        ),
+        "[[1.5], \"float16\"]",
+        "{device}"
+    );
     }
-}
+);
 
-#[test]
-fn other_targets_follow_python() {
-    let (_guard, _) = common::gpu();
-    for device in devices() {
+device_test!(
+    fn other_targets_follow_python(device: &str) {
+        let (_guard, _) = common::gpu();
         let mut s = session(device);
         // An int has no in-place add: `k += t` rebinds k to a new tensor.
         assert_eq!(
@@ -221,7 +207,7 @@ fn other_targets_follow_python() {
             "{device}"
         );
     }
-}
+);
 
 #[test]
 fn the_right_hand_temporary_is_freed_after_the_update() {

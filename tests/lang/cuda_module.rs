@@ -3,51 +3,37 @@
 use crate::common;
 use common::exclusive;
 use common::figures::{SEGMENT, TWO_X, X};
-use rhai::Dynamic;
 use torchlet_session::Session;
-
-fn eval(s: &mut Session, code: &str) -> Dynamic {
-    let outcome = s.execute(&format!("let __r = {{ {code} }};"));
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-    s.scope().get_value::<Dynamic>("__r").unwrap()
-}
-
-fn run(s: &mut Session, code: &str) {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-}
-
-fn int(s: &mut Session, code: &str) -> i64 {
-    eval(s, code)
-        .as_int()
-        .unwrap_or_else(|t| panic!("{code} gave {t}"))
-}
 
 #[test]
 fn availability_and_names() {
     let _g = exclusive();
     let (mut s, _) = Session::captured("<test>");
-    assert!(eval(&mut s, "cuda::is_available()").as_bool().unwrap());
-    assert!(int(&mut s, "cuda::device_count()") >= 1);
-    assert_eq!(int(&mut s, "cuda::current_device()"), 0);
-    let name = eval(&mut s, "cuda::get_device_name()").to_string();
+    assert!(common::dynamic(&mut s, "cuda::is_available()")
+        .as_bool()
+        .unwrap());
+    assert!(common::int(&mut s, "cuda::device_count()") >= 1);
+    assert_eq!(common::int(&mut s, "cuda::current_device()"), 0);
+    let name = common::dynamic(&mut s, "cuda::get_device_name()").to_string();
     if !common::real_gpu() {
         assert!(name.contains("simulated"), "{name}");
-        assert_eq!(int(&mut s, "cuda::mem_get_info()[1]"), 16 << 30);
+        assert_eq!(common::int(&mut s, "cuda::mem_get_info()[1]"), 16 << 30);
     }
     assert_eq!(
         name,
-        eval(&mut s, "cuda::get_device_name(\"cuda:0\")").to_string()
+        common::dynamic(&mut s, "cuda::get_device_name(\"cuda:0\")").to_string()
     );
-    assert!(eval(&mut s, "cuda::synchronize(); true").as_bool().unwrap());
+    assert!(common::dynamic(&mut s, "cuda::synchronize(); true")
+        .as_bool()
+        .unwrap());
 }
 
 #[test]
 fn every_spelling_of_the_device_reads_the_same_figure() {
     let _g = exclusive();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
-    let figure = int(&mut s, "memory_allocated()");
+    common::run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
+    let figure = common::int(&mut s, "memory_allocated()");
     assert!(figure >= X as i64);
     for spelling in [
         "cuda::memory_allocated()",
@@ -57,11 +43,11 @@ fn every_spelling_of_the_device_reads_the_same_figure() {
         "cuda::memory_allocated(x.device)",
         "cuda::memory_stats()[\"allocated_bytes.all.current\"]",
     ] {
-        assert_eq!(int(&mut s, spelling), figure, "{spelling}");
+        assert_eq!(common::int(&mut s, spelling), figure, "{spelling}");
     }
     assert_eq!(
-        int(&mut s, "memory_reserved()"),
-        int(
+        common::int(&mut s, "memory_reserved()"),
+        common::int(
             &mut s,
             "cuda::memory_stats(0)[\"reserved_bytes.all.current\"]"
         )
@@ -72,41 +58,47 @@ fn every_spelling_of_the_device_reads_the_same_figure() {
 fn the_article_numbers_in_one_session() {
     let _g = exclusive();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "empty_cache(); cuda::reset_peak_memory_stats();");
+    common::run(&mut s, "empty_cache(); cuda::reset_peak_memory_stats();");
     assert_eq!(
-        int(&mut s, "memory_allocated()"),
+        common::int(&mut s, "memory_allocated()"),
         0,
         "no other test holds GPU memory now"
     );
-    assert_eq!(int(&mut s, "memory_reserved()"), 0);
-    run(
+    assert_eq!(common::int(&mut s, "memory_reserved()"), 0);
+    common::run(
         &mut s,
         "let x = randn(1000, 1000).cuda(); let temp = x * 2;",
     );
-    assert_eq!(int(&mut s, "memory_allocated()"), TWO_X as i64);
-    assert_eq!(int(&mut s, "memory_reserved()"), SEGMENT as i64);
-    run(&mut s, "del temp; empty_cache();");
-    assert_eq!(int(&mut s, "memory_allocated()"), X as i64);
+    assert_eq!(common::int(&mut s, "memory_allocated()"), TWO_X as i64);
+    assert_eq!(common::int(&mut s, "memory_reserved()"), SEGMENT as i64);
+    common::run(&mut s, "del temp; empty_cache();");
+    assert_eq!(common::int(&mut s, "memory_allocated()"), X as i64);
     assert_eq!(
-        int(&mut s, "memory_reserved()"),
+        common::int(&mut s, "memory_reserved()"),
         SEGMENT as i64,
         "x keeps its segment split"
     );
-    assert_eq!(int(&mut s, "max_memory_allocated()"), TWO_X as i64);
-    assert_eq!(int(&mut s, "cuda::max_memory_reserved()"), SEGMENT as i64);
-    run(&mut s, "cuda::reset_peak_memory_stats();");
-    assert_eq!(int(&mut s, "cuda::max_memory_allocated()"), X as i64);
-    run(&mut s, "del x; cuda::empty_cache();");
-    assert_eq!(int(&mut s, "memory_reserved()"), 0);
+    assert_eq!(common::int(&mut s, "max_memory_allocated()"), TWO_X as i64);
+    assert_eq!(
+        common::int(&mut s, "cuda::max_memory_reserved()"),
+        SEGMENT as i64
+    );
+    common::run(&mut s, "cuda::reset_peak_memory_stats();");
+    assert_eq!(
+        common::int(&mut s, "cuda::max_memory_allocated()"),
+        X as i64
+    );
+    common::run(&mut s, "del x; cuda::empty_cache();");
+    assert_eq!(common::int(&mut s, "memory_reserved()"), 0);
 }
 
 #[test]
 fn summary_stats_and_snapshot() {
     let _g = exclusive();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = ones(300, 300, #{device: \"cuda\"});");
-    let full = eval(&mut s, "memory_summary()").to_string();
-    let short = eval(
+    common::run(&mut s, "let x = ones(300, 300, #{device: \"cuda\"});");
+    let full = common::dynamic(&mut s, "memory_summary()").to_string();
+    let short = common::dynamic(
         &mut s,
         "cuda::memory_summary(#{device: 0, abbreviated: true})",
     )
@@ -116,15 +108,15 @@ fn summary_stats_and_snapshot() {
         "{full}"
     );
     assert!(short.lines().count() < full.lines().count());
-    let stats = eval(&mut s, "cuda::memory_stats()").cast::<rhai::Map>();
+    let stats = common::dynamic(&mut s, "cuda::memory_stats()").cast::<rhai::Map>();
     assert!(stats.len() >= 100, "PyTorch's flat keys: {}", stats.len());
-    let snapshot = eval(&mut s, "cuda::memory_snapshot()");
+    let snapshot = common::dynamic(&mut s, "cuda::memory_snapshot()");
     assert!(snapshot.is_map(), "{}", snapshot.type_name());
-    run(
+    common::run(
         &mut s,
         "cuda::record_memory_history(\"all\", 100); cuda::record_memory_history(());",
     );
-    run(&mut s, "cuda::reset_accumulated_memory_stats();");
+    common::run(&mut s, "cuda::reset_accumulated_memory_stats();");
 }
 
 #[test]

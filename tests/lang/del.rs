@@ -1,20 +1,16 @@
 //! `del x` and `del x, y`: the name is gone, its tensor freed at once, the rest of the scope intact.
 use crate::common;
 
-use common::value;
+use common::{device_test, value};
 
-use torchlet_session::{Outcome, Session};
-
-fn error(outcome: Outcome) -> torchlet_session::ScriptError {
-    outcome.error.expect("expected an error")
-}
+use torchlet_session::Session;
 
 #[test]
 fn deleted_name_is_not_defined() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let x = 1;"));
     value(s.execute("del x"));
-    let e = error(s.execute("x + 1"));
+    let e = common::error(&mut s, "x + 1");
     assert_eq!(e.kind, "NameError");
     assert_eq!(e.message, "name 'x' is not defined");
     assert_eq!((e.line, e.column), (Some(1), Some(1)));
@@ -24,7 +20,10 @@ fn deleted_name_is_not_defined() {
 #[test]
 fn deleting_in_one_input_then_using_later_in_it_fails_at_the_use() {
     let (mut s, _) = Session::captured("<test>");
-    let e = error(s.execute("let x = 1;\nlet y = 2;\ndel x;\nprint(y);\nprint(x);"));
+    let e = common::error(
+        &mut s,
+        "let x = 1;\nlet y = 2;\ndel x;\nprint(y);\nprint(x);",
+    );
     assert_eq!(e.kind, "NameError");
     assert_eq!(e.line, Some(5));
     assert_eq!(
@@ -38,15 +37,15 @@ fn del_several_names_at_once() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let a = 1; let b = 2; let c = 3; del a, b;"));
     assert_eq!(value(s.execute("c")), "3");
-    assert_eq!(error(s.execute("a")).kind, "NameError");
-    assert_eq!(error(s.execute("b")).kind, "NameError");
+    assert_eq!(common::error(&mut s, "a").kind, "NameError");
+    assert_eq!(common::error(&mut s, "b").kind, "NameError");
 }
 
 #[test]
 fn deleting_an_unknown_name_is_an_error_with_its_position() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let keep = 7;"));
-    let e = error(s.execute("let a = 1;\ndel nope"));
+    let e = common::error(&mut s, "let a = 1;\ndel nope");
     assert_eq!(e.kind, "NameError");
     assert_eq!(e.message, "name 'nope' is not defined");
     assert_eq!((e.line, e.column), (Some(2), Some(5)));
@@ -56,7 +55,7 @@ fn deleting_an_unknown_name_is_an_error_with_its_position() {
 #[test]
 fn deleting_twice_is_an_error() {
     let (mut s, _) = Session::captured("<test>");
-    let e = error(s.execute("let x = 1; del x; del x;"));
+    let e = common::error(&mut s, "let x = 1; del x; del x;");
     assert_eq!(e.kind, "NameError");
 }
 
@@ -69,7 +68,7 @@ fn del_in_a_nested_block_leaves_outer_variables_intact() {
         for i in 0..3 { if i == 1 { let t = i; del t; } c += i; }
         [a, c]";
     assert_eq!(value(s.execute(code)), "[11, 6]");
-    assert_eq!(error(s.execute("b")).kind, "NameError");
+    assert_eq!(common::error(&mut s, "b").kind, "NameError");
     assert_eq!(value(s.execute("a + c")), "17");
 }
 
@@ -86,14 +85,14 @@ fn del_inside_a_function_touches_only_its_locals() {
     let code = "fn f(v) { let w = v * 2; del v; w }
         let v = 4; f(v) + v";
     assert_eq!(value(s.execute(code)), "12");
-    let e = error(s.execute("fn g(v) { del v; v } g(1)"));
+    let e = common::error(&mut s, "fn g(v) { del v; v } g(1)");
     assert_eq!(e.kind, "NameError");
 }
 
 #[test]
 fn deleting_a_constant_is_a_type_error() {
     let (mut s, _) = Session::captured("<test>");
-    let e = error(s.execute("const K = 3; del K;"));
+    let e = common::error(&mut s, "const K = 3; del K;");
     assert_eq!(e.kind, "TypeError");
     assert_eq!(value(s.execute("K")), "3");
 }
@@ -102,9 +101,9 @@ fn deleting_a_constant_is_a_type_error() {
 fn failed_input_keeps_variables_defined_before_it() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let a = 1; let b = 2;"));
-    error(s.execute("del a; del missing;"));
+    common::error(&mut s, "del a; del missing;");
     // `a` was deleted before the failure, as Python would have; `b` is untouched.
-    assert_eq!(error(s.execute("a")).kind, "NameError");
+    assert_eq!(common::error(&mut s, "a").kind, "NameError");
     assert_eq!(value(s.execute("b")), "2");
     assert_eq!(s.variable_names(), vec!["b".to_string()]);
 }
@@ -112,6 +111,7 @@ fn failed_input_keeps_variables_defined_before_it() {
 mod tensors {
     //! `del` frees GPU memory at once, unless something else still holds the tensor.
 
+    use crate::common;
     use crate::common::figures::X;
     use torchlet_session::Session;
 
@@ -126,17 +126,12 @@ mod tensors {
         outcome.value.unwrap().plain.parse().unwrap()
     }
 
-    fn run(s: &mut Session, code: &str) {
-        let outcome = s.execute(code);
-        assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-    }
-
     #[test]
     fn del_frees_the_last_reference_at_once() {
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
         let base = allocated(&mut s);
-        run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
+        common::run(&mut s, "let x = randn(1000, 1000, #{device: \"cuda\"});");
         assert_eq!(allocated(&mut s), base + X as i64);
         // Within one input: the figure read right after `del` already dropped.
         let outcome = s.execute("del x; memory_allocated()");
@@ -148,23 +143,23 @@ mod tensors {
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
         let base = allocated(&mut s);
-        run(
+        common::run(
             &mut s,
             "let x = ones(1000, 1000, #{device: \"cuda\"}); let view = x[0]; let y = x;",
         );
-        run(&mut s, "del x;");
+        common::run(&mut s, "del x;");
         assert_eq!(
             allocated(&mut s),
             base + X as i64,
             "y and the view still hold the storage"
         );
-        run(&mut s, "del y;");
+        common::run(&mut s, "del y;");
         assert_eq!(
             allocated(&mut s),
             base + X as i64,
             "the view still holds it"
         );
-        run(&mut s, "del view;");
+        common::run(&mut s, "del view;");
         assert_eq!(allocated(&mut s), base);
     }
 
@@ -224,11 +219,11 @@ fn del_of_an_item_removes_only_that_item() {
         "[2, 3]"
     );
     assert_eq!(value(s.execute("del ts[-1]; ts")), "[2]");
-    assert_eq!(error(s.execute("del ts[5]")).kind, "IndexError");
+    assert_eq!(common::error(&mut s, "del ts[5]").kind, "IndexError");
     assert_eq!(value(s.execute("ts")), "[2]");
     let d = "let d = #{a: 1, b: 2}; del d[\"a\"]; d";
     assert_eq!(value(s.execute(d)), "#{\"b\": 2}");
-    assert_eq!(error(s.execute("del d[\"zz\"]")).kind, "KeyError");
+    assert_eq!(common::error(&mut s, "del d[\"zz\"]").kind, "KeyError");
     assert_eq!(value(s.execute("del d.b; d")), "#{}");
 }
 
@@ -246,10 +241,9 @@ fn del_of_an_item_frees_that_tensor_at_once() {
     assert_eq!(value(s.execute("keep.len()")), "1");
 }
 
-#[test]
-fn del_of_grad_clears_the_gradient_and_keeps_the_tensor() {
-    let (_guard, _) = common::gpu();
-    for dev in common::device_names() {
+device_test!(
+    fn del_of_grad_clears_the_gradient_and_keeps_the_tensor(dev: &str) {
+        let (_guard, _) = common::gpu();
         let (mut s, _) = Session::captured("<test>");
         let code = format!(
             r#"let w = ones(3, #{{device: "{dev}", requires_grad: true}});
@@ -257,15 +251,15 @@ fn del_of_grad_clears_the_gradient_and_keeps_the_tensor() {
         );
         assert_eq!(value(s.execute(&code)), "[true, true]", "on {dev}");
     }
-}
+);
 
 #[test]
 fn del_of_what_cannot_be_deleted_says_what_can() {
     let (mut s, _) = Session::captured("<test>");
     value(s.execute("let t = ones(2);"));
-    assert_eq!(error(s.execute("del t[0]")).kind, "TypeError");
-    assert_eq!(error(s.execute("del t.shape")).kind, "AttributeError");
-    let e = error(s.execute("del 1 + 2"));
+    assert_eq!(common::error(&mut s, "del t[0]").kind, "TypeError");
+    assert_eq!(common::error(&mut s, "del t.shape").kind, "AttributeError");
+    let e = common::error(&mut s, "del 1 + 2");
     assert_eq!(e.kind, "SyntaxError");
     assert!(e.message.contains("del x"), "{}", e.message);
     assert_eq!(value(s.execute("t.sum().item()")), "2.0");

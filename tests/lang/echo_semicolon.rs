@@ -1,18 +1,13 @@
 //! A `;` at the end of an input hides its value, as in IPython: in the session, the REPL and the kernel.
 use crate::common;
 use crate::common::kernel_process::{self, Kernel};
-use std::process::Command;
 use std::time::Duration;
 
 use expectrl::Session as Pty;
 use jupyter_protocol::{
-    ConnectionInfo, ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent,
-    KernelInfoRequest,
+    ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
 };
-use jupyter_zmq_client::{
-    create_client_iopub_connection, create_client_shell_connection_with_identity,
-    peer_identity_for_session, ClientIoPubConnection, ClientShellConnection,
-};
+use jupyter_zmq_client::{ClientIoPubConnection, ClientShellConnection};
 use torchlet_session::Session;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -44,12 +39,8 @@ fn a_trailing_semicolon_hides_the_value_in_a_session() {
 #[test]
 fn a_trailing_semicolon_hides_the_value_in_the_repl() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
-    cmd.arg("--simulate-cuda")
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("TERM", "xterm")
-        .env_remove("TORCHLET_SIMULATE_CUDA");
+    let mut cmd = common::repl_command(home.path());
+    cmd.arg("--simulate-cuda");
     let mut p = Pty::spawn(cmd).expect("spawn torchlet in a pty");
     p.set_expect_timeout(Some(Duration::from_secs(60)));
     p.expect(">>> ").unwrap();
@@ -70,30 +61,6 @@ fn a_trailing_semicolon_hides_the_value_in_the_repl() {
 
 fn start_kernel() -> Kernel {
     kernel_process::start("echo-test-key", None)
-}
-
-async fn shell(info: &ConnectionInfo) -> ClientShellConnection {
-    let session = uuid::Uuid::new_v4().to_string();
-    let identity = peer_identity_for_session(&session).unwrap();
-    create_client_shell_connection_with_identity(info, &session, identity)
-        .await
-        .expect("connect shell")
-}
-
-/// An iopub subscription the kernel has confirmed, so nothing published later is missed.
-async fn iopub(info: &ConnectionInfo) -> ClientIoPubConnection {
-    let mut iopub = create_client_iopub_connection(info, "", "iopub-session")
-        .await
-        .expect("connect iopub");
-    loop {
-        let msg = tokio::time::timeout(WAIT, iopub.read())
-            .await
-            .expect("an iopub_welcome in time")
-            .expect("a readable iopub message");
-        if matches!(msg.content, JupyterMessageContent::IoPubWelcome(_)) {
-            return iopub;
-        }
-    }
 }
 
 /// Run `code`; the `text/plain` of its execute_result, if it had one.
@@ -130,12 +97,12 @@ async fn result_of(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trailing_semicolon_hides_the_value_in_a_notebook_cell() {
     let kernel = start_kernel();
-    let mut shell = shell(&kernel.info).await;
+    let mut shell = kernel_process::shell(&kernel.info).await;
     shell
         .send(KernelInfoRequest {}.into())
         .await
         .expect("send kernel_info");
-    let mut iopub = iopub(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     assert_eq!(
         result_of(&mut shell, &mut iopub, "6 * 7").await.as_deref(),
         Some("42")

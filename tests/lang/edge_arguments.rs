@@ -5,6 +5,7 @@
 //! A sweep like this, run one snippet a process, found `t.size(0)` of a 0-d tensor panicking and
 //! `eye(1 << 20)`, `linspace(0, 1, 1 << 40)` and `zeros(0).chunk(1 << 40)` aborting on host memory.
 use crate::common;
+use common::device_test;
 
 use torchlet_session::Session;
 
@@ -31,6 +32,8 @@ const METHODS: &[&str] = &[
     "min()",
     "argmax()",
     "argmax(0)",
+    "argmin()",
+    "argmin(0)",
     "softmax(0)",
     "softmax(-1)",
     "log_softmax(0)",
@@ -156,20 +159,17 @@ fn survives(s: &mut Session, code: &str) -> Result<(), String> {
 }
 
 fn session(device: &str) -> Session {
-    let (mut s, _) = Session::captured("<edge>");
-    let outcome = s.execute(&format!(
-        "let devname = \"{device}\"; let dev = #{{device: devname}};"
-    ));
-    assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    s
+    common::session_with(
+        "<edge>",
+        &format!("let devname = \"{device}\"; let dev = #{{device: devname}};"),
+    )
 }
 
-#[test]
-fn edge_arguments_give_values_or_errors_never_panics() {
-    let _g = common::exclusive();
-    let mut panics = Vec::new();
-    let mut ran = 0;
-    for device in common::device_names() {
+device_test!(
+    fn edge_arguments_give_values_or_errors_never_panics(device: &str) {
+        let _g = common::exclusive();
+        let mut panics = Vec::new();
+        let mut ran = 0;
         let mut s = session(device);
         for subject in SUBJECTS {
             for method in METHODS {
@@ -195,11 +195,11 @@ fn edge_arguments_give_values_or_errors_never_panics() {
             Some("12.0".into()),
             "{device}"
         );
+        assert!(
+            panics.is_empty(),
+            "{} of {ran} snippets panicked:\n{}",
+            panics.len(),
+            panics.join("\n")
+        );
     }
-    assert!(
-        panics.is_empty(),
-        "{} of {ran} snippets panicked:\n{}",
-        panics.len(),
-        panics.join("\n")
-    );
-}
+);

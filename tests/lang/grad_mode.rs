@@ -110,13 +110,7 @@ mod autograd {
 
     use torchlet_session::Session;
 
-    use crate::common::exclusive;
-
-    fn value(s: &mut Session, code: &str) -> String {
-        let outcome = s.execute(code);
-        assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-        outcome.value.map(|v| v.plain).unwrap_or_default()
-    }
+    use crate::common::{exclusive, plain};
 
     #[test]
     fn blocks_set_and_restore_the_mode() {
@@ -132,7 +126,7 @@ mod autograd {
             seen.push(is_grad_enabled());
             seen";
         assert_eq!(
-            value(&mut s, code),
+            plain(&mut s, code),
             "[true, false, true, false, false, true]"
         );
     }
@@ -146,45 +140,45 @@ mod autograd {
             .error
             .unwrap();
         assert_eq!(e.kind, "NameError");
-        assert_eq!(value(&mut s, "is_grad_enabled()"), "true");
+        assert_eq!(plain(&mut s, "is_grad_enabled()"), "true");
         let caught = "let r = []; try { no_grad { throw \"stop\"; } } catch { r.push(is_grad_enabled()); } r";
-        assert_eq!(value(&mut s, caught), "[true]");
+        assert_eq!(plain(&mut s, caught), "[true]");
         let e = s
             .execute("no_grad { enable_grad { no_grad { ones(2) + zeros(3) } } }")
             .error
             .unwrap();
         assert_eq!(e.kind, "RuntimeError", "a shape mismatch three blocks deep");
-        assert_eq!(value(&mut s, "is_grad_enabled()"), "true");
+        assert_eq!(plain(&mut s, "is_grad_enabled()"), "true");
     }
 
     #[test]
     fn results_under_no_grad_do_not_require_grad() {
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
-        value(&mut s, "let w = ones(3, #{requires_grad: true});");
+        plain(&mut s, "let w = ones(3, #{requires_grad: true});");
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "let a = w * 2; [a.requires_grad, a.grad_fn, a.is_leaf]"
             ),
             "[true, \"MulBackward0\", false]"
         );
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "no_grad { let b = w * 2; }; [b.requires_grad, b.grad_fn, b.is_leaf]"
             ),
             "[false, (), true]"
         );
         assert_eq!(
-            value(
+            plain(
                 &mut s,
                 "no_grad { enable_grad { let c = (w * 2).sum(); } }; [c.requires_grad, c.grad_fn]"
             ),
             "[true, \"SumBackward0\"]"
         );
         assert_eq!(
-            value(&mut s, "inference_mode { let d = w * 2; } d.requires_grad"),
+            plain(&mut s, "inference_mode { let d = w * 2; } d.requires_grad"),
             "false"
         );
     }
@@ -194,32 +188,32 @@ mod autograd {
         // The reference's figures: 8001024 extra bytes with the graph, 512 under no_grad.
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
-        value(
+        plain(
             &mut s,
             "let w = randn(1000, 1000, #{device: \"cuda\", requires_grad: true});",
         );
         let with_graph = "let base = memory_allocated(); let h = (w * 2).exp().relu().sum(); memory_allocated() - base";
-        assert_eq!(value(&mut s, with_graph), "8001024");
-        value(&mut s, "del h;");
+        assert_eq!(plain(&mut s, with_graph), "8001024");
+        plain(&mut s, "del h;");
         let without = "let base = memory_allocated(); no_grad { let h = (w * 2).exp().relu().sum(); } memory_allocated() - base";
-        assert_eq!(value(&mut s, without), "512");
+        assert_eq!(plain(&mut s, without), "512");
         let inference = "del h; let base = memory_allocated(); inference_mode { let h = (w * 2).exp().relu().sum(); } memory_allocated() - base";
-        assert_eq!(value(&mut s, inference), "512");
+        assert_eq!(plain(&mut s, inference), "512");
     }
 
     #[test]
     fn backward_fills_grad_and_grad_can_be_freed() {
         let _g = exclusive();
         let (mut s, _) = Session::captured("<test>");
-        value(
+        plain(
             &mut s,
             "let w = tensor([1.0, 2.0, 3.0], #{requires_grad: true}); let loss = (w * w).sum();",
         );
-        value(&mut s, "loss.backward(#{retain_graph: true});");
-        assert_eq!(value(&mut s, "w.grad.tolist()"), "[2.0, 4.0, 6.0]");
-        value(&mut s, "loss.backward();");
+        plain(&mut s, "loss.backward(#{retain_graph: true});");
+        assert_eq!(plain(&mut s, "w.grad.tolist()"), "[2.0, 4.0, 6.0]");
+        plain(&mut s, "loss.backward();");
         assert_eq!(
-            value(&mut s, "w.grad.tolist()"),
+            plain(&mut s, "w.grad.tolist()"),
             "[4.0, 8.0, 12.0]",
             "gradients accumulate"
         );
@@ -228,9 +222,9 @@ mod autograd {
             .error
             .expect("the graph was freed");
         assert_eq!(e.kind, "RuntimeError");
-        assert_eq!(value(&mut s, "w.grad = (); w.grad"), "");
+        assert_eq!(plain(&mut s, "w.grad = (); w.grad"), "");
         assert_eq!(
-            value(&mut s, "w.requires_grad = false; w.requires_grad"),
+            plain(&mut s, "w.requires_grad = false; w.requires_grad"),
             "false"
         );
     }

@@ -204,13 +204,12 @@ fn a_python_block_header_is_reported_at_once_in_the_repl() {
 
 #[test]
 fn the_script_runner_prints_the_hint_under_the_error() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args([
             "run",
             "-e",
             "import torch\nfor i in range(3):\n    print(i)",
         ])
-        .env_remove("TORCHLET_SIMULATE_CUDA")
         .output()
         .expect("torchlet runs");
     assert_eq!(out.status.code(), Some(1));

@@ -54,14 +54,6 @@ fn interrupt_after(
     })
 }
 
-fn value(s: &mut Session, code: &str) -> String {
-    let outcome = s.execute(code);
-    if let Some(e) = outcome.error {
-        panic!("{code}: {}", e.located());
-    }
-    outcome.value.map(|v| v.plain).unwrap_or_default()
-}
-
 #[test]
 fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
     let (_guard, a) = common::gpu();
@@ -70,7 +62,7 @@ fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
         let started = Arc::new(AtomicBool::new(false));
         let mut s = session(started.clone());
         let before = a.memory_allocated();
-        let x_sum = value(&mut s, "x.sum().item() == keep");
+        let x_sum = common::plain(&mut s, "x.sum().item() == keep");
         assert_eq!(x_sum, "true");
         let stopper = interrupt_after(&s, started.clone(), delay_us);
         let error = s.execute(WORK).error.expect("interrupted");
@@ -81,10 +73,13 @@ fn an_interrupt_anywhere_in_a_training_loop_keeps_the_session_whole() {
         let _ = s.execute("del loss;");
         let _ = s.execute("w.grad = ();");
         assert_eq!(a.memory_allocated(), before, "after {delay_us} µs");
-        assert_eq!(value(&mut s, "x.sum().item() == keep"), "true");
-        assert_eq!(value(&mut s, "w.requires_grad && w.is_leaf"), "true");
+        assert_eq!(common::plain(&mut s, "x.sum().item() == keep"), "true");
+        assert_eq!(
+            common::plain(&mut s, "w.requires_grad && w.is_leaf"),
+            "true"
+        );
         // And the session computes again.
-        assert_eq!(value(&mut s, "(x * 0).sum().item()"), "0.0");
+        assert_eq!(common::plain(&mut s, "(x * 0).sum().item()"), "0.0");
     }
 }
 
@@ -108,11 +103,11 @@ fn an_interrupt_during_allocation_retries_keeps_the_session_whole() {
         // 80 MiB beyond what the session holds (its tensors and the cuBLAS workspaces).
         let cap_bytes = a.memory_reserved() + (80 << 20);
         let cap = cap_bytes as f64 / a.mem_get_info().unwrap().1 as f64;
-        value(
+        common::plain(
             &mut s,
             &format!("cuda::set_per_process_memory_fraction({cap}); failed = 0;"),
         );
-        value(&mut s, "keep30 = empty(7500000, #{device: \"cuda\"});");
+        common::plain(&mut s, "keep30 = empty(7500000, #{device: \"cuda\"});");
         let before = a.memory_allocated();
         let stopper = interrupt_after(&s, started.clone(), delay_us);
         let error = s.execute(RETRIES).error.expect("interrupted");
@@ -123,8 +118,8 @@ fn an_interrupt_during_allocation_retries_keeps_the_session_whole() {
         assert_eq!(a.memory_allocated(), before, "after {delay_us} µs");
         assert!(a.memory_reserved() <= cap_bytes, "the cap held");
         // The session goes on: what was bound is there, and the cap can be lifted.
-        assert_eq!(value(&mut s, "keep30.numel()"), "7500000");
-        value(
+        assert_eq!(common::plain(&mut s, "keep30.numel()"), "7500000");
+        common::plain(
             &mut s,
             "cuda::set_per_process_memory_fraction(1.0); keep30 = ();",
         );

@@ -11,13 +11,6 @@ use torchlet_session::Session;
 /// 1024×1024 float32: one 4 MiB block.
 const MIB4: u64 = 4 << 20;
 
-fn run(session: &mut Session, code: &str) {
-    let outcome = session.execute(code);
-    if let Some(e) = outcome.error {
-        panic!("{code}: {}", e.located());
-    }
-}
-
 /// Requested sizes of the blocks freed while `code` ran, in order.
 fn frees_during(session: &mut Session, code: &str) -> Vec<u64> {
     let a = torchlet_core::device::cuda_allocator(0).unwrap();
@@ -26,7 +19,7 @@ fn frees_during(session: &mut Session, code: &str) -> Vec<u64> {
         max_entries: 100_000,
         clear_history: true,
     });
-    run(session, code);
+    common::run(session, code);
     let trace = a.snapshot().device_traces[0].clone();
     a.record_memory_history(HistoryOptions {
         enabled: None,
@@ -44,10 +37,10 @@ fn frees_during(session: &mut Session, code: &str) -> Vec<u64> {
 fn a_method_chain_frees_each_temporary_once_the_next_call_returns() {
     let (_g, a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = randn(1024, 1024).cuda();");
+    common::run(&mut s, "let x = randn(1024, 1024).cuda();");
     let base = a.memory_allocated();
     a.reset_peak_memory_stats();
-    run(&mut s, "let y = x.exp().sin().cos().relu();");
+    common::run(&mut s, "let y = x.exp().sin().cos().relu();");
     // x, and at most the input and the output of one call: two 4 MiB temporaries, not four.
     assert_eq!(a.max_memory_allocated() - base, 2 * MIB4);
     assert_eq!(a.memory_allocated() - base, MIB4, "only y stays");
@@ -57,10 +50,10 @@ fn a_method_chain_frees_each_temporary_once_the_next_call_returns() {
 fn nested_calls_and_chains_on_call_results_free_as_they_go() {
     let (_g, a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = randn(1024, 1024).cuda();");
+    common::run(&mut s, "let x = randn(1024, 1024).cuda();");
     let base = a.memory_allocated();
     a.reset_peak_memory_stats();
-    run(&mut s, "let y = (x * 2).exp().sqrt().relu();");
+    common::run(&mut s, "let y = (x * 2).exp().sqrt().relu();");
     assert_eq!(a.max_memory_allocated() - base, 2 * MIB4);
     assert_eq!(a.memory_allocated() - base, MIB4);
 }
@@ -69,9 +62,9 @@ fn nested_calls_and_chains_on_call_results_free_as_they_go() {
 fn a_bare_expression_statement_is_freed_before_the_next_statement() {
     let (_g, a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = randn(1024, 1024).cuda(); let seen = ();");
+    common::run(&mut s, "let x = randn(1024, 1024).cuda(); let seen = ();");
     let base = a.memory_allocated();
-    run(&mut s, "x.exp(); seen = memory_allocated(); 0");
+    common::run(&mut s, "x.exp(); seen = memory_allocated(); 0");
     let seen = s.scope().get_value::<i64>("seen").unwrap() as u64;
     assert_eq!(
         seen, base,
@@ -83,17 +76,17 @@ fn a_bare_expression_statement_is_freed_before_the_next_statement() {
 fn a_statement_inside_a_block_is_freed_at_once_too() {
     let (_g, a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = randn(1024, 1024).cuda(); let seen = ();");
+    common::run(&mut s, "let x = randn(1024, 1024).cuda(); let seen = ();");
     let base = a.memory_allocated();
-    run(
+    common::run(
         &mut s,
         "for i in 0..1 { x.exp(); seen = memory_allocated(); } 0",
     );
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
-    run(&mut s, "no_grad { x.exp(); seen = memory_allocated(); }; 0");
+    common::run(&mut s, "no_grad { x.exp(); seen = memory_allocated(); }; 0");
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
     // The block's last statement is a temporary too when nobody uses the block's value.
-    run(&mut s, "no_grad { x.exp(); } seen = memory_allocated(); 0");
+    common::run(&mut s, "no_grad { x.exp(); } seen = memory_allocated(); 0");
     assert_eq!(s.scope().get_value::<i64>("seen").unwrap() as u64, base);
 }
 
@@ -101,7 +94,7 @@ fn a_statement_inside_a_block_is_freed_at_once_too() {
 fn the_last_value_of_an_input_is_kept_for_the_echo() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(&mut s, "let x = ones(2).cuda();");
+    common::run(&mut s, "let x = ones(2).cuda();");
     let outcome = s.execute("x * 2");
     assert_eq!(
         outcome.value.expect("an echo").plain,
@@ -113,7 +106,7 @@ fn the_last_value_of_an_input_is_kept_for_the_echo() {
 fn del_of_an_array_frees_its_items_last_to_first() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
     );
@@ -124,7 +117,7 @@ fn del_of_an_array_frees_its_items_last_to_first() {
 fn rebinding_an_array_frees_its_items_last_to_first() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
     );
@@ -135,7 +128,7 @@ fn rebinding_an_array_frees_its_items_last_to_first() {
 fn a_removed_item_is_freed_by_its_statement() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let ts = [empty(100).cuda(), empty(200).cuda(), empty(300).cuda()];",
     );
@@ -146,11 +139,11 @@ fn a_removed_item_is_freed_by_its_statement() {
 fn chains_on_variables_still_change_them_in_place() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let ts = []; ts.push(1); ts.push(2); let w = ones(2, #{requires_grad: true});",
     );
-    run(
+    common::run(
         &mut s,
         "(w * w).sum().backward(); w.grad.zero_(); let g = w.grad.sum().item();",
     );
@@ -176,12 +169,12 @@ fn let_of_a_bound_name_at_top_level_frees_the_old_value() {
     let (_g, a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
     let base = a.memory_allocated();
-    run(&mut s, "let x = randn(1000, 1000).cuda();");
-    run(&mut s, "let x = randn(1000, 1000).cuda();"); // a notebook cell run twice
+    common::run(&mut s, "let x = randn(1000, 1000).cuda();");
+    common::run(&mut s, "let x = randn(1000, 1000).cuda();"); // a notebook cell run twice
     assert_eq!(a.memory_allocated() - base, X);
-    run(&mut s, "let y = x * 2; let y = x * 3;");
+    common::run(&mut s, "let y = x * 2; let y = x * 3;");
     assert_eq!(a.memory_allocated() - base, 2 * X);
-    run(&mut s, "del x; del y;");
+    common::run(&mut s, "del x; del y;");
     assert_eq!(a.memory_allocated(), base);
 }
 
@@ -189,9 +182,24 @@ fn let_of_a_bound_name_at_top_level_frees_the_old_value() {
 fn let_after_del_and_let_of_a_constant_name_still_work() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<test>");
-    run(
+    common::run(
         &mut s,
         "let x = 1; del x; let x = 2; const c = 1; let c = 3; let r = x + c;",
     );
     assert_eq!(s.scope().get_value::<i64>("r").unwrap(), 5);
+}
+
+#[test]
+fn every_binary_operator_frees_its_left_operand_first_as_cpython_does() {
+    let (_g, _a) = common::gpu();
+    for row in torchlet_core::tensor::BINARY_METHODS {
+        let (mut s, _) = Session::captured("<test>");
+        common::run(
+            &mut s,
+            "let a = randn(2, 100).cuda(); let b = randn(100).cuda();",
+        );
+        // Two temporaries, 800 and 400 bytes: the left one goes first.
+        let code = format!("let y = (a * 1) {} (b * 1);", row.operator);
+        assert_eq!(frees_during(&mut s, &code), vec![800, 400], "{code}");
+    }
 }

@@ -1,21 +1,18 @@
 //! `+ - * / **` and unary `-` between tensors and numbers on either side, checked against f64 math,
 //! one body run on every device.
 use crate::common;
-use common::device_names as devices;
-use rhai::{Array, Dynamic};
+use common::device_test;
+use rhai::Dynamic;
 use torchlet_session::Session;
 
 fn session(device: &str) -> Session {
-    let (mut s, _) = Session::captured("<test>");
     let setup = format!(
         "let dev = #{{device: \"{device}\"}};
          let a = tensor([[1.5, -2.0, 0.25], [3.0, 4.0, -0.5]], dev);
          let b = tensor([[2.0, 0.5, -1.0], [1.0, -4.0, 8.0]], dev);
          let row = tensor([1.0, 2.0, 3.0], dev);"
     );
-    let outcome = s.execute(&setup);
-    assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    s
+    common::session_with("<test>", &setup)
 }
 
 const A: [[f64; 3]; 2] = [[1.5, -2.0, 0.25], [3.0, 4.0, -0.5]];
@@ -24,15 +21,8 @@ const ROW: [f64; 3] = [1.0, 2.0, 3.0];
 
 /// Evaluate `expr` (a tensor) and return its flat values, shape, dtype and device.
 fn eval(s: &mut Session, expr: &str) -> (Vec<f64>, Vec<i64>, String, String) {
-    let code =
-        format!("let r = {expr}; let out = [r.flatten().tolist(), r.shape, r.dtype, r.device];");
-    let outcome = s.execute(&code);
-    assert!(outcome.error.is_none(), "{expr}: {:?}", outcome.error);
-    let out: Array = s.scope().get_value("out").expect("out");
-    let values = out[0]
-        .clone()
-        .into_array()
-        .unwrap()
+    let (elements, shape, dtype, device) = common::tensor_facts(s, expr);
+    let values = elements
         .into_iter()
         .map(|v| {
             v.as_float()
@@ -40,14 +30,7 @@ fn eval(s: &mut Session, expr: &str) -> (Vec<f64>, Vec<i64>, String, String) {
                 .unwrap()
         })
         .collect();
-    let shape = out[1]
-        .clone()
-        .into_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_int().unwrap())
-        .collect();
-    (values, shape, out[2].to_string(), out[3].to_string())
+    (values, shape, dtype, device)
 }
 
 fn expected(f: impl Fn(f64, f64, f64) -> f64) -> Vec<f64> {
@@ -71,29 +54,28 @@ fn assert_close(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
-#[test]
-fn binary_operators_match_f64_math_on_every_device() {
-    type F = fn(f64, f64, f64) -> f64;
-    let cases: [(&str, F); 17] = [
-        ("a + b", |a, b, _| a + b),
-        ("a - b", |a, b, _| a - b),
-        ("a * b", |a, b, _| a * b),
-        ("a / b", |a, b, _| a / b),
-        ("a + 2", |a, _, _| a + 2.0),
-        ("2 + a", |a, _, _| 2.0 + a),
-        ("a - 1.5", |a, _, _| a - 1.5),
-        ("1.5 - a", |a, _, _| 1.5 - a),
-        ("a * 3", |a, _, _| a * 3.0),
-        ("3 * a", |a, _, _| 3.0 * a),
-        ("a / 4", |a, _, _| a / 4.0),
-        ("1 / a", |a, _, _| 1.0 / a),
-        ("-a", |a, _, _| -a),
-        ("a ** 2", |a, _, _| a * a),
-        ("a + row", |a, _, r| a + r),
-        ("row * a", |a, _, r| r * a),
-        ("(a + b) * 2 - a / b", |a, b, _| (a + b) * 2.0 - a / b),
-    ];
-    for device in devices() {
+device_test!(
+    fn binary_operators_match_f64_math_on_every_device(device: &str) {
+        type F = fn(f64, f64, f64) -> f64;
+        let cases: [(&str, F); 17] = [
+            ("a + b", |a, b, _| a + b),
+            ("a - b", |a, b, _| a - b),
+            ("a * b", |a, b, _| a * b),
+            ("a / b", |a, b, _| a / b),
+            ("a + 2", |a, _, _| a + 2.0),
+            ("2 + a", |a, _, _| 2.0 + a),
+            ("a - 1.5", |a, _, _| a - 1.5),
+            ("1.5 - a", |a, _, _| 1.5 - a),
+            ("a * 3", |a, _, _| a * 3.0),
+            ("3 * a", |a, _, _| 3.0 * a),
+            ("a / 4", |a, _, _| a / 4.0),
+            ("1 / a", |a, _, _| 1.0 / a),
+            ("-a", |a, _, _| -a),
+            ("a ** 2", |a, _, _| a * a),
+            ("a + row", |a, _, r| a + r),
+            ("row * a", |a, _, r| r * a),
+            ("(a + b) * 2 - a / b", |a, b, _| (a + b) * 2.0 - a / b),
+        ];
         let mut s = session(device);
         for (expr, f) in cases {
             let (values, shape, dtype, dev) = eval(&mut s, expr);
@@ -106,11 +88,10 @@ fn binary_operators_match_f64_math_on_every_device() {
             );
         }
     }
-}
+);
 
-#[test]
-fn numbers_promote_as_pytorch_does() {
-    for device in devices() {
+device_test!(
+    fn numbers_promote_as_pytorch_does(device: &str) {
         let mut s = session(device);
         let ints = "tensor([1, 2, 3], dev)";
         let (v, _, dtype, _) = eval(&mut s, &format!("{ints} + 1"));
@@ -138,11 +119,10 @@ fn numbers_promote_as_pytorch_does() {
             "{device}"
         );
     }
-}
+);
 
-#[test]
-fn compound_assignment_and_add_underscore_work_in_place() {
-    for device in devices() {
+device_test!(
+    fn compound_assignment_and_add_underscore_work_in_place(device: &str) {
         let mut s = session(device);
         let outcome = s.execute("let keep = a; a += 1; let same = keep.add_(10);");
         assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -154,11 +134,10 @@ fn compound_assignment_and_add_underscore_work_in_place() {
         let (same, ..) = eval(&mut s, "same");
         assert_close(&same, &keep, "add_ returns the tensor itself");
     }
-}
+);
 
-#[test]
-fn scalar_results_compare_with_item() {
-    for device in devices() {
+device_test!(
+    fn scalar_results_compare_with_item(device: &str) {
         let mut s = session(device);
         let outcome = s.execute("let v = (a * b).sum().item();");
         assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -169,12 +148,11 @@ fn scalar_results_compare_with_item() {
             "{device}: {v} vs {want}"
         );
     }
-}
+);
 
-#[test]
-fn random_constructors_run_every_time_they_are_reached() {
-    // No constant folding: two identical calls, and one call in a loop, give fresh samples.
-    for device in devices() {
+device_test!(
+    fn random_constructors_run_every_time_they_are_reached(device: &str) {
+        // No constant folding: two identical calls, and one call in a loop, give fresh samples.
         let mut s = session(device);
         let code = format!(
             "let d = #{{device: \"{device}\"}};
@@ -194,4 +172,4 @@ fn random_constructors_run_every_time_they_are_reached() {
             Some("true".into())
         );
     }
-}
+);

@@ -68,7 +68,7 @@ fn help_prints_the_one_line_doc() {
     assert!(s.execute("help(\"zeros\")").error.is_none());
     assert_eq!(
         out.stdout_text(),
-        format!("{}\n", torchlet_rhai::help::doc("zeros").unwrap())
+        format!("{}\n", torchlet_rhai::surface::help::doc("zeros").unwrap())
     );
     out.clear();
     assert!(s.execute("help(\"cuda::memory_reserved\")").error.is_none());
@@ -133,11 +133,10 @@ mod tensors {
 
     use torchlet_session::{OutputEvent, Session};
 
-    use crate::common::device_names as devices;
+    use crate::common::device_test;
 
-    #[test]
-    fn print_and_echo_use_pytorch_format() {
-        for device in devices() {
+    device_test!(
+        fn print_and_echo_use_pytorch_format(device: &str) {
             let (mut s, out) = Session::captured("<test>");
             let suffix = if device == "cuda" {
                 ", device='cuda:0'"
@@ -167,7 +166,7 @@ mod tensors {
                 matches!(&events[1], OutputEvent::Display(d) if d.plain == format!("tensor([1., 1.]{suffix})"))
             );
         }
-    }
+    );
 
     #[test]
     fn large_tensors_are_summarised() {
@@ -179,14 +178,13 @@ mod tensors {
         );
     }
 
-    #[test]
-    fn properties_and_lists_read_back() {
-        for device in devices() {
+    device_test!(
+        fn properties_and_lists_read_back(device: &str) {
             let (mut s, _) = Session::captured("<test>");
             let code = format!(
-                "let t = arange(6, #{{device: \"{device}\"}}).reshape(2, 3).float();
+            "let t = arange(6, #{{device: \"{device}\"}}).reshape(2, 3).float();
                  [t.shape, t.dtype, t.is_cuda, t.nbytes, t.size(-1), t.dim(), t.numel(), t.element_size(), t[1].tolist(), t.sum().item()]"
-            );
+        );
             let outcome = s.execute(&code);
             assert!(outcome.error.is_none(), "{:?}", outcome.error);
             let cuda = device == "cuda";
@@ -200,7 +198,7 @@ mod tensors {
                 if cuda { "cuda:0" } else { "cpu" }
             );
         }
-    }
+    );
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! Shapes whose element count, strides or bytes overflow int64 are PyTorch's errors, on every
 //! device, and the session goes on.
 use crate::common;
+use common::device_test;
 
 use serde_json::Value;
+use torchlet_core::device::Device;
 use torchlet_session::Session;
 
 fn recorded() -> Vec<(String, String, String)> {
@@ -53,9 +55,8 @@ fn overflowing_shapes_give_pytorchs_errors_and_the_session_goes_on() {
     }
 }
 
-#[test]
-fn an_expanded_view_past_int64_elements_is_refused() {
-    for device in common::devices() {
+device_test!(
+    fn an_expanded_view_past_int64_elements_is_refused(device: Device) {
         let t = torchlet_core::tensor::Tensor::ones(
             &[1],
             &torchlet_core::tensor::TensorOptions::default().device(device),
@@ -68,4 +69,4 @@ fn an_expanded_view_past_int64_elements_is_refused() {
             1 << 40
         );
     }
-}
+);

@@ -18,13 +18,14 @@
 //! checked field by field against the fields of PyTorch's `torch.cuda.memory._snapshot()`, less the
 //! `frames` torchlet does not record, with the blocks and trace of the article's x and temp.
 use crate::common;
+use common::device_test;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use common::figures::{SEGMENT, TAIL_AFTER_TWO_X, TWO_X, X, X_REQUESTED};
 use rhai::{Dynamic, Map};
-use torchlet_rhai::help::{self, Kind};
+use torchlet_rhai::surface::help::{self, Kind};
 use torchlet_session::{CapturedOutput, OutputEvent, Session, SessionOptions};
 
 /// Bound before every row: `dev` (the row's device as options), `gpu` (cuda:0 as options),
@@ -336,19 +337,23 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "t.add",
-        "desc(m.add(tensor([10.0, 20.0, 30.0], dev)))",
-        r#"[[2, 3], "float32", [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]]"#,
+        "[desc(m.add(tensor([10.0, 20.0, 30.0], dev))), vals(v.add(1)), desc(i.add(2))]",
+        r#"[[[2, 3], "float32", [11.0, 22.0, 33.0, 14.0, 25.0, 36.0]], [-0.5, 1.0, 3.0], [[3], "int64", [5, 3, 4]]]"#,
     ),
     (
         "t.sub",
-        "vals(v.sub(tensor([1.0, 1.0, 1.0], dev)))",
-        "[-2.5, -1.0, 1.0]",
+        "[vals(v.sub(tensor([1.0, 1.0, 1.0], dev))), vals(v.sub(0.5))]",
+        "[[-2.5, -1.0, 1.0], [-2.0, -0.5, 1.5]]",
     ),
-    ("t.mul", "vals(v.mul(v))", "[2.25, 0.0, 4.0]"),
+    (
+        "t.mul",
+        "[vals(v.mul(v)), vals(v.mul(2))]",
+        "[[2.25, 0.0, 4.0], [-3.0, 0.0, 4.0]]",
+    ),
     (
         "t.div",
-        "vals(m.div(tensor([2.0, 4.0, 8.0], dev)))",
-        "[0.5, 0.5, 0.375, 2.0, 1.25, 0.75]",
+        "[vals(m.div(tensor([2.0, 4.0, 8.0], dev))), desc(i.div(2))]",
+        r#"[[0.5, 0.5, 0.375, 2.0, 1.25, 0.75], [[3], "float32", [1.5, 0.5, 1.0]]]"#,
     ),
     (
         "t.matmul",
@@ -501,6 +506,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "t.argmax",
         "let x = tensor([[1.0, 9.0, 3.0], [7.0, 2.0, 8.0]], dev); [x.argmax().item(), vals(x.argmax(0)), vals(x.argmax(1)), x.argmax(1).dtype, x.argmax(1, true).shape]",
         r#"[1, [1, 0, 1], [1, 2], "int64", [2, 1]]"#,
+    ),
+    (
+        "t.argmin",
+        "let x = tensor([[1.0, 9.0, 1.0], [7.0, 0.0, 0.0]], dev); [x.argmin().item(), vals(x.argmin(0)), vals(x.argmin(-1)), x.argmin(1).dtype, x.argmin(1, true).shape, vals(argmin(x, 1)), argmin(tensor([3, 1, 2, 1], dev)).item()]",
+        r#"[4, [0, 1, 1], [0, 1], "int64", [2, 1], [0, 1], 1]"#,
     ),
     (
         "t.softmax",
@@ -957,19 +967,18 @@ fn observe(s: &mut Session, out: &CapturedOutput, snippet: &str) -> Result<Strin
     Ok(text)
 }
 
-#[test]
-fn every_row_gives_its_expected_value_on_every_device() {
-    let (_g, _a) = common::gpu();
-    // The first matrix product makes this thread's cuBLAS workspace, which lives as long as the
-    // process: make it now, in a segment of its own, not in the tail of one a row left cached.
-    let (mut s, _) = session("cuda");
-    run(
-        &mut s,
-        "matmul(ones([2, 2], gpu), ones([2, 2], gpu)); empty_cache();",
-    );
-    drop(s);
-    let mut failures = Vec::new();
-    for device in common::device_names() {
+device_test!(
+    fn every_row_gives_its_expected_value_on_every_device(device: &str) {
+        let (_g, _a) = common::gpu();
+        // The first matrix product makes this thread's cuBLAS workspace, which lives as long as the
+        // process: make it now, in a segment of its own, not in the tail of one a row left cached.
+        let (mut s, _) = session("cuda");
+        common::run(
+            &mut s,
+            "matmul(ones([2, 2], gpu), ones([2, 2], gpu)); empty_cache();",
+        );
+        drop(s);
+        let mut failures = Vec::new();
         let shown = if device == "cuda" { "cuda:0" } else { device };
         for (key, snippet, expected) in ROWS {
             let (mut s, out) = session(device);
@@ -977,32 +986,22 @@ fn every_row_gives_its_expected_value_on_every_device() {
             match observe(&mut s, &out, snippet) {
                 Ok(got) if got == want => {}
                 Ok(got) => failures.push(format!(
-                    "{key} on {device}:\n  snippet:  {snippet}\n  expected: {want}\n  got:      {got}"
-                )),
+                "{key} on {device}:\n  snippet:  {snippet}\n  expected: {want}\n  got:      {got}"
+            )),
                 Err(e) => failures.push(format!(
                     "{key} on {device}:\n  snippet:  {snippet}\n  failed:   {e}"
                 )),
             }
         }
+        assert!(
+            failures.is_empty(),
+            "{} of {} rows differ:\n{}",
+            failures.len(),
+            ROWS.len(),
+            failures.join("\n")
+        );
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} rows differ:\n{}",
-        failures.len(),
-        2 * ROWS.len(),
-        failures.join("\n")
-    );
-}
-
-fn run(s: &mut Session, code: &str) {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-}
-
-fn eval(s: &mut Session, code: &str) -> Dynamic {
-    run(s, &format!("let __value = {{ {code} }};"));
-    s.scope().get_value::<Dynamic>("__value").expect("a value")
-}
+);
 
 fn int(value: &Dynamic) -> i64 {
     value
@@ -1058,16 +1057,16 @@ fn memory_stats_has_pytorchs_keys_and_values_after_the_articles_steps() {
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect(path)).expect("json");
     let (mut s, _) = Session::captured("<stats>");
-    run(&mut s, "cuda::reset_accumulated_memory_stats();");
+    common::run(&mut s, "cuda::reset_accumulated_memory_stats();");
     // What other tests of this process left: the steps' figures come on top of it.
-    let base = map(&eval(&mut s, "cuda::memory_stats()"));
+    let base = map(&common::dynamic(&mut s, "cuda::memory_stats()"));
     assert_eq!(
         int(&base["inactive_split_bytes.large_pool.current"]),
         0,
         "no cached large block may take x's place"
     );
     for (code, label) in ARTICLE_STEPS {
-        run(&mut s, code);
+        common::run(&mut s, code);
         let torch = record["checkpoints"]
             .as_array()
             .expect("checkpoints")
@@ -1078,7 +1077,7 @@ fn memory_stats_has_pytorchs_keys_and_values_after_the_articles_steps() {
             .as_object()
             .expect("memory_stats")
             .clone();
-        let got = map(&eval(&mut s, "cuda::memory_stats()"));
+        let got = map(&common::dynamic(&mut s, "cuda::memory_stats()"));
         let torch_keys: BTreeSet<String> = torch.keys().cloned().collect();
         assert_eq!(
             keys(&got),
@@ -1242,15 +1241,15 @@ fn events(trace: &[Dynamic]) -> Vec<(String, i64, i64)> {
 fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
     let (_g, _a) = common::gpu();
     let (mut s, _) = Session::captured("<snapshot>");
-    run(
+    common::run(
         &mut s,
         "cuda::record_memory_history(()); cuda::record_memory_history(\"all\");
          let x = randn(1000, 1000).cuda(); let temp = x * 2;",
     );
-    let snap = map(&eval(&mut s, "cuda::memory_snapshot()"));
+    let snap = map(&common::dynamic(&mut s, "cuda::memory_snapshot()"));
     let (px, ptemp) = (
-        int(&eval(&mut s, "x.data_ptr()")),
-        int(&eval(&mut s, "temp.data_ptr()")),
+        int(&common::dynamic(&mut s, "x.data_ptr()")),
+        int(&common::dynamic(&mut s, "temp.data_ptr()")),
     );
     assert_eq!(
         keys(&snap),
@@ -1333,11 +1332,13 @@ fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
     );
 
     // A free, and an out-of-memory error: its entry has device_free instead of addr.
-    run(
+    common::run(
         &mut s,
         "del temp; try { let huge = empty([1 << 40], #{device: \"cuda\"}); } catch (e) { }",
     );
-    let trace = array(&array(&map(&eval(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0]);
+    let trace = array(
+        &array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0],
+    );
     check_trace(&trace);
     let got = events(&trace);
     assert_eq!(got.len(), 7, "{got:?}");
@@ -1345,7 +1346,7 @@ fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
     assert_eq!(got[4], ("free_requested".to_string(), ptemp, x_requested));
     assert_eq!(got[5], ("free_completed".to_string(), ptemp, x_requested));
     let (free, total) = {
-        let info = array(&eval(&mut s, "cuda::mem_get_info()"));
+        let info = array(&common::dynamic(&mut s, "cuda::mem_get_info()"));
         (int(&info[0]), int(&info[1]))
     };
     assert_eq!(got[6].0, "oom");
@@ -1358,9 +1359,9 @@ fn memory_snapshot_has_pytorchs_fields_and_the_articles_blocks() {
         assert_eq!(got[6].1, free, "the simulated device's free bytes");
     }
     assert_eq!(got[6].2, 4 << 40, "the rounded request");
-    run(&mut s, "cuda::record_memory_history(()); del x;");
-    assert!(
-        array(&array(&map(&eval(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0])
-            .is_empty()
-    );
+    common::run(&mut s, "cuda::record_memory_history(()); del x;");
+    assert!(array(
+        &array(&map(&common::dynamic(&mut s, "cuda::memory_snapshot()"))["device_traces"])[0]
+    )
+    .is_empty());
 }

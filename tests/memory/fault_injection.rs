@@ -2,6 +2,7 @@
 //! every tensor alive before the op is alive and unchanged after it, `memory_allocated` is back
 //! where it was, and the same op then runs.
 use crate::common;
+use common::outcome;
 
 use torchlet_session::Session;
 
@@ -66,18 +67,10 @@ const OPS: &[&str] = &[
     "let r = w.split(40)[1].exp().sum();",
 ];
 
-fn run(s: &mut Session, code: &str) -> Result<String, (String, String)> {
-    let outcome = s.execute(code);
-    match outcome.error {
-        Some(e) => Err((e.kind, e.message)),
-        None => Ok(outcome.value.map(|v| v.plain).unwrap_or_default()),
-    }
-}
-
 fn fresh() -> Session {
     let (mut s, _) = Session::captured("<fault>");
-    run(&mut s, "manual_seed(0);").unwrap();
-    run(&mut s, SETUP).unwrap();
+    outcome(&mut s, "manual_seed(0);").unwrap();
+    outcome(&mut s, SETUP).unwrap();
     s
 }
 
@@ -88,26 +81,26 @@ fn every_allocation_of_every_op_can_fail_cleanly() {
     let mut checked = 0;
     for op in OPS {
         // Once for the process-wide cuBLAS workspaces, once to count the op's requests.
-        run(&mut fresh(), op).unwrap_or_else(|e| panic!("{op}: {e:?}"));
+        outcome(&mut fresh(), op).unwrap_or_else(|e| panic!("{op}: {e:?}"));
         let mut s = fresh();
         let before = requests();
-        run(&mut s, op).unwrap();
+        outcome(&mut s, op).unwrap();
         let count = requests() - before;
         drop(s);
         println!("{op}: {count} requests");
         assert!(count > 0 || op.contains("sub_"), "{op} allocates");
         for k in 0..count {
             let mut s = fresh();
-            let state = run(&mut s, STATE).unwrap();
+            let state = outcome(&mut s, STATE).unwrap();
             let allocated = a.memory_allocated();
             a.fail_after(Some(k as u64));
-            let result = run(&mut s, op);
+            let result = outcome(&mut s, op);
             a.fail_after(None);
             let (kind, _) = result.expect_err(&format!("{op}: request {k} of {count} fails"));
             assert_eq!(kind, "OutOfMemoryError", "{op}: request {k}");
             assert_eq!(a.memory_allocated(), allocated, "{op}: request {k} leaked");
-            assert_eq!(run(&mut s, STATE).unwrap(), state, "{op}: request {k}");
-            run(&mut s, op).unwrap_or_else(|e| panic!("{op} after the failure: {e:?}"));
+            assert_eq!(outcome(&mut s, STATE).unwrap(), state, "{op}: request {k}");
+            outcome(&mut s, op).unwrap_or_else(|e| panic!("{op} after the failure: {e:?}"));
             checked += 1;
         }
     }
@@ -163,23 +156,23 @@ fn every_allocation_of_an_optimizer_step_can_fail_cleanly() {
             );
             let fresh = || {
                 let (mut s, _) = Session::captured("<fault>");
-                run(&mut s, &setup).unwrap_or_else(|e| panic!("{setup}: {e:?}"));
+                outcome(&mut s, &setup).unwrap_or_else(|e| panic!("{setup}: {e:?}"));
                 s
             };
             let what = format!("{optimizer} after {earlier_steps} step(s)");
             let mut s = fresh();
             let before = requests();
-            run(&mut s, "opt.step();").unwrap();
+            outcome(&mut s, "opt.step();").unwrap();
             let count = requests() - before;
             drop(s);
             // Only a later nesterov step without weight decay allocates nothing.
             assert!(count > 0 || earlier_steps > 0, "{what} allocates");
             for k in 0..count {
                 let mut s = fresh();
-                let state = run(&mut s, OPTIM_STATE).unwrap();
+                let state = outcome(&mut s, OPTIM_STATE).unwrap();
                 let allocated = a.memory_allocated();
                 a.fail_after(Some(k as u64));
-                let result = run(&mut s, "opt.step();");
+                let result = outcome(&mut s, "opt.step();");
                 a.fail_after(None);
                 let (kind, _) = result.expect_err(&format!("{what}: request {k} of {count} fails"));
                 assert_eq!(kind, "OutOfMemoryError", "{what}: request {k}");
@@ -189,11 +182,11 @@ fn every_allocation_of_an_optimizer_step_can_fail_cleanly() {
                     "{what}: request {k} leaked"
                 );
                 assert_eq!(
-                    run(&mut s, OPTIM_STATE).unwrap(),
+                    outcome(&mut s, OPTIM_STATE).unwrap(),
                     state,
                     "{what}: request {k}"
                 );
-                run(&mut s, "opt.step();")
+                outcome(&mut s, "opt.step();")
                     .unwrap_or_else(|e| panic!("{what} after the failure: {e:?}"));
                 checked += 1;
             }

@@ -3,29 +3,13 @@
 //! allocator settings, sweeps an argument, stops clearly where values are needed, and needs no
 //! host memory for the data.
 use crate::common;
+use common::{repo, text, torchlet, write_script};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn torchlet() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchlet"));
-    for var in [
-        "TORCHLET_SIMULATE_CUDA",
-        "TORCHLET_CUDA_ALLOC_CONF",
-        "PYTORCH_CUDA_ALLOC_CONF",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 /// Run `cmd`; (success, stdout, stderr).
 fn output(cmd: &mut Command) -> (bool, String, String) {
     let out = cmd.output().expect("torchlet runs");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
@@ -153,13 +137,6 @@ fn every_parity_program_allocates_as_pytorch_and_as_with_data() {
     assert!(stopped.iter().all(|s| s.contains(".item()")), "{stopped:?}");
 }
 
-/// Write `text` as a script in `dir`.
-fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 const MLP: &str = "let n = arg(\"n\", 4096);
 let x = randn(n, 1024, #{device: \"cuda\"});
 let w1 = randn(1024, 4096, #{device: \"cuda\", requires_grad: true});
@@ -171,7 +148,7 @@ loss.backward();
 #[test]
 fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "mlp.rhai", MLP);
+    let path = write_script(dir.path(), "mlp.rhai", MLP);
     let (ok, report, _) = output(
         torchlet()
             .arg("fit")
@@ -200,7 +177,7 @@ fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
 #[test]
 fn allocator_settings_are_compared_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "mlp.rhai", MLP);
+    let path = write_script(dir.path(), "mlp.rhai", MLP);
     let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args([
         "--gpu",
         "1GiB",
@@ -238,7 +215,7 @@ fn allocator_settings_are_compared_side_by_side() {
 #[test]
 fn a_sweep_finds_the_largest_value_that_fits() {
     let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "mlp.rhai", MLP);
+    let path = write_script(dir.path(), "mlp.rhai", MLP);
     let (_, report, err) =
         output(
             torchlet()
@@ -273,7 +250,7 @@ fn a_sweep_finds_the_largest_value_that_fits() {
 fn a_line_that_needs_values_stops_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let text = "let x = randn(4, 4, #{device: \"cuda\"});\nlet s = fit_value(x.sum(), 1.5);\nprint(s * 2);\nprint(x.sum().item());\n";
-    let path = script(dir.path(), "values.rhai", text);
+    let path = write_script(dir.path(), "values.rhai", text);
     let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
     assert!(!ok);
     assert!(
@@ -295,7 +272,7 @@ fn a_line_that_needs_values_stops_with_what_to_do() {
 fn twenty_gib_of_parameters_need_no_host_memory() {
     let dir = tempfile::tempdir().unwrap();
     let text = "let ws = [];\nfor i in 0..20 { ws.push(randn(1 << 28, #{device: \"cuda\", requires_grad: true})); }\nlet total = ws.reduce(|sum, w| sum + w.nbytes, 0);\nprint(`total ${total}`);\n";
-    let path = script(dir.path(), "big.rhai", text);
+    let path = write_script(dir.path(), "big.rhai", text);
     let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "80GiB"]));
     assert!(ok, "{report}{err}");
     assert!(report.contains("total 21474836480"), "{report}");
@@ -384,7 +361,7 @@ fn every_script_peaks_shapes_only_where_it_peaks_with_values() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let copy = script(dir.path(), &name, &through_fit_value(&text));
+        let copy = write_script(dir.path(), &name, &through_fit_value(&text));
         let fit = |values: bool| {
             let mut cmd = torchlet();
             cmd.arg("fit").arg(&copy).args(["--gpu", "80GiB,80GiB"]);

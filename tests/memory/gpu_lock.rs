@@ -4,7 +4,9 @@
 //!
 //! A test that allocates on cuda:0 without the lock makes the figures of an exclusive test in the
 //! same binary wrong now and then; this check finds it by reading the sources. Helpers count: a
-//! test that calls a function of its file that takes the lock (or spawns) takes it too.
+//! test that calls a function of its file that takes the lock (or spawns) takes it too. So do the
+//! tests `device_test!` stamps: its runner takes the lock before the body runs, which
+//! [`the_device_test_macro_holds_the_gpu_lock`] checks in `tests/common/device_test.rs`.
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -21,15 +23,25 @@ const LOCKS: &[&str] = &[
     "alone_as_is()",
 ];
 /// Calls that run code in another process.
-const SPAWNS: &[&str] = &["Command::new", "CARGO_BIN_EXE", "current_exe"];
+const SPAWNS: &[&str] = &[
+    "Command::new",
+    "CARGO_BIN_EXE",
+    "current_exe",
+    "torchlet()",
+    "repl_command(",
+];
 /// How a test says that it needs neither.
 const EXEMPT: &str = "// no GPU lock:";
+/// What precedes the body `device_test!` stamps into one test per device.
+const STAMPED: &str = "device_test!(";
 
-/// A function of a test file: its name, its body, whether it is a test.
+/// A function of a test file: its name, its body, whether it is a test, whether `device_test!`
+/// stamps it (which makes it tests that hold the GPU lock).
 struct Item {
     name: String,
     body: String,
     test: bool,
+    stamped: bool,
 }
 
 /// Every `fn` with a body in `src` (nested ones included), by brace matching.
@@ -63,10 +75,12 @@ fn items(src: &str) -> Vec<Item> {
             .map_or(src.len(), |(i, _)| open + i + 1);
         let attributes = src[..at].trim_end().rsplit("\n\n").next().unwrap_or("");
         let test = attributes.contains("#[test]") || attributes.contains("#[tokio::test");
+        let stamped = attributes.ends_with(STAMPED);
         out.push(Item {
             name,
             body: src[open..close].to_string(),
-            test,
+            test: test || stamped,
+            stamped,
         });
     }
     out
@@ -109,7 +123,7 @@ fn unlocked_tests(file: &Path) -> Vec<String> {
     items
         .iter()
         .filter(|i| i.test && names_cuda(&i.body) && !i.body.contains(EXEMPT))
-        .filter(|i| !lockers.contains(&i.name) && !spawners.contains(&i.name))
+        .filter(|i| !i.stamped && !lockers.contains(&i.name) && !spawners.contains(&i.name))
         .map(|i| format!("{}: {}", file.display(), i.name))
         .collect()
 }
@@ -153,6 +167,7 @@ fn exempt() {
     // no GPU lock: reads help text only
     help("cuda::memory_stats");
 }
+device_test!(fn stamped(device: &str) { run("zeros(2).cuda()"); });
 #[test]
 fn in_a_comment_only() {
     // cuda is not used here
@@ -164,4 +179,26 @@ fn in_a_comment_only() {
     std::fs::write(&file, src).unwrap();
     let found = unlocked_tests(&file);
     assert_eq!(found, vec![format!("{}: without", file.display())]);
+}
+
+#[test]
+fn the_device_test_macro_holds_the_gpu_lock() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/device_test.rs");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let items = items(&src);
+    let runner = items
+        .iter()
+        .find(|i| i.name == "run_stamped")
+        .expect("device_test!'s runner, run_stamped");
+    assert!(
+        LOCKS.iter().any(|l| runner.body.contains(l)),
+        "run_stamped must take the GPU lock before the body runs:\n{}",
+        runner.body
+    );
+    let macro_body = &src[src.find("macro_rules! device_test").expect("the macro")..];
+    assert_eq!(
+        macro_body.matches("run_stamped::<").count(),
+        3,
+        "each of the three stamped tests runs its body through run_stamped"
+    );
 }

@@ -2,8 +2,6 @@
 //! `torchlet run --ledger`, `:ledger` and the session API.
 use crate::common;
 
-use std::process::Command;
-
 use torchlet_session::Session;
 
 const PROGRAM: &str = "let x = randn(1000, 1000).cuda();
@@ -72,7 +70,7 @@ fn run_with_ledger_prints_it_after_the_output() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.rhai");
     std::fs::write(&path, PROGRAM).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let out = common::torchlet()
         .args(["--simulate-cuda", "run", "--ledger"])
         .arg(&path)
         .output()

@@ -3,22 +3,9 @@
 //! A process takes each cuBLAS workspace once and keeps it; every test here holds the GPU
 //! exclusively, which starts it without workspaces, as the allocator's figures are shared.
 use crate::common;
+use common::device_test;
 use torchlet_core::device::Device;
-use torchlet_session::{Outcome, Session};
-
-fn text(outcome: Option<Outcome>) -> String {
-    let outcome = outcome.expect("a command");
-    if let Some(error) = outcome.error {
-        panic!("command failed: {error}");
-    }
-    outcome.value.map(|v| v.plain).unwrap_or_default()
-}
-
-fn run(s: &mut Session, code: &str) {
-    if let Some(error) = s.execute(code).error {
-        panic!("{code} failed: {error}");
-    }
-}
+use torchlet_session::Session;
 
 /// The `:vars` row of variable `name`, as its cells (columns are two or more spaces apart).
 fn row(vars: &str, name: &str) -> Vec<String> {
@@ -33,16 +20,15 @@ fn row(vars: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_view_shows_its_own_bytes_and_the_storage_it_keeps_alive() {
-    let _gpu = common::gpu();
-    for device in common::devices() {
+device_test!(
+    fn a_view_shows_its_own_bytes_and_the_storage_it_keeps_alive(device: Device) {
+        let _gpu = common::gpu();
         let (mut s, _) = Session::captured("<test>");
-        run(
+        common::run(
             &mut s,
             &format!("let x = randn(1000, 1000, #{{device: \"{device}\"}}); let v = x[0];"),
         );
-        let vars = text(s.run_command(":vars"));
+        let vars = common::command_text(s.run_command(":vars"));
         assert_eq!(
             row(&vars, "name"),
             ["name", "type", "shape", "dtype", "device", "bytes", "holds", "storage"]
@@ -73,27 +59,27 @@ fn a_view_shows_its_own_bytes_and_the_storage_it_keeps_alive() {
                 "the shared storage counts once:\n{vars}"
             );
         }
-        run(&mut s, "del x;");
-        let vars = text(s.run_command(":vars"));
+        common::run(&mut s, "del x;");
+        let vars = common::command_text(s.run_command(":vars"));
         assert_eq!(
             row(&vars, "v")[5..],
             ["4000 (3.91 KiB)", held, "#1"],
             "{vars}"
         );
     }
-}
+);
 
 #[test]
 fn cublas_workspaces_are_named_in_the_trace_mem_and_vars() {
     let _gpu = common::gpu();
     let (mut s, out) = Session::captured("<test>");
     // The CPU takes no workspace: nothing to name.
-    run(&mut s, "let a = randn(64, 64); let p = a.matmul(a);");
-    assert!(!text(s.run_command(":vars")).contains("cuBLAS"));
+    common::run(&mut s, "let a = randn(64, 64); let p = a.matmul(a);");
+    assert!(!common::command_text(s.run_command(":vars")).contains("cuBLAS"));
 
-    text(s.run_command(":trace on"));
+    common::command_text(s.run_command(":trace on"));
     out.clear();
-    run(
+    common::run(
         &mut s,
         "let g = randn(64, 64, #{device: \"cuda\"}); let q = g.matmul(g);",
     );
@@ -104,7 +90,7 @@ fn cublas_workspaces_are_named_in_the_trace_mem_and_vars() {
         ),
         "{traced}"
     );
-    let vars = text(s.run_command(":vars"));
+    let vars = common::command_text(s.run_command(":vars"));
     assert!(
         vars.lines().any(|l| l
             == "cuBLAS workspace (not a variable): 33554432 B (32.00 MiB) on cuda:0, for matmul"),
@@ -113,7 +99,7 @@ fn cublas_workspaces_are_named_in_the_trace_mem_and_vars() {
 
     // Backward's matmuls run on autograd's handle, which takes a workspace of its own.
     out.clear();
-    run(
+    common::run(
         &mut s,
         "let w = randn(64, 64, #{device: \"cuda\", requires_grad: true}); g.matmul(w).sum().backward();",
     );
@@ -124,17 +110,17 @@ fn cublas_workspaces_are_named_in_the_trace_mem_and_vars() {
     );
     let both = "cuBLAS workspaces (not variables): 67108864 B (64.00 MiB) on cuda:0, \
                 33554432 B for matmul and 33554432 B for autograd's backward";
-    let mem = text(s.run_command(":mem"));
+    let mem = common::command_text(s.run_command(":mem"));
     assert!(
         mem.lines()
             .any(|l| l == format!("{both}; counted in allocated")),
         "{mem}"
     );
-    let vars = text(s.run_command(":vars"));
+    let vars = common::command_text(s.run_command(":vars"));
     assert!(vars.lines().any(|l| l == both), "{vars}");
     // Later matmuls reuse them: the trace names them no more.
     out.clear();
-    run(&mut s, "let r = g.matmul(g);");
+    common::run(&mut s, "let r = g.matmul(g);");
     assert!(
         !out.stdout_text().contains("cuBLAS"),
         "{}",

@@ -7,6 +7,7 @@
 //! `tests/data/torch_traces/NAME.json` and, on the first difference, prints both sides' events
 //! around it with the line of each program that caused them.
 use crate::common;
+use common::repo;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -32,10 +33,6 @@ const CONTEXT: usize = 6;
 const PLACEMENT_STATS: &str = "inactive_split";
 
 use common::parity_known::KNOWN;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn traces_dir() -> PathBuf {
     repo().join("tests/data/torch_traces")
@@ -238,7 +235,7 @@ fn run_one_program() {
     {
         let lines = lines.clone();
         let count = events_so_far.clone();
-        torchlet_rhai::lifetimes::register_line_hook(session.engine_mut(), move |line| {
+        torchlet_rhai::runtime::lifetimes::register_line_hook(session.engine_mut(), move |line| {
             lines.borrow_mut().push((count(), line))
         });
     }

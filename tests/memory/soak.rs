@@ -16,18 +16,12 @@ fn rss() -> u64 {
     pages * 4096
 }
 
-fn run(s: &mut Session, code: &str) {
-    if let Some(e) = s.execute(code).error {
-        panic!("{code}: {}", e.located());
-    }
-}
-
 /// Run `rounds` inputs of `code`, sampling (reserved, RSS, trace length) after each.
 fn curve(s: &mut Session, code: &str, rounds: usize) -> Vec<(u64, u64, usize)> {
     let a = torchlet_core::device::cuda_allocator(0).unwrap();
     (0..rounds)
         .map(|_| {
-            run(s, code);
+            common::run(s, code);
             let trace = a.snapshot().device_traces.first().map_or(0, Vec::len);
             (a.memory_reserved(), rss(), trace)
         })
@@ -63,7 +57,7 @@ fn a_million_empty_and_del() {
 fn ten_thousand_mlp_steps() {
     let (_guard, _) = common::gpu();
     let (mut s, _) = Session::captured("<soak>");
-    run(
+    common::run(
         &mut s,
         r#"let dev = #{device: "cuda"};
         let x = randn(256, 64, dev); let y = randn(256, 1, dev);

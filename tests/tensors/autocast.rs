@@ -2,7 +2,7 @@
 use crate::common;
 use torchlet_session::{Completeness, Session};
 
-use common::value;
+use common::{device_test, value};
 
 /// A session with `x` (data) and `w` (a weight that requires grad), 64×64 float32 on `device`.
 fn session_on(device: &str) -> Session {
@@ -136,10 +136,9 @@ fn a_weight_used_twice_is_cast_once_and_its_cast_is_freed_when_the_block_ends() 
     drop(allocator);
 }
 
-#[test]
-fn gradients_of_float32_leaves_arrive_in_float32() {
-    let _gpu = common::exclusive();
-    for device in common::device_names() {
+device_test!(
+    fn gradients_of_float32_leaves_arrive_in_float32(device: &str) {
+        let _gpu = common::exclusive();
         let mut s = session_on(device);
         let code = format!(
             r#"let x2 = x.clone().requires_grad_();
@@ -156,12 +155,11 @@ fn gradients_of_float32_leaves_arrive_in_float32() {
             "{device}"
         );
     }
-}
+);
 
-#[test]
-fn only_the_device_type_of_the_block_is_cast() {
-    let _gpu = common::exclusive();
-    for device in common::device_names() {
+device_test!(
+    fn only_the_device_type_of_the_block_is_cast(device: &str) {
+        let _gpu = common::exclusive();
         let mut s = session_on(device);
         let code = r#"
             autocast(#{dtype: "bfloat16", device_type: "cuda"}) { let a = x.matmul(w); }
@@ -173,7 +171,7 @@ fn only_the_device_type_of_the_block_is_cast() {
         };
         assert_eq!(value(s.execute(code)), expected, "{device}");
     }
-}
+);
 
 #[test]
 fn cpu_autocast_follows_pytorchs_cpu_lists() {

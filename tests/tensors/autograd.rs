@@ -1,262 +1,289 @@
 //! Autograd: every op's gradient against finite differences in f64, and PyTorch's graph semantics.
 use crate::common;
+use common::{device_test, opts, sample_values};
 
 use torchlet_core::autograd::{self, enable_grad, inference_mode, is_grad_enabled, no_grad};
 use torchlet_core::device::Device;
 use torchlet_core::tensor::{DType, Result, Scalar, Tensor, TensorOptions};
 
-fn opts(device: Device) -> TensorOptions {
-    TensorOptions::default().dtype(DType::F64).device(device)
-}
-
-/// Distinct non-zero values in [-5, 5] (no ties, away from kinks at 0, -1, 2).
-fn values(n: usize, salt: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| ((i * 7919 + salt * 104729) % 101) as f64 / 10.0 - 5.05)
-        .collect()
-}
-
 fn leaf(vals: &[f64], shape: &[usize], device: Device) -> Tensor {
     let v = vals.iter().map(|&x| Scalar::Float(x)).collect();
-    Tensor::from_values(v, shape.to_vec(), &opts(device).requires_grad(true)).unwrap()
+    Tensor::from_values(
+        v,
+        shape.to_vec(),
+        &opts(DType::F64, device).requires_grad(true),
+    )
+    .unwrap()
 }
 
 /// Check d(sum f(inputs))/d(input) against central differences, for every input.
-fn check_grad(name: &str, shapes: &[&[usize]], f: impl Fn(&[Tensor]) -> Result<Tensor>) {
-    for device in common::devices() {
-        let vals: Vec<Vec<f64>> = shapes
-            .iter()
-            .enumerate()
-            .map(|(k, s)| values(s.iter().product(), k + 1))
-            .collect();
-        let inputs: Vec<Tensor> = vals
+fn check_grad(
+    device: Device,
+    name: &str,
+    shapes: &[&[usize]],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) {
+    let vals: Vec<Vec<f64>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| sample_values(s.iter().product(), k + 1))
+        .collect();
+    let inputs: Vec<Tensor> = vals
+        .iter()
+        .zip(shapes)
+        .map(|(v, s)| leaf(v, s, device))
+        .collect();
+    let y = f(&inputs).unwrap().sum(None, false).unwrap();
+    y.backward(false).unwrap();
+    let _g = no_grad();
+    let eval = |k: usize, i: usize, delta: f64| -> f64 {
+        let moved: Vec<Tensor> = vals
             .iter()
             .zip(shapes)
-            .map(|(v, s)| leaf(v, s, device))
+            .enumerate()
+            .map(|(j, (v, s))| {
+                let mut v = v.clone();
+                if j == k {
+                    v[i] += delta;
+                }
+                leaf(&v, s, device)
+            })
             .collect();
-        let y = f(&inputs).unwrap().sum(None, false).unwrap();
-        y.backward(false).unwrap();
-        let _g = no_grad();
-        let eval = |k: usize, i: usize, delta: f64| -> f64 {
-            let moved: Vec<Tensor> = vals
-                .iter()
-                .zip(shapes)
-                .enumerate()
-                .map(|(j, (v, s))| {
-                    let mut v = v.clone();
-                    if j == k {
-                        v[i] += delta;
-                    }
-                    leaf(&v, s, device)
-                })
-                .collect();
-            f(&moved)
-                .unwrap()
-                .sum(None, false)
-                .unwrap()
-                .item()
-                .unwrap()
-                .to_f64()
-        };
-        for (k, input) in inputs.iter().enumerate() {
-            let grad = input
-                .grad()
-                .unwrap_or_else(|| panic!("{name}: input {k} got no grad"));
-            assert_eq!(grad.shape(), input.shape(), "{name}: grad shape");
-            let g = grad.to_vec_f64().unwrap();
-            for (i, gi) in g.iter().enumerate() {
-                let eps = 1e-6;
-                let num = (eval(k, i, eps) - eval(k, i, -eps)) / (2.0 * eps);
-                assert!(
-                    (gi - num).abs() <= 1e-5 * num.abs().max(1.0),
-                    "{name} on {device}: d/dinput{k}[{i}] = {gi}, finite differences give {num}"
-                );
-            }
+        f(&moved)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .item()
+            .unwrap()
+            .to_f64()
+    };
+    for (k, input) in inputs.iter().enumerate() {
+        let grad = input
+            .grad()
+            .unwrap_or_else(|| panic!("{name}: input {k} got no grad"));
+        assert_eq!(grad.shape(), input.shape(), "{name}: grad shape");
+        let g = grad.to_vec_f64().unwrap();
+        for (i, gi) in g.iter().enumerate() {
+            let eps = 1e-6;
+            let num = (eval(k, i, eps) - eval(k, i, -eps)) / (2.0 * eps);
+            assert!(
+                (gi - num).abs() <= 1e-5 * num.abs().max(1.0),
+                "{name} on {device}: d/dinput{k}[{i}] = {gi}, finite differences give {num}"
+            );
         }
     }
 }
 
-#[test]
-fn elementwise_gradients() {
-    check_grad("add", &[&[2, 3], &[3]], |t| t[0].add(&t[1]));
-    check_grad("sub", &[&[2, 3], &[2, 1]], |t| t[0].sub(&t[1]));
-    check_grad("mul", &[&[2, 3], &[2, 3]], |t| t[0].mul(&t[1]));
-    check_grad("div", &[&[4], &[4]], |t| t[0].div(&t[1]));
-    check_grad("pow", &[&[3], &[3]], |t| {
-        t[0].abs()?
-            .add_scalar(Scalar::Float(0.5))?
-            .pow(&t[1].div_scalar(Scalar::Int(3))?)
-    });
-    check_grad("scalars", &[&[5]], |t| {
-        t[0].add_scalar(Scalar::Int(1))?
-            .mul_scalar(Scalar::Float(1.5))?
-            .sub_scalar(Scalar::Int(2))?
-            .div_scalar(Scalar::Int(3))
-    });
-    check_grad("rsub rdiv", &[&[5]], |t| {
-        t[0].rsub_scalar(Scalar::Int(1))?
-            .rdiv_scalar(Scalar::Int(2))
-    });
-    check_grad("neg", &[&[3]], |t| t[0].neg());
-    check_grad("exp", &[&[6]], |t| t[0].div_scalar(Scalar::Int(2))?.exp());
-    check_grad("log sqrt", &[&[6]], |t| {
-        t[0].abs()?.log()?.add(&t[0].abs()?.sqrt()?)
-    });
-    check_grad("relu abs", &[&[8]], |t| t[0].relu()?.mul(&t[0].abs()?));
-    check_grad("sigmoid tanh", &[&[6]], |t| {
-        t[0].sigmoid()?.add(&t[0].tanh()?)
-    });
-    check_grad("sin cos", &[&[6]], |t| t[0].sin()?.mul(&t[0].cos()?));
-    check_grad("clamp", &[&[10]], |t| t[0].clamp(Some(-1.0), Some(2.0)));
-    check_grad("clamp min", &[&[10]], |t| t[0].clamp(Some(-1.0), None));
-    check_grad("clamp max", &[&[10]], |t| t[0].clamp(None, Some(2.0)));
-    check_grad("pow_scalar", &[&[5]], |t| t[0].pow_scalar(3.0));
-    check_grad("gelu", &[&[10]], |t| t[0].gelu("none"));
-    check_grad("gelu tanh", &[&[10]], |t| t[0].gelu("tanh"));
-    check_grad("silu", &[&[10]], |t| t[0].silu());
-}
+device_test!(
+    fn elementwise_gradients(device: Device) {
+        check_grad(device, "add", &[&[2, 3], &[3]], |t| t[0].add(&t[1]));
+        check_grad(device, "sub", &[&[2, 3], &[2, 1]], |t| t[0].sub(&t[1]));
+        check_grad(device, "mul", &[&[2, 3], &[2, 3]], |t| t[0].mul(&t[1]));
+        check_grad(device, "div", &[&[4], &[4]], |t| t[0].div(&t[1]));
+        check_grad(device, "pow", &[&[3], &[3]], |t| {
+            t[0].abs()?
+                .add_scalar(Scalar::Float(0.5))?
+                .pow(&t[1].div_scalar(Scalar::Int(3))?)
+        });
+        check_grad(device, "scalars", &[&[5]], |t| {
+            t[0].add_scalar(Scalar::Int(1))?
+                .mul_scalar(Scalar::Float(1.5))?
+                .sub_scalar(Scalar::Int(2))?
+                .div_scalar(Scalar::Int(3))
+        });
+        check_grad(device, "rsub rdiv", &[&[5]], |t| {
+            t[0].rsub_scalar(Scalar::Int(1))?
+                .rdiv_scalar(Scalar::Int(2))
+        });
+        check_grad(device, "neg", &[&[3]], |t| t[0].neg());
+        check_grad(device, "exp", &[&[6]], |t| {
+            t[0].div_scalar(Scalar::Int(2))?.exp()
+        });
+        check_grad(device, "log sqrt", &[&[6]], |t| {
+            t[0].abs()?.log()?.add(&t[0].abs()?.sqrt()?)
+        });
+        check_grad(device, "relu abs", &[&[8]], |t| {
+            t[0].relu()?.mul(&t[0].abs()?)
+        });
+        check_grad(device, "sigmoid tanh", &[&[6]], |t| {
+            t[0].sigmoid()?.add(&t[0].tanh()?)
+        });
+        check_grad(device, "sin cos", &[&[6]], |t| {
+            t[0].sin()?.mul(&t[0].cos()?)
+        });
+        check_grad(device, "clamp", &[&[10]], |t| {
+            t[0].clamp(Some(-1.0), Some(2.0))
+        });
+        check_grad(device, "clamp min", &[&[10]], |t| {
+            t[0].clamp(Some(-1.0), None)
+        });
+        check_grad(device, "clamp max", &[&[10]], |t| {
+            t[0].clamp(None, Some(2.0))
+        });
+        check_grad(device, "pow_scalar", &[&[5]], |t| t[0].pow_scalar(3.0));
+        check_grad(device, "gelu", &[&[10]], |t| t[0].gelu("none"));
+        check_grad(device, "gelu tanh", &[&[10]], |t| t[0].gelu("tanh"));
+        check_grad(device, "silu", &[&[10]], |t| t[0].silu());
+    }
+);
 
-#[test]
-fn reduction_and_softmax_gradients() {
-    check_grad("sum dim", &[&[3, 4]], |t| {
-        t[0].sum(Some(1), false)?.pow_scalar(2.0)
-    });
-    check_grad("mean", &[&[3, 4]], |t| {
-        t[0].mean(None, false)?.mul(&t[0].mean(Some(0), true)?)
-    });
-    check_grad("max min", &[&[3, 4]], |t| {
-        t[0].max(None, false)?
-            .add(&t[0].min(Some(0), false)?.sum(None, false)?)
-    });
-    check_grad("max dim", &[&[3, 4]], |t| {
-        t[0].max(Some(1), true)?.pow_scalar(2.0)
-    });
-    check_grad("softmax", &[&[2, 5]], |t| t[0].softmax(1)?.pow_scalar(2.0));
-    check_grad("log_softmax", &[&[2, 5]], |t| {
-        t[0].log_softmax(0)?.mul_scalar(Scalar::Float(0.3))?.exp()
-    });
-}
+device_test!(
+    fn reduction_and_softmax_gradients(device: Device) {
+        check_grad(device, "sum dim", &[&[3, 4]], |t| {
+            t[0].sum(Some(1), false)?.pow_scalar(2.0)
+        });
+        check_grad(device, "mean", &[&[3, 4]], |t| {
+            t[0].mean(None, false)?.mul(&t[0].mean(Some(0), true)?)
+        });
+        check_grad(device, "max min", &[&[3, 4]], |t| {
+            t[0].max(None, false)?
+                .add(&t[0].min(Some(0), false)?.sum(None, false)?)
+        });
+        check_grad(device, "max dim", &[&[3, 4]], |t| {
+            t[0].max(Some(1), true)?.pow_scalar(2.0)
+        });
+        check_grad(device, "softmax", &[&[2, 5]], |t| {
+            t[0].softmax(1)?.pow_scalar(2.0)
+        });
+        check_grad(device, "log_softmax", &[&[2, 5]], |t| {
+            t[0].log_softmax(0)?.mul_scalar(Scalar::Float(0.3))?.exp()
+        });
+    }
+);
 
-#[test]
-fn matmul_and_view_gradients() {
-    check_grad("mm", &[&[2, 3], &[3, 4]], |t| t[0].matmul(&t[1]));
-    check_grad("mv", &[&[2, 3], &[3]], |t| t[0].matmul(&t[1]));
-    check_grad("vm", &[&[3], &[3, 2]], |t| t[0].matmul(&t[1]));
-    check_grad("dot", &[&[4], &[4]], |t| t[0].matmul(&t[1]));
-    check_grad("bmm broadcast", &[&[2, 2, 3], &[3, 2]], |t| {
-        t[0].matmul(&t[1])
-    });
-    check_grad("views", &[&[2, 3, 4]], |t| {
-        let x = t[0].permute(&[2, 0, 1])?.reshape(&[4, 6])?.t()?;
-        let y = x.unsqueeze(0)?.squeeze(None)?.transpose(0, 1)?.flatten()?;
-        y.mul(&t[0].view(&[-1])?)
-    });
-    check_grad("index narrow expand", &[&[3, 4]], |t| {
-        let row = t[0].index(1)?.mul_scalar(Scalar::Int(3))?;
-        let cols = t[0].narrow(1, 1, 2)?.sum(Some(1), false)?;
-        row.expand(&[2, 4])?
-            .sum(None, false)?
-            .add(&cols.pow_scalar(2.0)?.sum(None, false)?)
-    });
-    check_grad("clone contiguous", &[&[2, 3]], |t| {
-        t[0].t()?.contiguous()?.clone_tensor()?.exp()
-    });
-}
+device_test!(
+    fn matmul_and_view_gradients(device: Device) {
+        check_grad(device, "mm", &[&[2, 3], &[3, 4]], |t| t[0].matmul(&t[1]));
+        check_grad(device, "mv", &[&[2, 3], &[3]], |t| t[0].matmul(&t[1]));
+        check_grad(device, "vm", &[&[3], &[3, 2]], |t| t[0].matmul(&t[1]));
+        check_grad(device, "dot", &[&[4], &[4]], |t| t[0].matmul(&t[1]));
+        check_grad(device, "bmm broadcast", &[&[2, 2, 3], &[3, 2]], |t| {
+            t[0].matmul(&t[1])
+        });
+        check_grad(device, "views", &[&[2, 3, 4]], |t| {
+            let x = t[0].permute(&[2, 0, 1])?.reshape(&[4, 6])?.t()?;
+            let y = x.unsqueeze(0)?.squeeze(None)?.transpose(0, 1)?.flatten()?;
+            y.mul(&t[0].view(&[-1])?)
+        });
+        check_grad(device, "index narrow expand", &[&[3, 4]], |t| {
+            let row = t[0].index(1)?.mul_scalar(Scalar::Int(3))?;
+            let cols = t[0].narrow(1, 1, 2)?.sum(Some(1), false)?;
+            row.expand(&[2, 4])?
+                .sum(None, false)?
+                .add(&cols.pow_scalar(2.0)?.sum(None, false)?)
+        });
+        check_grad(device, "clone contiguous", &[&[2, 3]], |t| {
+            t[0].t()?.contiguous()?.clone_tensor()?.exp()
+        });
+    }
+);
 
-#[test]
-fn shape_op_gradients() {
-    check_grad("cat", &[&[2, 3], &[2, 2]], |t| {
-        Tensor::cat(&[t[0].clone(), t[1].clone()], -1)?.exp()
-    });
-    check_grad("stack", &[&[3], &[3]], |t| {
-        Tensor::stack(&[t[0].clone(), t[1].clone()], 1)?.exp()
-    });
-    check_grad("split", &[&[5, 2]], |t| {
-        let p = t[0].split(2, 0)?;
-        p[0].exp()?
-            .sum(None, false)?
-            .add(&p[2].mul(&p[2])?.sum(None, false)?)
-    });
-    check_grad("chunk", &[&[2, 6]], |t| t[0].chunk(3, 1)?[1].exp());
-    check_grad("expand", &[&[1, 3]], |t| t[0].expand(&[4, 3])?.exp());
-    check_grad("repeat", &[&[2, 3]], |t| t[0].repeat(&[2, 2, 1])?.exp());
-    // Repeat's gradient is no view, so the input's second gradient is added into it in place.
-    check_grad("repeat then another use", &[&[2, 3]], |t| {
-        t[0].repeat(&[2, 3])?
-            .exp()?
-            .sum(None, false)?
-            .add(&t[0].sin()?.sum(None, false)?)
-    });
-}
+device_test!(
+    fn shape_op_gradients(device: Device) {
+        check_grad(device, "cat", &[&[2, 3], &[2, 2]], |t| {
+            Tensor::cat(&[t[0].clone(), t[1].clone()], -1)?.exp()
+        });
+        check_grad(device, "stack", &[&[3], &[3]], |t| {
+            Tensor::stack(&[t[0].clone(), t[1].clone()], 1)?.exp()
+        });
+        check_grad(device, "split", &[&[5, 2]], |t| {
+            let p = t[0].split(2, 0)?;
+            p[0].exp()?
+                .sum(None, false)?
+                .add(&p[2].mul(&p[2])?.sum(None, false)?)
+        });
+        check_grad(device, "chunk", &[&[2, 6]], |t| t[0].chunk(3, 1)?[1].exp());
+        check_grad(device, "expand", &[&[1, 3]], |t| {
+            t[0].expand(&[4, 3])?.exp()
+        });
+        check_grad(device, "repeat", &[&[2, 3]], |t| {
+            t[0].repeat(&[2, 2, 1])?.exp()
+        });
+        // Repeat's gradient is no view, so the input's second gradient is added into it in place.
+        check_grad(device, "repeat then another use", &[&[2, 3]], |t| {
+            t[0].repeat(&[2, 3])?
+                .exp()?
+                .sum(None, false)?
+                .add(&t[0].sin()?.sum(None, false)?)
+        });
+    }
+);
 
-#[test]
-fn index_op_gradients() {
-    // Conditions and indices are made on the CPU and moved to each input's device.
-    let cond_on_cpu = || {
-        let v = [true, false, false, true, true, false].map(Scalar::Bool);
-        let opts = TensorOptions::default().dtype(DType::Bool);
-        Tensor::from_values(v.to_vec(), vec![2, 3], &opts).unwrap()
-    };
-    let cond = cond_on_cpu();
-    let idx = |v: &[i64], shape: &[usize]| {
-        let opts = TensorOptions::default().dtype(DType::I64);
-        let v = v.iter().map(|&i| Scalar::Int(i)).collect();
-        Tensor::from_values(v, shape.to_vec(), &opts).unwrap()
-    };
-    let on = |x: &Tensor, like: &Tensor| x.to_device(like.device());
-    let (i1, i2) = (idx(&[2, 0, 2], &[3]), idx(&[1, 1, 0, 2], &[2, 2]));
-    let c = cond.clone();
-    check_grad("where", &[&[2, 3], &[3]], move |t| {
-        Tensor::where_(&on(&c, &t[0])?, &t[0], &t[1])?.exp()
-    });
-    check_grad("masked_fill", &[&[2, 3]], move |t| {
-        t[0].masked_fill(&on(&cond, &t[0])?, Scalar::Int(2))?.exp()
-    });
-    let c = cond_on_cpu();
-    check_grad("masked_fill_", &[&[2, 3]], move |t| {
-        let x = t[0].mul_scalar(Scalar::Int(3))?;
-        x.masked_fill_(&on(&c, &t[0])?, Scalar::Int(2))?;
-        x.mul(&t[0])
-    });
-    check_grad("triu", &[&[3, 3]], |t| t[0].triangle(0, true)?.exp());
-    check_grad("tril", &[&[2, 3, 3]], |t| t[0].triangle(-1, false)?.exp());
-    check_grad("index_select", &[&[3, 2]], move |t| {
-        t[0].index_select(0, &on(&i1, &t[0])?)?.exp()
-    });
-    let i = i2.clone();
-    check_grad("gather", &[&[2, 3]], move |t| {
-        t[0].gather(1, &on(&i, &t[0])?)?.exp()
-    });
-    check_grad("embedding", &[&[3, 2]], move |t| {
-        Tensor::embedding(&on(&i2, &t[0])?, &t[0])?.exp()
-    });
-}
+device_test!(
+    fn index_op_gradients(device: Device) {
+        // Conditions and indices are made on the CPU and moved to each input's device.
+        let cond_on_cpu = || {
+            let v = [true, false, false, true, true, false].map(Scalar::Bool);
+            let opts = TensorOptions::default().dtype(DType::Bool);
+            Tensor::from_values(v.to_vec(), vec![2, 3], &opts).unwrap()
+        };
+        let cond = cond_on_cpu();
+        let idx = |v: &[i64], shape: &[usize]| {
+            let opts = TensorOptions::default().dtype(DType::I64);
+            let v = v.iter().map(|&i| Scalar::Int(i)).collect();
+            Tensor::from_values(v, shape.to_vec(), &opts).unwrap()
+        };
+        let on = |x: &Tensor, like: &Tensor| x.to_device(like.device());
+        let (i1, i2) = (idx(&[2, 0, 2], &[3]), idx(&[1, 1, 0, 2], &[2, 2]));
+        let c = cond.clone();
+        check_grad(device, "where", &[&[2, 3], &[3]], move |t| {
+            Tensor::where_(&on(&c, &t[0])?, &t[0], &t[1])?.exp()
+        });
+        check_grad(device, "masked_fill", &[&[2, 3]], move |t| {
+            t[0].masked_fill(&on(&cond, &t[0])?, Scalar::Int(2))?.exp()
+        });
+        let c = cond_on_cpu();
+        check_grad(device, "masked_fill_", &[&[2, 3]], move |t| {
+            let x = t[0].mul_scalar(Scalar::Int(3))?;
+            x.masked_fill_(&on(&c, &t[0])?, Scalar::Int(2))?;
+            x.mul(&t[0])
+        });
+        check_grad(device, "triu", &[&[3, 3]], |t| {
+            t[0].triangle(0, true)?.exp()
+        });
+        check_grad(device, "tril", &[&[2, 3, 3]], |t| {
+            t[0].triangle(-1, false)?.exp()
+        });
+        check_grad(device, "index_select", &[&[3, 2]], move |t| {
+            t[0].index_select(0, &on(&i1, &t[0])?)?.exp()
+        });
+        let i = i2.clone();
+        check_grad(device, "gather", &[&[2, 3]], move |t| {
+            t[0].gather(1, &on(&i, &t[0])?)?.exp()
+        });
+        check_grad(device, "embedding", &[&[3, 2]], move |t| {
+            Tensor::embedding(&on(&i2, &t[0])?, &t[0])?.exp()
+        });
+    }
+);
 
-#[test]
-fn loss_gradients() {
-    check_grad("mse_loss", &[&[3, 2], &[3, 2]], |t| t[0].mse_loss(&t[1]));
-    check_grad("cross_entropy", &[&[3, 4]], |t| {
-        let targets = Tensor::from_values(
-            vec![Scalar::Int(1), Scalar::Int(3), Scalar::Int(0)],
-            vec![3],
-            &TensorOptions::default()
-                .dtype(DType::I64)
-                .device(t[0].device()),
-        )?;
-        t[0].cross_entropy(&targets)
-    });
-    check_grad("in-place on a non-leaf", &[&[4], &[4]], |t| {
-        let y = t[0].mul_scalar(Scalar::Int(2))?;
-        y.add_(&t[1])?;
-        y.mul_(&t[1])?;
-        y.mul_scalar_(Scalar::Int(3))?;
-        Ok(y)
-    });
-}
+device_test!(
+    fn loss_gradients(device: Device) {
+        check_grad(device, "mse_loss", &[&[3, 2], &[3, 2]], |t| {
+            t[0].mse_loss(&t[1])
+        });
+        check_grad(device, "cross_entropy", &[&[3, 4]], |t| {
+            let targets = Tensor::from_values(
+                vec![Scalar::Int(1), Scalar::Int(3), Scalar::Int(0)],
+                vec![3],
+                &TensorOptions::default()
+                    .dtype(DType::I64)
+                    .device(t[0].device()),
+            )?;
+            t[0].cross_entropy(&targets)
+        });
+        check_grad(device, "in-place on a non-leaf", &[&[4], &[4]], |t| {
+            let y = t[0].mul_scalar(Scalar::Int(2))?;
+            y.add_(&t[1])?;
+            y.mul_(&t[1])?;
+            y.mul_scalar_(Scalar::Int(3))?;
+            Ok(y)
+        });
+    }
+);
 
-#[test]
-fn gradients_flow_back_across_dtypes_and_devices() {
-    for device in common::devices() {
+device_test!(
+    fn gradients_flow_back_across_dtypes_and_devices(device: Device) {
         let x = leaf(&[1.0, 2.0], &[2], device);
         let y = x
             .to_dtype(DType::F32)
@@ -271,11 +298,10 @@ fn gradients_flow_back_across_dtypes_and_devices() {
         assert_eq!((g.dtype(), g.device()), (DType::F64, device));
         assert_eq!(g.to_vec_f64().unwrap(), vec![3.0, 3.0]);
     }
-}
+);
 
-#[test]
-fn gradients_accumulate_and_graphs_are_freed() {
-    for device in common::devices() {
+device_test!(
+    fn gradients_accumulate_and_graphs_are_freed(device: Device) {
         let x = leaf(&[1.0, 2.0, 3.0], &[3], device);
         let y = x.mul(&x).unwrap().sum(None, false).unwrap();
         y.backward(true).unwrap();
@@ -314,7 +340,7 @@ fn gradients_accumulate_and_graphs_are_freed() {
             "grad can be implicitly created only for scalar outputs"
         );
     }
-}
+);
 
 #[test]
 fn grad_fn_names_and_leaves() {
@@ -360,9 +386,8 @@ fn grad_fn_names_and_leaves() {
     );
 }
 
-#[test]
-fn grad_modes_nest_and_restore_even_on_error() {
-    for device in common::devices() {
+device_test!(
+    fn grad_modes_nest_and_restore_even_on_error(device: Device) {
         let x = leaf(&[1.0, 2.0], &[2], device);
         {
             let _a = no_grad();
@@ -399,11 +424,10 @@ fn grad_modes_nest_and_restore_even_on_error() {
             assert!(!x.exp().unwrap().requires_grad());
         }
     }
-}
+);
 
-#[test]
-fn in_place_rules_match_pytorch() {
-    for device in common::devices() {
+device_test!(
+    fn in_place_rules_match_pytorch(device: Device) {
         let w = leaf(&[1.0, 2.0], &[2], device);
         let e = w.add_scalar_(Scalar::Int(1)).unwrap_err();
         assert_eq!(
@@ -423,11 +447,10 @@ fn in_place_rules_match_pytorch() {
         let e = y.sum(None, false).unwrap().backward(false).unwrap_err();
         assert!(e.to_string().starts_with("one of the variables needed for gradient computation has been modified by an inplace operation"), "{e}");
     }
-}
+);
 
-#[test]
-fn inference_mode_makes_inference_tensors() {
-    for device in common::devices() {
+device_test!(
+    fn inference_mode_makes_inference_tensors(device: Device) {
         let w = leaf(&[1.0, 2.0], &[2], device);
         let t = {
             let _g = inference_mode();
@@ -449,68 +472,97 @@ fn inference_mode_makes_inference_tensors() {
             .to_string()
             .starts_with("Inplace update to inference tensor outside InferenceMode"));
     }
-}
+);
 
-#[test]
-fn linear_and_batched_matmul_gradients() {
-    check_grad("linear 2-D", &[&[3, 4], &[5, 4], &[5]], |t| {
-        t[0].linear(&t[1], Some(&t[2]))
-    });
-    check_grad("linear no bias", &[&[3, 4], &[5, 4]], |t| {
-        t[0].linear(&t[1], None)
-    });
-    check_grad("linear 3-D folded", &[&[2, 3, 4], &[5, 4], &[5]], |t| {
-        t[0].linear(&t[1], Some(&t[2]))
-    });
-    check_grad("linear strided 3-D", &[&[3, 2, 4], &[5, 4], &[5]], |t| {
-        t[0].transpose(0, 1)?.linear(&t[1], Some(&t[2]))
-    });
-    check_grad("linear column-major", &[&[4, 3], &[4, 5], &[5]], |t| {
-        t[0].t()?.linear(&t[1].t()?, Some(&t[2]))
-    });
-    check_grad("bmm", &[&[2, 3, 4], &[2, 4, 2]], |t| t[0].bmm(&t[1]));
-    check_grad("4-D by 3-D broadcast", &[&[2, 2, 3, 4], &[2, 4, 3]], |t| {
-        t[0].matmul(&t[1])
-    });
-    check_grad("2-D by 3-D", &[&[3, 4], &[2, 4, 2]], |t| t[0].matmul(&t[1]));
-    check_grad("1-D by 3-D", &[&[4], &[2, 4, 3]], |t| t[0].matmul(&t[1]));
-    check_grad("3-D by 1-D", &[&[2, 3, 4], &[4]], |t| t[0].matmul(&t[1]));
-    check_grad("transposed 3-D by 2-D", &[&[2, 4, 3], &[4, 2]], |t| {
-        t[0].transpose(1, 2)?.matmul(&t[1])
-    });
-}
+device_test!(
+    fn linear_and_batched_matmul_gradients(device: Device) {
+        check_grad(device, "linear 2-D", &[&[3, 4], &[5, 4], &[5]], |t| {
+            t[0].linear(&t[1], Some(&t[2]))
+        });
+        check_grad(device, "linear no bias", &[&[3, 4], &[5, 4]], |t| {
+            t[0].linear(&t[1], None)
+        });
+        check_grad(
+            device,
+            "linear 3-D folded",
+            &[&[2, 3, 4], &[5, 4], &[5]],
+            |t| t[0].linear(&t[1], Some(&t[2])),
+        );
+        check_grad(
+            device,
+            "linear strided 3-D",
+            &[&[3, 2, 4], &[5, 4], &[5]],
+            |t| t[0].transpose(0, 1)?.linear(&t[1], Some(&t[2])),
+        );
+        check_grad(
+            device,
+            "linear column-major",
+            &[&[4, 3], &[4, 5], &[5]],
+            |t| t[0].t()?.linear(&t[1].t()?, Some(&t[2])),
+        );
+        check_grad(device, "bmm", &[&[2, 3, 4], &[2, 4, 2]], |t| {
+            t[0].bmm(&t[1])
+        });
+        check_grad(
+            device,
+            "4-D by 3-D broadcast",
+            &[&[2, 2, 3, 4], &[2, 4, 3]],
+            |t| t[0].matmul(&t[1]),
+        );
+        check_grad(device, "2-D by 3-D", &[&[3, 4], &[2, 4, 2]], |t| {
+            t[0].matmul(&t[1])
+        });
+        check_grad(device, "1-D by 3-D", &[&[4], &[2, 4, 3]], |t| {
+            t[0].matmul(&t[1])
+        });
+        check_grad(device, "3-D by 1-D", &[&[2, 3, 4], &[4]], |t| {
+            t[0].matmul(&t[1])
+        });
+        check_grad(
+            device,
+            "transposed 3-D by 2-D",
+            &[&[2, 4, 3], &[4, 2]],
+            |t| t[0].transpose(1, 2)?.matmul(&t[1]),
+        );
+    }
+);
 
-#[test]
-fn layer_norm_dropout_and_in_place_activation_gradients() {
-    check_grad("layer_norm affine", &[&[2, 3, 4], &[4], &[4]], |t| {
-        t[0].layer_norm(&[4], Some(&t[1]), Some(&t[2]), 1e-5)?
-            .pow_scalar(3.0)
-    });
-    check_grad("layer_norm two dims", &[&[2, 3, 4]], |t| {
-        t[0].layer_norm(&[3, 4], None, None, 1e-5)?.pow_scalar(3.0)
-    });
-    check_grad("layer_norm of a view", &[&[4, 3], &[4]], |t| {
-        t[0].t()?
-            .layer_norm(&[4], Some(&t[1]), None, 1e-5)?
-            .pow_scalar(3.0)
-    });
-    check_grad("dropout", &[&[40]], |t| {
-        // The same mask for every evaluation: reseed before drawing it.
-        torchlet_core::tensor::manual_seed(7);
-        t[0].dropout(0.3, true)?.pow_scalar(2.0)
-    });
-    check_grad("relu_", &[&[8]], |t| {
-        t[0].mul_scalar(Scalar::Int(2))?.relu_()
-    });
-    check_grad("gelu of a transposed view", &[&[3, 4]], |t| {
-        t[0].t()?.gelu("none")?.mul(&t[0].t()?)
-    });
-}
+device_test!(
+    fn layer_norm_dropout_and_in_place_activation_gradients(device: Device) {
+        check_grad(
+            device,
+            "layer_norm affine",
+            &[&[2, 3, 4], &[4], &[4]],
+            |t| {
+                t[0].layer_norm(&[4], Some(&t[1]), Some(&t[2]), 1e-5)?
+                    .pow_scalar(3.0)
+            },
+        );
+        check_grad(device, "layer_norm two dims", &[&[2, 3, 4]], |t| {
+            t[0].layer_norm(&[3, 4], None, None, 1e-5)?.pow_scalar(3.0)
+        });
+        check_grad(device, "layer_norm of a view", &[&[4, 3], &[4]], |t| {
+            t[0].t()?
+                .layer_norm(&[4], Some(&t[1]), None, 1e-5)?
+                .pow_scalar(3.0)
+        });
+        check_grad(device, "dropout", &[&[40]], |t| {
+            // The same mask for every evaluation: reseed before drawing it.
+            torchlet_core::tensor::manual_seed(7);
+            t[0].dropout(0.3, true)?.pow_scalar(2.0)
+        });
+        check_grad(device, "relu_", &[&[8]], |t| {
+            t[0].mul_scalar(Scalar::Int(2))?.relu_()
+        });
+        check_grad(device, "gelu of a transposed view", &[&[3, 4]], |t| {
+            t[0].t()?.gelu("none")?.mul(&t[0].t()?)
+        });
+    }
+);
 
-#[test]
-fn relu_on_a_leaf_is_refused_and_rebases_a_non_leaf() {
-    for device in common::devices() {
-        let w = leaf(&values(4, 3), &[4], device);
+device_test!(
+    fn relu_on_a_leaf_is_refused_and_rebases_a_non_leaf(device: Device) {
+        let w = leaf(&sample_values(4, 3), &[4], device);
         let e = w.relu_().unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -521,7 +573,7 @@ fn relu_on_a_leaf_is_refused_and_rebases_a_non_leaf() {
         assert_eq!(a.grad_fn_name().as_deref(), Some("ReluBackward0"));
         assert_eq!(h.grad_fn_name().as_deref(), Some("ReluBackward0"));
         // The result is saved: changing it again makes backward refuse, as PyTorch does.
-        let two = Tensor::full(&[4], Scalar::Int(2), &opts(device)).unwrap();
+        let two = Tensor::full(&[4], Scalar::Int(2), &opts(DType::F64, device)).unwrap();
         h.mul_(&two).unwrap();
         let err = h.sum(None, false).unwrap().backward(false).unwrap_err();
         assert!(
@@ -529,4 +581,4 @@ fn relu_on_a_leaf_is_refused_and_rebases_a_non_leaf() {
             "{err}"
         );
     }
-}
+);

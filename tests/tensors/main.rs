@@ -2,6 +2,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod arg_extremes;
 mod autocast;
 mod autograd;
 mod index_ops;

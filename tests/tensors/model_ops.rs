@@ -2,19 +2,13 @@
 //! and keywords, PyTorch's errors, and a session that keeps every tensor after one.
 use crate::common;
 use common::exclusive;
+use common::plain;
 use torchlet_session::{ScriptError, Session};
-
-/// Run `code`, which must succeed; the value's plain text.
-fn run(s: &mut Session, code: &str) -> String {
-    let outcome = s.execute(code);
-    assert!(outcome.error.is_none(), "{code}: {:?}", outcome.error);
-    outcome.value.map(|v| v.plain).unwrap_or_default()
-}
 
 /// A session with a layer's tensors on the GPU.
 fn session() -> Session {
     let (mut s, _) = Session::captured("<test>");
-    run(
+    plain(
         &mut s,
         "let x = randn(256, 512, #{device: \"cuda\"}); \
          let w = randn(1024, 256, #{device: \"cuda\"}); \
@@ -26,12 +20,12 @@ fn session() -> Session {
 /// Run `code`, which must fail, leaving memory as it was; the error.
 fn fails(s: &mut Session, code: &str) -> ScriptError {
     let figures = "`${memory_allocated()} ${memory_reserved()} ${x.shape} ${w.shape}`";
-    let before = run(s, figures);
+    let before = plain(s, figures);
     let e = s
         .execute(code)
         .error
         .unwrap_or_else(|| panic!("{code} should fail"));
-    assert_eq!(run(s, figures), before, "after `{code}`");
+    assert_eq!(plain(s, figures), before, "after `{code}`");
     e
 }
 
@@ -58,7 +52,7 @@ fn errors_read_as_pytorch_and_keep_the_session() {
     let e = fails(&mut s, "let y = bmm(x, w);");
     assert_eq!(e.message, "batch1 must be a 3D tensor");
     // Still usable: the same tensors make a layer.
-    assert_eq!(run(&mut s, "linear(w, x.t(), x[0]).shape"), "[1024, 512]");
+    assert_eq!(plain(&mut s, "linear(w, x.t(), x[0]).shape"), "[1024, 512]");
 }
 
 #[test]
@@ -82,14 +76,14 @@ fn spellings_and_keywords() {
         ),
     ];
     for (code, want) in shapes {
-        assert_eq!(run(&mut s, code), want, "{code}");
+        assert_eq!(plain(&mut s, code), want, "{code}");
     }
     assert_eq!(
-        run(&mut s, "dropout(x, 0.3, false).data_ptr() == x.data_ptr()"),
+        plain(&mut s, "dropout(x, 0.3, false).data_ptr() == x.data_ptr()"),
         "true"
     );
     assert_eq!(
-        run(&mut s, "let r = x.clone(); relu_(r); r.min().item() >= 0.0"),
+        plain(&mut s, "let r = x.clone(); relu_(r); r.min().item() >= 0.0"),
         "true"
     );
     let e = s.execute("dropout(x, #{q: 1})").error.unwrap();

@@ -1,29 +1,19 @@
 //! Tensor ops against values computed in f64, one body per behaviour run on every device.
 use crate::common;
+use common::{device_test, opts, sample_values};
 
 use torchlet_core::device::{BinaryOp, Device};
-use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
-
-fn opts(dtype: DType, device: Device) -> TensorOptions {
-    TensorOptions::default().dtype(dtype).device(device)
-}
-
-/// Deterministic non-zero values in [-5, 5], none exactly 0.
-fn values(n: usize, salt: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| ((i * 7919 + salt * 104729) % 101) as f64 / 10.0 - 5.05)
-        .collect()
-}
+use torchlet_core::tensor::{DType, Scalar, Tensor};
 
 fn tensor(vals: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
     let v = vals.iter().map(|&x| Scalar::Float(x)).collect();
     Tensor::from_values(v, shape.to_vec(), &opts(dtype, device)).unwrap()
 }
 
-/// A float32 tensor of `shape` with `values(.., salt)`, and those values as the tensor holds them.
+/// A float32 tensor of `shape` with `sample_values(.., salt)`, and those values as the tensor holds them.
 fn data(shape: &[usize], salt: usize, device: Device) -> (Tensor, Vec<f64>) {
     let n = shape.iter().product();
-    let t = tensor(&values(n, salt), shape, DType::F32, device);
+    let t = tensor(&sample_values(n, salt), shape, DType::F32, device);
     let v = t.to_vec_f64().unwrap();
     (t, v)
 }
@@ -60,9 +50,8 @@ fn bindex(i: usize, out: &[usize], src: &[usize]) -> usize {
     idx
 }
 
-#[test]
-fn binary_ops_broadcast_and_match_f64() {
-    for device in common::devices() {
+device_test!(
+    fn binary_ops_broadcast_and_match_f64(device: Device) {
         let (a, av) = data(&[4, 1, 3], 1, device);
         let (b, bv) = data(&[5, 3], 2, device);
         let out = [4usize, 5, 3];
@@ -91,11 +80,10 @@ fn binary_ops_broadcast_and_match_f64() {
             "pow",
         );
     }
-}
+);
 
-#[test]
-fn row_broadcasts_of_every_stride_pattern() {
-    for device in common::devices() {
+device_test!(
+    fn row_broadcasts_of_every_stride_pattern(device: Device) {
         for (sa, sb) in [
             ([3usize, 4], [3usize, 1]),
             ([3, 1], [3, 4]),
@@ -121,11 +109,10 @@ fn row_broadcasts_of_every_stride_pattern() {
             "transposed operand",
         );
     }
-}
+);
 
-#[test]
-fn large_and_strided_operands_take_every_kernel_path() {
-    for device in common::devices() {
+device_test!(
+    fn large_and_strided_operands_take_every_kernel_path(device: Device) {
         let (a, av) = data(&[512, 300], 3, device);
         let (b, bv) = data(&[512, 300], 4, device);
         assert_close(
@@ -160,22 +147,21 @@ fn large_and_strided_operands_take_every_kernel_path() {
         let total: f64 = av.iter().sum();
         assert_close(&a.sum(None, false).unwrap(), &[total], 1e-6, "large sum");
     }
-}
+);
 
-#[test]
-fn strided_copies_of_half_precision_keep_every_value() {
-    // A transposed copy to the same dtype moves elements, so each one (subnormals, -0.0, ±inf and
-    // NaN too) must come out as it went in.
-    let specials = [
-        0.0,
-        -0.0,
-        6.0e-8,
-        -6.0e-8,
-        1.0e-40,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-    ];
-    for device in common::devices() {
+device_test!(
+    fn strided_copies_of_half_precision_keep_every_value(device: Device) {
+        // A transposed copy to the same dtype moves elements, so each one (subnormals, -0.0, ±inf and
+        // NaN too) must come out as it went in.
+        let specials = [
+            0.0,
+            -0.0,
+            6.0e-8,
+            -6.0e-8,
+            1.0e-40,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
         let (a, _) = data(&[64, 48], 6, device);
         let mut v = a.to_vec_f64().unwrap();
         v[..specials.len()].copy_from_slice(&specials);
@@ -197,7 +183,7 @@ fn strided_copies_of_half_precision_keep_every_value() {
             }
         }
     }
-}
+);
 
 /// `v` (dense over `shape`) read through the view that `permute(perm)` makes, in row-major order.
 fn permuted(v: &[f64], shape: &[usize], perm: &[usize]) -> Vec<f64> {
@@ -218,20 +204,19 @@ fn permuted(v: &[f64], shape: &[usize], perm: &[usize]) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn transposed_copies_of_every_shape_and_dtype_move_each_element() {
-    // Transposes of at least 32x32 go through the GPU's shared-memory tiles: sizes that are not
-    // whole tiles, batches, a source row pitch wider than the rows, and every element size.
-    let dtypes = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::I64,
-        DType::I32,
-        DType::U8,
-        DType::Bool,
-    ];
-    for device in common::devices() {
+device_test!(
+    fn transposed_copies_of_every_shape_and_dtype_move_each_element(device: Device) {
+        // Transposes of at least 32x32 go through the GPU's shared-memory tiles: sizes that are not
+        // whole tiles, batches, a source row pitch wider than the rows, and every element size.
+        let dtypes = [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::I64,
+            DType::I32,
+            DType::U8,
+            DType::Bool,
+        ];
         for dtype in dtypes {
             let modulus = if dtype == DType::Bool { 2 } else { 251 };
             let make = |shape: &[usize]| {
@@ -287,33 +272,32 @@ fn transposed_copies_of_every_shape_and_dtype_move_each_element() {
             );
         }
     }
-}
+);
 
-#[test]
-fn contiguous_ops_reach_every_element_of_every_block_shape() {
-    // The GPU's contiguous kernels give each block 256 threads of one 16-byte vector (1024
-    // elements a block of 4-byte dtypes, 512 of 8-byte, 2048 of 2-byte and 4096 of uint8), and the
-    // last block the elements past the last vector: sizes below one vector, at and either side of a
-    // block's share, and with a partial last block.
-    // Every dtype but bool: the expected values below are integer arithmetic.
-    let dtypes = DType::ALL.into_iter().filter(|&d| d != DType::Bool);
-    let sizes = [
-        1,
-        7,
-        9,
-        511,
-        513,
-        1023,
-        1024,
-        1025,
-        2047,
-        2049,
-        4095,
-        4096,
-        4111,
-        3 * 4096 + 8 + 3,
-    ];
-    for device in common::devices() {
+device_test!(
+    fn contiguous_ops_reach_every_element_of_every_block_shape(device: Device) {
+        // The GPU's contiguous kernels give each block 256 threads of one 16-byte vector (1024
+        // elements a block of 4-byte dtypes, 512 of 8-byte, 2048 of 2-byte and 4096 of uint8), and the
+        // last block the elements past the last vector: sizes below one vector, at and either side of a
+        // block's share, and with a partial last block.
+        // Every dtype but bool: the expected values below are integer arithmetic.
+        let dtypes = DType::ALL.into_iter().filter(|&d| d != DType::Bool);
+        let sizes = [
+            1,
+            7,
+            9,
+            511,
+            513,
+            1023,
+            1024,
+            1025,
+            2047,
+            2049,
+            4095,
+            4096,
+            4111,
+            3 * 4096 + 8 + 3,
+        ];
         for dtype in dtypes.clone() {
             for n in sizes {
                 let what = format!("{dtype:?} n={n}");
@@ -345,11 +329,10 @@ fn contiguous_ops_reach_every_element_of_every_block_shape() {
             }
         }
     }
-}
+);
 
-#[test]
-fn scalar_ops_on_either_side() {
-    for device in common::devices() {
+device_test!(
+    fn scalar_ops_on_either_side(device: Device) {
         let (a, av) = data(&[2, 3], 5, device);
         let m = |f: &dyn Fn(f64) -> f64| av.iter().map(|&x| f(x)).collect::<Vec<_>>();
         assert_close(
@@ -390,11 +373,10 @@ fn scalar_ops_on_either_side() {
         );
         assert_close(&a.neg().unwrap(), &m(&|x| -x), 0.0, "neg");
     }
-}
+);
 
-#[test]
-fn unary_ops_match_f64() {
-    for device in common::devices() {
+device_test!(
+    fn unary_ops_match_f64(device: Device) {
         let (a, av) = data(&[3, 7], 6, device);
         let pos = a.abs().unwrap().add_scalar(Scalar::Float(0.1)).unwrap();
         let pv = pos.to_vec_f64().unwrap();
@@ -439,11 +421,10 @@ fn unary_ops_match_f64() {
         );
         assert!(a.clamp(None, None).is_err());
     }
-}
+);
 
-#[test]
-fn reductions_whole_and_along_a_dim() {
-    for device in common::devices() {
+device_test!(
+    fn reductions_whole_and_along_a_dim(device: Device) {
         let (a, av) = data(&[3, 4], 7, device);
         let row = |r: usize| &av[r * 4..r * 4 + 4];
         let col = |c: usize| (0..3).map(|r| av[r * 4 + c]).collect::<Vec<_>>();
@@ -510,11 +491,10 @@ fn reductions_whole_and_along_a_dim() {
             .to_string()
             .contains("Got: Long"));
     }
-}
+);
 
-#[test]
-fn softmax_and_log_softmax_rows_match_f64() {
-    for device in common::devices() {
+device_test!(
+    fn softmax_and_log_softmax_rows_match_f64(device: Device) {
         let (a, av) = data(&[2, 5], 8, device);
         let mut sm = Vec::new();
         let mut lsm = Vec::new();
@@ -529,7 +509,7 @@ fn softmax_and_log_softmax_rows_match_f64() {
         let col = a.softmax(0).unwrap().sum(Some(0), false).unwrap();
         assert_close(&col, &[1.0; 5], 1e-6, "softmax dim 0 sums to 1");
     }
-}
+);
 
 fn naive_matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
@@ -541,9 +521,8 @@ fn naive_matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> 
     out
 }
 
-#[test]
-fn matmul_follows_pytorch_shapes_and_values() {
-    for device in common::devices() {
+device_test!(
+    fn matmul_follows_pytorch_shapes_and_values(device: Device) {
         let (a, av) = data(&[3, 4], 9, device);
         let (b, bv) = data(&[4, 5], 10, device);
         let c = a.matmul(&b).unwrap();
@@ -593,11 +572,10 @@ fn matmul_follows_pytorch_shapes_and_values() {
             "mat1 and mat2 shapes cannot be multiplied (3x4 and 3x4)"
         );
     }
-}
+);
 
-#[test]
-fn views_share_memory_and_index_correctly() {
-    for device in common::devices() {
+device_test!(
+    fn views_share_memory_and_index_correctly(device: Device) {
         let (a, av) = data(&[2, 3, 4], 13, device);
         let p = a.permute(&[2, 0, 1]).unwrap();
         assert_eq!(p.shape(), vec![4, 2, 3]);
@@ -654,11 +632,10 @@ fn views_share_memory_and_index_correctly() {
         assert_eq!(a.unsqueeze(4).unwrap_err().kind(), "IndexError");
         assert!(a.t().is_err());
     }
-}
+);
 
-#[test]
-fn type_promotion_follows_pytorch() {
-    for device in common::devices() {
+device_test!(
+    fn type_promotion_follows_pytorch(device: Device) {
         let i = Tensor::arange(1.0, 4.0, 1.0, &opts(DType::I64, device)).unwrap();
         let i32s = Tensor::arange(1.0, 4.0, 1.0, &opts(DType::I32, device)).unwrap();
         let f = Tensor::ones(&[3], &opts(DType::F32, device)).unwrap();
@@ -695,13 +672,12 @@ fn type_promotion_follows_pytorch() {
             "int div",
         );
     }
-}
+);
 
-#[test]
-fn creation_functions_fill_as_pytorch() {
-    // Holds the GPU lock so the seeding test's generators are not drawn from meanwhile.
-    let (_g, _) = common::gpu();
-    for device in common::devices() {
+device_test!(
+    fn creation_functions_fill_as_pytorch(device: Device) {
+        // Holds the GPU lock so the seeding test's generators are not drawn from meanwhile.
+        let (_g, _) = common::gpu();
         let o = opts(DType::F32, device);
         assert_close(
             &Tensor::full(&[2, 2], Scalar::Float(2.5), &o).unwrap(),
@@ -756,13 +732,12 @@ fn creation_functions_fill_as_pytorch() {
             (vec![2, 3], DType::F64, device)
         );
     }
-}
+);
 
-#[test]
-fn manual_seed_makes_random_tensors_repeat() {
-    // Serialised with every other user of the generators through the GPU lock.
-    let (_g, _) = common::gpu();
-    for device in common::devices() {
+device_test!(
+    fn manual_seed_makes_random_tensors_repeat(device: Device) {
+        // Serialised with every other user of the generators through the GPU lock.
+        let (_g, _) = common::gpu();
         let o = opts(DType::F32, device);
         torchlet_core::tensor::manual_seed(7);
         let a = Tensor::randn(&[300], &o).unwrap().to_vec_f64().unwrap();
@@ -772,11 +747,10 @@ fn manual_seed_makes_random_tensors_repeat() {
         assert_eq!(a, c);
         assert_ne!(a, b);
     }
-}
+);
 
-#[test]
-fn dtype_conversions_round_and_truncate() {
-    for device in common::devices() {
+device_test!(
+    fn dtype_conversions_round_and_truncate(device: Device) {
         let t = tensor(&[1.7, -2.7, 0.1], &[3], DType::F32, device);
         assert_close(
             &t.to_dtype(DType::I64).unwrap(),
@@ -809,11 +783,10 @@ fn dtype_conversions_round_and_truncate() {
             .contains("a Tensor with 3 elements cannot be converted to Scalar"));
         assert_eq!(t.to_dtype(DType::F32).unwrap().storage_id(), t.storage_id());
     }
-}
+);
 
-#[test]
-fn in_place_ops_write_through_views() {
-    for device in common::devices() {
+device_test!(
+    fn in_place_ops_write_through_views(device: Device) {
         let (a, av) = data(&[2, 3], 14, device);
         let (b, bv) = data(&[3], 15, device);
         let ptr = a.data_ptr();
@@ -843,11 +816,10 @@ fn in_place_ops_write_through_views() {
             "result type Float can't be cast to the desired output type Long"
         );
     }
-}
+);
 
-#[test]
-fn losses_match_f64() {
-    for device in common::devices() {
+device_test!(
+    fn losses_match_f64(device: Device) {
         let (x, xv) = data(&[4, 3], 16, device);
         let (y, yv) = data(&[4, 3], 17, device);
         let mse = xv
@@ -890,7 +862,7 @@ fn losses_match_f64() {
             ("IndexError", "Target 3 is out of bounds.")
         );
     }
-}
+);
 
 #[test]
 fn errors_read_like_pytorch() {
@@ -945,36 +917,35 @@ fn a_pending_interrupt_stops_ops_and_clears() {
     handle.join().unwrap();
 }
 
-/// GELU (both forms) and SiLU against values computed independently in float64 with Python's
-/// math module, in f32 and f64, contiguous and strided; integer input is refused as PyTorch does.
-#[test]
-fn gelu_and_silu_match_reference_values() {
-    // python3 -c "import math; g=lambda x: 0.5*x*(1+math.erf(x/math.sqrt(2))); print([g(x) for x in (-3.0,-0.5,0.25,1.0,4.0)])"
-    let erf = [
-        -0.00404969409489031,
-        -0.15426876936299344,
-        0.14967658142073093,
-        0.8413447460685429,
-        3.9998733150326675,
-    ];
-    // ... 0.5*x*(1+math.tanh(math.sqrt(2/math.pi)*(x+0.044715*x**3))) ...
-    let tanh = [
-        -0.0036373920817729943,
-        -0.15428599017485606,
-        0.149675350701685,
-        0.8411919906082768,
-        3.9999297540518075,
-    ];
-    // ... x/(1+math.exp(-x)) ...
-    let silu = [
-        -0.14227761953270035,
-        -0.1887703343990727,
-        0.14054412522144952,
-        0.7310585786300049,
-        3.928055160151634,
-    ];
-    let xs = [-3.0, -0.5, 0.25, 1.0, 4.0];
-    for device in common::devices() {
+// GELU (both forms) and SiLU against values computed independently in float64 with Python's
+// math module, in f32 and f64, contiguous and strided; integer input is refused as PyTorch does.
+device_test!(
+    fn gelu_and_silu_match_reference_values(device: Device) {
+        // python3 -c "import math; g=lambda x: 0.5*x*(1+math.erf(x/math.sqrt(2))); print([g(x) for x in (-3.0,-0.5,0.25,1.0,4.0)])"
+        let erf = [
+            -0.00404969409489031,
+            -0.15426876936299344,
+            0.14967658142073093,
+            0.8413447460685429,
+            3.9998733150326675,
+        ];
+        // ... 0.5*x*(1+math.tanh(math.sqrt(2/math.pi)*(x+0.044715*x**3))) ...
+        let tanh = [
+            -0.0036373920817729943,
+            -0.15428599017485606,
+            0.149675350701685,
+            0.8411919906082768,
+            3.9999297540518075,
+        ];
+        // ... x/(1+math.exp(-x)) ...
+        let silu = [
+            -0.14227761953270035,
+            -0.1887703343990727,
+            0.14054412522144952,
+            0.7310585786300049,
+            3.928055160151634,
+        ];
+        let xs = [-3.0, -0.5, 0.25, 1.0, 4.0];
         for (dtype, rtol) in [(DType::F32, 1e-6), (DType::F64, 1e-12)] {
             let x = tensor(&xs, &[5], dtype, device);
             assert_close(&x.gelu("none").unwrap(), &erf, rtol, "gelu");
@@ -1002,7 +973,7 @@ fn gelu_and_silu_match_reference_values() {
             "{err}"
         );
     }
-}
+);
 
 /// Layer norm of each row of `x` [rows, n] in f64, with optional weight and bias.
 fn naive_layer_norm(x: &[f64], n: usize, w: Option<&[f64]>, b: Option<&[f64]>) -> Vec<f64> {
@@ -1019,9 +990,8 @@ fn naive_layer_norm(x: &[f64], n: usize, w: Option<&[f64]>, b: Option<&[f64]>) -
         .collect()
 }
 
-#[test]
-fn linear_and_batched_products_match_f64() {
-    for device in common::devices() {
+device_test!(
+    fn linear_and_batched_products_match_f64(device: Device) {
         let (x, xv) = data(&[3, 4], 21, device);
         let (w, wv) = data(&[5, 4], 22, device);
         let (b, bv) = data(&[5], 23, device);
@@ -1069,11 +1039,10 @@ fn linear_and_batched_products_match_f64() {
             .unwrap();
         assert_eq!(v.shape(), vec![2, 4]);
     }
-}
+);
 
-#[test]
-fn linear_and_bmm_errors_say_what_pytorch_says() {
-    for device in common::devices() {
+device_test!(
+    fn linear_and_bmm_errors_say_what_pytorch_says(device: Device) {
         let x = Tensor::zeros(&[256, 512], &opts(DType::F32, device)).unwrap();
         let w = Tensor::zeros(&[1024, 256], &opts(DType::F32, device)).unwrap();
         let b = Tensor::zeros(&[1024], &opts(DType::F32, device)).unwrap();
@@ -1090,19 +1059,18 @@ fn linear_and_bmm_errors_say_what_pytorch_says() {
         let a3 = Tensor::zeros(&[2, 3, 4], &opts(DType::F32, device)).unwrap();
         let e = a3.bmm(&a3).unwrap_err();
         assert_eq!(
-            e.to_string(),
-            "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."
-        );
+        e.to_string(),
+        "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."
+    );
         assert_eq!(
             x.bmm(&a3).unwrap_err().to_string(),
             "batch1 must be a 3D tensor"
         );
     }
-}
+);
 
-#[test]
-fn layer_norm_matches_f64_and_checks_its_shape() {
-    for device in common::devices() {
+device_test!(
+    fn layer_norm_matches_f64_and_checks_its_shape(device: Device) {
         let (x, xv) = data(&[2, 3, 4], 31, device);
         let (w, wv) = data(&[4], 32, device);
         let (b, bv) = data(&[4], 33, device);
@@ -1121,20 +1089,19 @@ fn layer_norm_matches_f64_and_checks_its_shape() {
         assert_close(&y, &naive_layer_norm(&xv, 4, None, None), 1e-2, "float16");
         let e = x.layer_norm(&[3], None, None, 1e-5).unwrap_err();
         assert_eq!(
-            e.to_string(),
-            "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"
-        );
+        e.to_string(),
+        "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 3, 4]"
+    );
         let e = x.layer_norm(&[4], Some(&b.reshape(&[2, 2]).unwrap()), None, 1e-5);
         assert_eq!(
-            e.unwrap_err().to_string(),
-            "Expected weight to be of same shape as normalized_shape, but got weight of shape [2, 2] and normalized_shape = [4]"
-        );
+        e.unwrap_err().to_string(),
+        "Expected weight to be of same shape as normalized_shape, but got weight of shape [2, 2] and normalized_shape = [4]"
+    );
     }
-}
+);
 
-#[test]
-fn dropout_keeps_a_fraction_scaled_and_is_the_input_when_off() {
-    for device in common::devices() {
+device_test!(
+    fn dropout_keeps_a_fraction_scaled_and_is_the_input_when_off(device: Device) {
         let x = Tensor::ones(&[100, 100], &opts(DType::F32, device)).unwrap();
         let d = x.dropout(0.25, true).unwrap();
         let v = d.to_vec_f64().unwrap();
@@ -1151,11 +1118,10 @@ fn dropout_keeps_a_fraction_scaled_and_is_the_input_when_off() {
             "dropout probability has to be between 0 and 1, but got 1.5"
         );
     }
-}
+);
 
-#[test]
-fn in_place_relu_and_gelu_of_views() {
-    for device in common::devices() {
+device_test!(
+    fn in_place_relu_and_gelu_of_views(device: Device) {
         let (x, xv) = data(&[3, 4], 41, device);
         let ptr = x.data_ptr();
         let r = x.relu_().unwrap();
@@ -1170,4 +1136,4 @@ fn in_place_relu_and_gelu_of_views() {
             assert_close(&g, &want.to_vec_f64().unwrap(), 1e-6, "gelu of a view");
         }
     }
-}
+);

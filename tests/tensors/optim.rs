@@ -2,15 +2,12 @@
 //! f64 (foreach and single-tensor paths, on every device), zero_grad, state, `nn::linear_params`,
 //! and the errors a script gets, with PyTorch's messages.
 use crate::common;
+use common::{device_test, opts, outcome};
 
 use torchlet_core::device::Device;
 use torchlet_core::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
-use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
+use torchlet_core::tensor::{DType, Scalar, Tensor};
 use torchlet_session::Session;
-
-fn opts(device: Device) -> TensorOptions {
-    TensorOptions::default().dtype(DType::F64).device(device)
-}
 
 /// Deterministic values in [-1, 1), different for each salt.
 fn values(n: usize, salt: usize) -> Vec<f64> {
@@ -21,7 +18,7 @@ fn values(n: usize, salt: usize) -> Vec<f64> {
 
 fn tensor(vals: &[f64], device: Device, requires_grad: bool) -> Tensor {
     let v = vals.iter().map(|&x| Scalar::Float(x)).collect();
-    let o = opts(device).requires_grad(requires_grad);
+    let o = opts(DType::F64, device).requires_grad(requires_grad);
     Tensor::from_values(v, vec![vals.len()], &o).unwrap()
 }
 
@@ -118,43 +115,45 @@ fn adam_reference(o: &AdamOptions, r: &mut Reference, grad: &[f64]) {
 
 /// Three steps of `algorithm` over two parameters (and one without a gradient), compared with
 /// `reference` after each step, on every device and on both paths.
-fn check_steps(algorithm: Algorithm, reference: fn(&Algorithm, &mut Reference, &[f64])) {
-    for device in common::devices() {
-        for foreach in [None, Some(true), Some(false)] {
-            let algorithm = with_foreach(&algorithm, foreach);
-            let what = format!("{algorithm:?} on {device}");
-            let sizes = [5, 3];
-            let params: Vec<Tensor> = (0..2)
-                .map(|k| tensor(&values(sizes[k], k), device, true))
-                .collect();
-            let idle = tensor(&values(4, 9), device, true);
-            let mut all = params.clone();
-            all.push(idle.clone());
-            let mut opt = Optimizer::new("test", all, algorithm.clone()).unwrap();
-            let mut refs: Vec<Reference> = (0..2)
-                .map(|k| Reference {
-                    p: values(sizes[k], k),
-                    ..Default::default()
-                })
-                .collect();
-            for step in 0..3 {
-                for (k, p) in params.iter().enumerate() {
-                    let g = values(sizes[k], 10 + 3 * step + k);
-                    p.set_grad(Some(tensor(&g, device, false))).unwrap();
-                    reference(&algorithm, &mut refs[k], &g);
-                }
-                opt.step().unwrap();
-                for (k, p) in params.iter().enumerate() {
-                    assert_close(p, &refs[k].p, &format!("{what}: step {step}, param {k}"));
-                }
+fn check_steps(
+    device: Device,
+    algorithm: Algorithm,
+    reference: fn(&Algorithm, &mut Reference, &[f64]),
+) {
+    for foreach in [None, Some(true), Some(false)] {
+        let algorithm = with_foreach(&algorithm, foreach);
+        let what = format!("{algorithm:?} on {device}");
+        let sizes = [5, 3];
+        let params: Vec<Tensor> = (0..2)
+            .map(|k| tensor(&values(sizes[k], k), device, true))
+            .collect();
+        let idle = tensor(&values(4, 9), device, true);
+        let mut all = params.clone();
+        all.push(idle.clone());
+        let mut opt = Optimizer::new("test", all, algorithm.clone()).unwrap();
+        let mut refs: Vec<Reference> = (0..2)
+            .map(|k| Reference {
+                p: values(sizes[k], k),
+                ..Default::default()
+            })
+            .collect();
+        for step in 0..3 {
+            for (k, p) in params.iter().enumerate() {
+                let g = values(sizes[k], 10 + 3 * step + k);
+                p.set_grad(Some(tensor(&g, device, false))).unwrap();
+                reference(&algorithm, &mut refs[k], &g);
             }
-            assert_close(
-                &idle,
-                &values(4, 9),
-                &format!("{what}: a parameter without grad"),
-            );
-            assert!(opt.state(2).tensors().is_empty() && opt.state(2).step.is_none());
+            opt.step().unwrap();
+            for (k, p) in params.iter().enumerate() {
+                assert_close(p, &refs[k].p, &format!("{what}: step {step}, param {k}"));
+            }
         }
+        assert_close(
+            &idle,
+            &values(4, 9),
+            &format!("{what}: a parameter without grad"),
+        );
+        assert!(opt.state(2).tensors().is_empty() && opt.state(2).step.is_none());
     }
 }
 
@@ -185,111 +184,116 @@ fn adam(algorithm: &Algorithm, r: &mut Reference, g: &[f64]) {
     adam_reference(o, r, g)
 }
 
-#[test]
-fn sgd_with_momentum_dampening_and_weight_decay_follows_the_formula() {
-    check_steps(
-        Algorithm::Sgd(SgdOptions {
-            lr: Number::float(0.1),
-            momentum: Number::float(0.9),
-            dampening: Number::float(0.25),
-            weight_decay: Number::float(0.01),
-            ..SgdOptions::default()
-        }),
-        sgd,
-    );
-}
-
-#[test]
-fn sgd_plain_nesterov_and_maximize_follow_the_formula() {
-    check_steps(Algorithm::Sgd(SgdOptions::default()), sgd);
-    let nesterov = SgdOptions {
-        lr: Number::float(0.05),
-        momentum: Number::float(0.8),
-        nesterov: true,
-        ..SgdOptions::default()
-    };
-    check_steps(Algorithm::Sgd(nesterov.clone()), sgd);
-    let maximize = SgdOptions {
-        maximize: true,
-        weight_decay: Number::float(0.1),
-        ..nesterov
-    };
-    check_steps(Algorithm::Sgd(maximize), sgd);
-}
-
-#[test]
-fn adam_and_adamw_follow_the_formula() {
-    let big_steps = |o: AdamOptions| AdamOptions {
-        lr: Number::float(0.1),
-        ..o
-    };
-    check_steps(Algorithm::Adam(big_steps(AdamOptions::adam())), adam);
-    check_steps(Algorithm::Adam(big_steps(AdamOptions::adamw())), adam);
-    let l2 = AdamOptions {
-        weight_decay: Number::float(0.05),
-        amsgrad: true,
-        ..big_steps(AdamOptions::adam())
-    };
-    check_steps(Algorithm::Adam(l2.clone()), adam);
-    let maximize = AdamOptions {
-        maximize: true,
-        betas: (Number::float(0.5), Number::float(0.75)),
-        ..l2
-    };
-    check_steps(Algorithm::Adam(maximize), adam);
-}
-
-fn run(s: &mut Session, code: &str) -> Result<String, (String, String)> {
-    let outcome = s.execute(code);
-    match outcome.error {
-        Some(e) => Err((e.kind, e.message)),
-        None => Ok(outcome.value.map(|v| v.plain).unwrap_or_default()),
+device_test!(
+    fn sgd_with_momentum_dampening_and_weight_decay_follows_the_formula(device: Device) {
+        check_steps(
+            device,
+            Algorithm::Sgd(SgdOptions {
+                lr: Number::float(0.1),
+                momentum: Number::float(0.9),
+                dampening: Number::float(0.25),
+                weight_decay: Number::float(0.01),
+                ..SgdOptions::default()
+            }),
+            sgd,
+        );
     }
-}
+);
+
+device_test!(
+    fn sgd_plain_nesterov_and_maximize_follow_the_formula(device: Device) {
+        check_steps(device, Algorithm::Sgd(SgdOptions::default()), sgd);
+        let nesterov = SgdOptions {
+            lr: Number::float(0.05),
+            momentum: Number::float(0.8),
+            nesterov: true,
+            ..SgdOptions::default()
+        };
+        check_steps(device, Algorithm::Sgd(nesterov.clone()), sgd);
+        let maximize = SgdOptions {
+            maximize: true,
+            weight_decay: Number::float(0.1),
+            ..nesterov
+        };
+        check_steps(device, Algorithm::Sgd(maximize), sgd);
+    }
+);
+
+device_test!(
+    fn adam_and_adamw_follow_the_formula(device: Device) {
+        let big_steps = |o: AdamOptions| AdamOptions {
+            lr: Number::float(0.1),
+            ..o
+        };
+        check_steps(
+            device,
+            Algorithm::Adam(big_steps(AdamOptions::adam())),
+            adam,
+        );
+        check_steps(
+            device,
+            Algorithm::Adam(big_steps(AdamOptions::adamw())),
+            adam,
+        );
+        let l2 = AdamOptions {
+            weight_decay: Number::float(0.05),
+            amsgrad: true,
+            ..big_steps(AdamOptions::adam())
+        };
+        check_steps(device, Algorithm::Adam(l2.clone()), adam);
+        let maximize = AdamOptions {
+            maximize: true,
+            betas: (Number::float(0.5), Number::float(0.75)),
+            ..l2
+        };
+        check_steps(device, Algorithm::Adam(maximize), adam);
+    }
+);
 
 fn session() -> Session {
     common::uses_gpu();
     Session::captured("<optim>").0
 }
 
-#[test]
-fn zero_grad_frees_by_default_and_zeroes_when_asked() {
-    for device in common::device_names() {
+device_test!(
+    fn zero_grad_frees_by_default_and_zeroes_when_asked(device: &str) {
         let mut s = session();
         let setup = format!(
             "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
              let opt = optim::SGD([w], #{{lr: 0.1}});
              (w * 2).sum().backward();"
         );
-        run(&mut s, &setup).unwrap();
-        run(&mut s, "opt.zero_grad(#{set_to_none: false});").unwrap();
+        outcome(&mut s, &setup).unwrap();
+        outcome(&mut s, "opt.zero_grad(#{set_to_none: false});").unwrap();
         assert_eq!(
-            run(&mut s, "w.grad.abs().sum().item() == 0.0").unwrap(),
+            outcome(&mut s, "w.grad.abs().sum().item() == 0.0").unwrap(),
             "true"
         );
-        assert_eq!(run(&mut s, "w.grad.requires_grad").unwrap(), "false");
+        assert_eq!(outcome(&mut s, "w.grad.requires_grad").unwrap(), "false");
         // The next backward adds into the zeros.
-        run(&mut s, "(w * 3).sum().backward();").unwrap();
-        assert_eq!(run(&mut s, "w.grad.sum().item() == 36.0").unwrap(), "true");
-        run(&mut s, "opt.zero_grad();").unwrap();
-        assert_eq!(run(&mut s, "w.grad == ()").unwrap(), "true");
-        let (kind, message) = run(&mut s, "opt.zero_grad(#{set_to_nothing: 1});").unwrap_err();
+        outcome(&mut s, "(w * 3).sum().backward();").unwrap();
+        assert_eq!(
+            outcome(&mut s, "w.grad.sum().item() == 36.0").unwrap(),
+            "true"
+        );
+        outcome(&mut s, "opt.zero_grad();").unwrap();
+        assert_eq!(outcome(&mut s, "w.grad == ()").unwrap(), "true");
+        let (kind, message) = outcome(&mut s, "opt.zero_grad(#{set_to_nothing: 1});").unwrap_err();
         assert_eq!(kind, "TypeError");
         assert!(message.contains("set_to_none"), "{message}");
     }
-}
+);
 
-#[test]
-fn state_appears_at_the_first_step_under_pytorch_names() {
-    for device in common::device_names() {
+device_test!(
+    fn state_appears_at_the_first_step_under_pytorch_names(device: &str) {
         let mut s = session();
         let setup = format!(
             "let w = randn(3, 4, #{{device: \"{device}\", requires_grad: true}});
              let opt = optim::AdamW([w]);"
         );
-        run(&mut s, &setup).unwrap();
-        assert_eq!(run(&mut s, "opt.state[w].len()").unwrap(), "0");
-        run(&mut s, "(w * w).sum().backward(); opt.step(); opt.step();").unwrap();
+        outcome(&mut s, &setup).unwrap();
+        assert_eq!(outcome(&mut s, "opt.state[w].len()").unwrap(), "0");
+        outcome(&mut s, "(w * w).sum().backward(); opt.step(); opt.step();").unwrap();
         let checks = [
             r#"opt.state[w].keys() == ["exp_avg", "exp_avg_sq", "step"]"#,
             "opt.state[w].step.item() == 2.0 && opt.state[w].step.device == \"cpu\"",
@@ -299,63 +303,66 @@ fn state_appears_at_the_first_step_under_pytorch_names() {
             r#"opt.to_string().contains("    weight_decay: 0.01\n)")"#,
         ];
         for check in checks {
-            assert_eq!(run(&mut s, check).unwrap(), "true", "{check} on {device}");
+            assert_eq!(
+                outcome(&mut s, check).unwrap(),
+                "true",
+                "{check} on {device}"
+            );
         }
     }
-}
+);
 
-#[test]
-fn linear_params_are_initialised_as_nn_linear() {
-    for device in common::device_names() {
+device_test!(
+    fn linear_params_are_initialised_as_nn_linear(device: &str) {
         let mut s = session();
-        run(
+        outcome(
             &mut s,
             &format!("let l = nn::linear_params(400, 30, #{{device: \"{device}\"}});"),
         )
         .unwrap();
-        assert_eq!(run(&mut s, "l.weight.shape").unwrap(), "[30, 400]");
-        assert_eq!(run(&mut s, "l.bias.shape").unwrap(), "[30]");
+        assert_eq!(outcome(&mut s, "l.weight.shape").unwrap(), "[30, 400]");
+        assert_eq!(outcome(&mut s, "l.bias.shape").unwrap(), "[30]");
         assert_eq!(
-            run(&mut s, "l.weight.requires_grad && l.bias.is_leaf").unwrap(),
+            outcome(&mut s, "l.weight.requires_grad && l.bias.is_leaf").unwrap(),
             "true"
         );
         // Uniform on ±1/sqrt(400) = ±0.05: inside the bound, and spread over it.
-        let max = run(&mut s, "l.weight.abs().max().item()").unwrap();
+        let max = outcome(&mut s, "l.weight.abs().max().item()").unwrap();
         let max: f64 = max.parse().unwrap();
         assert!(max <= 0.05 && max > 0.045, "{max}");
-        let mean: f64 = run(&mut s, "l.weight.mean().item()")
+        let mean: f64 = outcome(&mut s, "l.weight.mean().item()")
             .unwrap()
             .parse()
             .unwrap();
         assert!(mean.abs() < 0.005, "{mean}");
-        let bmax: f64 = run(&mut s, "l.bias.abs().max().item()")
+        let bmax: f64 = outcome(&mut s, "l.bias.abs().max().item()")
             .unwrap()
             .parse()
             .unwrap();
         assert!(bmax <= 0.05 && bmax > 0.02, "{bmax}");
-        run(
+        outcome(
             &mut s,
             "let nb = nn::linear_params(4, 2, #{bias: false, dtype: \"float64\"});",
         )
         .unwrap();
         assert_eq!(
-            run(&mut s, "nb.bias == () && nb.weight.dtype == \"float64\"").unwrap(),
+            outcome(&mut s, "nb.bias == () && nb.weight.dtype == \"float64\"").unwrap(),
             "true"
         );
         // nn::parameters: arrays in order, a map's weight before its bias.
-        run(&mut s, "let ps = nn::parameters([l, nb]);").unwrap();
-        assert_eq!(run(&mut s, "ps.len()").unwrap(), "3");
+        outcome(&mut s, "let ps = nn::parameters([l, nb]);").unwrap();
+        assert_eq!(outcome(&mut s, "ps.len()").unwrap(), "3");
         assert_eq!(
-            run(
+            outcome(
                 &mut s,
                 "ps[0].shape == [30, 400] && ps[1].shape == [30] && ps[2].shape == [2, 4]"
             )
             .unwrap(),
             "true"
         );
-        run(&mut s, "let opt = optim::SGD(ps, #{lr: 0.5});").unwrap();
+        outcome(&mut s, "let opt = optim::SGD(ps, #{lr: 0.5});").unwrap();
     }
-}
+);
 
 /// (code, kind, message) for each mistake; each runs in a session that then still works.
 const MISTAKES: &[(&str, &str, &str)] = &[
@@ -373,22 +380,24 @@ const MISTAKES: &[(&str, &str, &str)] = &[
     ("optim::Adam([w], #{lr: \"fast\"})", "TypeError", "lr must be a number, not str"),
     ("optim::SGD(w)", "TypeError", "params argument given to the optimizer should be an array of Tensors, but got torch.FloatTensor"),
     ("optim::AdamW([w], #{fused: true})", "ValueError", "fused=True is not supported by torchlet"),
+    ("optim::AdamW([w], #{decoupled_weight_decay: false})", "TypeError", "AdamW.__init__() got an unexpected keyword argument 'decoupled_weight_decay'; valid options: lr, betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused"),
+    ("optim::Adam([w], #{betas: 0.9})", "TypeError", "betas must be an array of two numbers like [0.9, 0.999], not float"),
 ];
 
 #[test]
 fn mistakes_give_pytorch_messages_and_the_session_goes_on() {
     let mut s = session();
-    run(&mut s, "let w = randn(3, #{requires_grad: true});").unwrap();
+    outcome(&mut s, "let w = randn(3, #{requires_grad: true});").unwrap();
     for (code, kind, message) in MISTAKES {
-        let (k, m) = run(&mut s, &format!("let bad = {code};")).unwrap_err();
+        let (k, m) = outcome(&mut s, &format!("let bad = {code};")).unwrap_err();
         assert_eq!(&k, kind, "{code}: {m}");
         assert!(m.starts_with(message), "{code}: {m}");
-        assert_eq!(run(&mut s, "w.shape").unwrap(), "[3]", "{code}");
+        assert_eq!(outcome(&mut s, "w.shape").unwrap(), "[3]", "{code}");
     }
     // PyTorch takes a tensor that does not require grad: it never gets a gradient, so it stays.
-    run(&mut s, "let c = ones(2); let opt = optim::SGD([w, c], #{lr: 1.0}); w.sum().backward(); opt.step();").unwrap();
-    assert_eq!(run(&mut s, "c.tolist()").unwrap(), "[1.0, 1.0]");
-    let (k, m) = run(&mut s, "opt.state[randn(2)]").unwrap_err();
+    outcome(&mut s, "let c = ones(2); let opt = optim::SGD([w, c], #{lr: 1.0}); w.sum().backward(); opt.step();").unwrap();
+    assert_eq!(outcome(&mut s, "c.tolist()").unwrap(), "[1.0, 1.0]");
+    let (k, m) = outcome(&mut s, "opt.state[randn(2)]").unwrap_err();
     assert_eq!(
         (k.as_str(), m.as_str()),
         (
@@ -404,7 +413,7 @@ fn memory_holders_name_the_optimizer_state() {
     let mut s = session();
     let setup = "let w = randn(256, 1024, #{device: \"cuda\", requires_grad: true});
                  let opt = optim::Adam([w]); w.sum().backward(); opt.step();";
-    run(&mut s, setup).unwrap();
+    outcome(&mut s, setup).unwrap();
     for name in [
         "w",
         "w.grad",
@@ -412,6 +421,6 @@ fn memory_holders_name_the_optimizer_state() {
         "opt.state[0].exp_avg_sq",
     ] {
         let count = format!("memory_holders().filter(|b| b.holders.contains(\"{name}\")).len()");
-        assert_eq!(run(&mut s, &count).unwrap(), "1", "{name}");
+        assert_eq!(outcome(&mut s, &count).unwrap(), "1", "{name}");
     }
 }

@@ -1,5 +1,6 @@
 //! Tensors print exactly as PyTorch 2.11 prints them (strings recorded from PyTorch in data/torch_repr.json).
 use crate::common;
+use common::{device_test, opts};
 
 use std::collections::HashMap;
 
@@ -9,10 +10,6 @@ use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 fn pytorch() -> HashMap<String, String> {
     serde_json::from_str(include_str!("../data/torch_repr.json")).expect("fixture parses")
-}
-
-fn opts(dtype: DType, device: Device) -> TensorOptions {
-    TensorOptions::default().dtype(dtype).device(device)
 }
 
 fn floats(values: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
@@ -118,10 +115,9 @@ fn cases(device: Device) -> Vec<(&'static str, Tensor)> {
     ]
 }
 
-#[test]
-fn values_print_like_pytorch_on_every_device() {
-    let expected = pytorch();
-    for device in common::devices() {
+device_test!(
+    fn values_print_like_pytorch_on_every_device(device: Device) {
+        let expected = pytorch();
         for (name, t) in cases(device) {
             let host = t.to_device(Device::Cpu).unwrap();
             assert_eq!(
@@ -131,7 +127,7 @@ fn values_print_like_pytorch_on_every_device() {
             );
         }
     }
-}
+);
 
 #[test]
 fn autograd_suffixes_print_like_pytorch() {

@@ -1,6 +1,7 @@
 //! Reduction scratch: torchlet's reduction plan against every case PyTorch 2.11 recorded on an
 //! H200 (`tests/data/torch_reduce_scratch.json`, by `tests/data/record_reduce_scratch.py`).
 use crate::common;
+use common::device_test;
 
 use std::sync::Arc;
 
@@ -221,6 +222,7 @@ fn run(row: &Value, x: &Tensor) -> Option<Tensor> {
         "max_dim" => x.max(dim, keep),
         "min_dim" => x.min(dim, keep),
         "argmax" => x.argmax(dim, keep),
+        "argmin" => x.argmin(dim, keep),
         _ => return None,
     };
     Some(r.unwrap())
@@ -349,21 +351,20 @@ fn extreme(xs: &[f64], max: bool) -> (f64, usize) {
     best
 }
 
-#[test]
-fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
-    let (rows, cols) = (3000, 300);
-    let h = DeviceProps::H200;
-    let f32_sum = KernelTraits::of(ReduceOp::Sum, DType::F32, false);
-    let pair = KernelTraits::of(ReduceOp::Max, DType::F32, true);
-    // The shapes below are ones a GPU's plan splits across blocks.
-    assert!(staging(&[rows * cols], &[1], 0, &[0], &f32_sum, &h).is_some());
-    assert!(staging(&[rows, cols], &[cols, 1], 0, &[0], &pair, &h).is_some());
-    assert!(staging(&[cols, rows], &[1, cols], 0, &[1], &pair, &h).is_some());
-    let xs = values(rows * cols);
-    let col = |c: usize| (0..rows).map(|r| xs[r * cols + c]).collect::<Vec<f64>>();
-    // cuda:0's allocator is shared with the tests that record its history.
-    let _guard = common::gpu();
-    for device in common::devices() {
+device_test!(
+    fn reductions_split_across_blocks_compute_the_same_results_on_every_device(device: Device) {
+        let (rows, cols) = (3000, 300);
+        let h = DeviceProps::H200;
+        let f32_sum = KernelTraits::of(ReduceOp::Sum, DType::F32, false);
+        let pair = KernelTraits::of(ReduceOp::Max, DType::F32, true);
+        // The shapes below are ones a GPU's plan splits across blocks.
+        assert!(staging(&[rows * cols], &[1], 0, &[0], &f32_sum, &h).is_some());
+        assert!(staging(&[rows, cols], &[cols, 1], 0, &[0], &pair, &h).is_some());
+        assert!(staging(&[cols, rows], &[1, cols], 0, &[1], &pair, &h).is_some());
+        let xs = values(rows * cols);
+        let col = |c: usize| (0..rows).map(|r| xs[r * cols + c]).collect::<Vec<f64>>();
+        // cuda:0's allocator is shared with the tests that record its history.
+        let _guard = common::gpu();
         let o = TensorOptions::default().device(device);
         let v = xs
             .iter()
@@ -393,11 +394,16 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
             vec![at as f64],
             "argmax on {device}"
         );
-        let (mn, _) = extreme(&xs, false);
+        let (mn, min_at) = extreme(&xs, false);
         assert_eq!(
             got(x.min(None, false).unwrap()),
             vec![mn],
             "min on {device}"
+        );
+        assert_eq!(
+            got(x.argmin(None, false).unwrap()),
+            vec![min_at as f64],
+            "argmin on {device}"
         );
         // Along dim 0 of x and dim 1 of its transpose: values, and first indices of the ties.
         for (t, d) in [(x.clone(), 0), (x.t().unwrap(), 1)] {
@@ -411,6 +417,11 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
             );
             let first: Vec<f64> = want.iter().map(|w| w.1 as f64).collect();
             assert_eq!(idx, first, "argmax({d}) on {device}");
+            let lows: Vec<f64> = (0..cols)
+                .map(|c| extreme(&col(c), false).1 as f64)
+                .collect();
+            let low_idx = got(t.argmin(Some(d), false).unwrap());
+            assert_eq!(low_idx, lows, "argmin({d}) on {device}");
             let sums: Vec<f64> = (0..cols).map(|c| col(c).iter().sum()).collect();
             assert_eq!(
                 got(t.sum(Some(d), false).unwrap()),
@@ -419,27 +430,27 @@ fn reductions_split_across_blocks_compute_the_same_results_on_every_device() {
             );
         }
     }
-}
+);
 
-#[test]
-fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device() {
-    // 18 700 periods of 1009 values, summed from the second element: one element past a 16-byte
-    // boundary, so a head comes before the first aligned load and a tail after the last. The GPU
-    // plan splits it over many blocks, each slice long enough for the 512-thread sum kernel (eight
-    // 16-byte loads a thread, float16 too).
-    let period = values(1009);
-    let periods = 18_700;
-    let n = period.len() * periods;
-    for (dtype, per_load) in [(DType::F32, 4), (DType::F16, 8)] {
-        let traits = KernelTraits::of(ReduceOp::Sum, dtype, false);
-        let plan = staging(&[n - 1], &[1], 1, &[0], &traits, &DeviceProps::H200).expect("split");
-        let slice = (n - 1) / plan.ctas_per_output;
-        assert!(slice >= 8 * 512 * per_load, "{dtype:?}: {plan:?}");
-    }
-    // A whole period sums to 0 and every partial sum is a small integer, exact in float32.
-    let total = -period[0];
-    let _guard = common::gpu();
-    for device in common::devices() {
+device_test!(
+    fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device(device: Device) {
+        // 18 700 periods of 1009 values, summed from the second element: one element past a 16-byte
+        // boundary, so a head comes before the first aligned load and a tail after the last. The GPU
+        // plan splits it over many blocks, each slice long enough for the 512-thread sum kernel (eight
+        // 16-byte loads a thread, float16 too).
+        let period = values(1009);
+        let periods = 18_700;
+        let n = period.len() * periods;
+        for (dtype, per_load) in [(DType::F32, 4), (DType::F16, 8)] {
+            let traits = KernelTraits::of(ReduceOp::Sum, dtype, false);
+            let plan =
+                staging(&[n - 1], &[1], 1, &[0], &traits, &DeviceProps::H200).expect("split");
+            let slice = (n - 1) / plan.ctas_per_output;
+            assert!(slice >= 8 * 512 * per_load, "{dtype:?}: {plan:?}");
+        }
+        // A whole period sums to 0 and every partial sum is a small integer, exact in float32.
+        let total = -period[0];
+        let _guard = common::gpu();
         let o = TensorOptions::default().device(device);
         let v = period
             .iter()
@@ -457,4 +468,4 @@ fn long_whole_sums_from_an_unaligned_start_compute_the_same_on_every_device() {
             "float16 sum on {device}"
         );
     }
-}
+);

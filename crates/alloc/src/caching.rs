@@ -1,4 +1,5 @@
-//! The caching allocator of one device: best-fit reuse, splitting and merging (reference §2.2–2.4).
+//! The caching allocator of one device: best-fit reuse, splitting and merging, in the order of
+//! PyTorch's `DeviceCachingAllocator` (c10/cuda/CUDACachingAllocator.cpp).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -117,7 +118,8 @@ impl<M: RawMemory> Inner<M> {
         }
     }
 
-    /// Hands out a block of at least `n` bytes on `stream` (reference §2.2).
+    /// Hands out a block of at least `n` bytes on `stream`: round, reuse a cached block or make a
+    /// segment, then split (PyTorch's `malloc`).
     pub fn malloc(
         &mut self,
         n: usize,
@@ -173,7 +175,11 @@ impl<M: RawMemory> Inner<M> {
         }
     }
 
-    /// Best fit among cached blocks: same stream, smallest size, lowest address (§2.2 step 4).
+    /// Best fit among cached blocks: same stream, smallest size, lowest address.
+    ///
+    /// Note [Same stream only]: the pool is ordered by (stream, size, address), so the search
+    /// never leaves the request's stream: a block freed on another stream may still be read by
+    /// work queued there, and reusing it without an event would race.
     fn get_free_block(&mut self, stream: StreamId, size: usize, kind: PoolKind) -> Option<u32> {
         let gc_on = self.allowed_memory_maximum.is_some()
             && self.config.garbage_collection_threshold() > 0.0;
@@ -221,6 +227,11 @@ impl<M: RawMemory> Inner<M> {
             }
             (found, ptr, idx)
         };
+        // Note [Oversize blocks]: blocks of max_split_size or more are never split (see
+        // `should_split`), so a smaller request would hold one whole and waste the rest: only an
+        // oversize request may take one, and only when that wastes less than
+        // max_non_split_rounding (20 MiB by default). Unset, max_split_size is unlimited and
+        // neither rule fires.
         if size < max_split && found >= max_split {
             return None;
         }
@@ -231,7 +242,14 @@ impl<M: RawMemory> Inner<M> {
         Some(idx)
     }
 
-    /// The allocation tries of §2.2 step 6: new segment, free oversize blocks, flush everything.
+    /// When no cached block fits: garbage collection (with a memory fraction and a threshold set),
+    /// then three tries of a new segment.
+    ///
+    /// Note [Retry order]: cheapest first, as PyTorch. A new segment costs nothing cached; freeing
+    /// cached oversize blocks (only when max_split_size is set: they alone cannot be split to
+    /// serve the request) loses little; flushing every free segment (what `empty_cache` does)
+    /// waits on every stream and empties the cache, so it comes last and is what
+    /// `num_alloc_retries` counts, whether or not the try then succeeds.
     fn allocate_new(
         &mut self,
         stream: StreamId,
@@ -299,7 +317,15 @@ impl<M: RawMemory> Inner<M> {
         Ok(Some(idx))
     }
 
-    /// Whether handing out `size` bytes of block `idx` leaves a remainder worth keeping (§2.3).
+    /// Whether handing out `size` bytes of block `idx` leaves a remainder worth keeping.
+    ///
+    /// Note [Split rule]: a small-pool remainder is kept from 512 B, the smallest block, since
+    /// 2 MiB small segments exist to be shared by many small tensors. A large-pool remainder is
+    /// kept only above 1 MiB (strictly): no large-pool request fits in 1 MiB or less (they are
+    /// all larger) and small ones never look there, so it goes out with the block and counts in
+    /// `memory_allocated` (19 MiB asked of a 20 MiB segment shows 20 MiB allocated). Oversize
+    /// requests are never split (Note [Oversize blocks]); expandable segments split at 512 B in
+    /// both pools, since their free pages can be unmapped later.
     #[inline]
     fn should_split(&self, idx: u32, size: usize) -> bool {
         let b = &self.arena[idx];
@@ -311,7 +337,12 @@ impl<M: RawMemory> Inner<M> {
         }
     }
 
-    /// Hands out block `idx` (split first if asked), with its inactive-split bookkeeping (§2.3).
+    /// Hands out block `idx` (split first if asked), with its inactive-split bookkeeping.
+    ///
+    /// Note [Inactive split]: `inactive_split` counts the free pieces of split segments, memory
+    /// `empty_cache` cannot return. Splitting an unsplit block creates one piece (the remainder);
+    /// splitting a piece only shrinks it by `size`; handing a piece out whole removes it.
+    /// Expandable segments keep these statistics at zero, as in PyTorch.
     fn alloc_found_block(
         &mut self,
         idx: u32,
@@ -410,7 +441,8 @@ impl<M: RawMemory> Inner<M> {
         rest_size
     }
 
-    /// Takes back a handed-out block (reference §2.4).
+    /// Takes back a handed-out block: it stops counting as allocated at once, then returns to its
+    /// pool (no device free: the memory stays cached for the next request).
     pub fn free(&mut self, ptr: DevicePtr) -> Result<(), AllocError> {
         if ptr == 0 {
             return Ok(());
@@ -441,8 +473,14 @@ impl<M: RawMemory> Inner<M> {
         Ok(())
     }
 
-    /// Returns a block to its pool, merging it with free neighbours of its segment; the
-    /// inactive-split change is netted and applied once (§2.4, §4.3).
+    /// Returns a block to its pool, merging it with free neighbours of its segment (never
+    /// across segments); the inactive-split change is netted and applied once.
+    ///
+    /// Note [Netting]: a merge removes pieces (−1 and −size per neighbour absorbed) and may
+    /// leave one bigger piece (+1 and +size when the block is still split). PyTorch adds these
+    /// up first and applies the sum as one increase or one decrease, so `memory_summary`'s Tot
+    /// Alloc and Tot Freed columns of "Non-releasable memory" move by the net change only:
+    /// freeing a tensor beside a free tail counts its size once as allocated, nothing as freed.
     pub fn free_block(&mut self, idx: u32) {
         let tag = self.arena.take_tag(idx);
         let b = &self.arena[idx];

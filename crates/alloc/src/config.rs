@@ -12,7 +12,7 @@ const MIB: usize = 1 << 20;
 const KNOWN_KEYS: &str = "max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, \
      garbage_collection_threshold, expandable_segments, backend, release_lock_on_cudamalloc";
 
-/// The caching allocator's settings (reference §2.7).
+/// The caching allocator's settings: `PYTORCH_CUDA_ALLOC_CONF`, with PyTorch's syntax and checks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AllocConfig {
     max_split_size: usize,
@@ -95,7 +95,8 @@ impl AllocConfig {
         &self.settings
     }
 
-    /// The block size a request of `n` bytes gets (reference §1, `round_size`).
+    /// The block size a request of `n` bytes gets (PyTorch's `round_size`): a multiple of 512, or
+    /// of a `roundup_power2_divisions` step.
     #[inline]
     pub fn round_size(&self, n: usize) -> usize {
         let divisions = self.roundup_power2_divisions[size::roundup_interval(n)];

@@ -8,7 +8,7 @@ pub enum AllocError {
     /// No memory left even after flushing the cache: PyTorch's `OutOfMemoryError`.
     #[error("{message}")]
     OutOfMemory {
-        /// The full user-facing message (reference §2.8, with "torchlet").
+        /// The full user-facing message: PyTorch's, with "torchlet" for "PyTorch".
         message: String,
         /// The device index.
         device: usize,

@@ -1,5 +1,6 @@
-//! Expandable segments (reference §2.9): one reserved address range per (stream, pool), with
-//! physical pages mapped on demand and unmapped when free.
+//! Expandable segments (`expandable_segments:True`): one reserved address range per (stream,
+//! pool), with physical pages mapped on demand and unmapped when free, so a segment grows in place
+//! instead of new segments piling up beside it (less fragmentation when sizes vary).
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! Memory history: a ring buffer of trace entries (PyTorch's `_record_memory_history`, reference §5.2–5.3).
+//! Memory history: a ring buffer of trace entries (PyTorch's `_record_memory_history`): when it
+//! is full the oldest entry goes, so a long run keeps its last `max_entries` events.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

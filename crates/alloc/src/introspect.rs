@@ -1,4 +1,4 @@
-//! Building snapshots from the live blocks (reference §5.1).
+//! Building snapshots from the live blocks: each segment with its blocks in address order.
 
 use std::collections::BTreeMap;
 

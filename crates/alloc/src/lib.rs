@@ -1,10 +1,15 @@
 //! The CUDA caching allocator, exactly as PyTorch's behaves, generic over raw device memory, and
 //! `types`, the vocabulary every layer above shares (dtype, scalar, layout, errors).
 //!
-//! Map: `types` (the shared vocabulary); `size` (rounding and segment sizes), `config` (settings), `block` (arena and pools),
-//! `caching` (malloc/free, split/merge), `release` (empty_cache, OOM flushes, GC), `expandable`
-//! (page-mapped segments), `oom` (the error message), `oom_diagnosis` and `replay` (what torchlet adds to it), `stats`, `summary`, `history`, `snapshot`,
-//! `device_allocator` (the object-safe face), `sim_memory` (the simulated GPU's memory).
+//! Map: `types` (the shared vocabulary); `raw` (the `RawMemory` trait: the device bytes underneath),
+//! `size` (rounding and segment sizes), `config` (settings), `block` (arena and pools), `caching`
+//! (malloc/free, split/merge), `release` (empty_cache, OOM flushes, GC), `expandable` (page-mapped
+//! segments), `error` (`AllocError`, whose message is the one a user sees), `oom` (PyTorch's
+//! message), `oom_diagnosis` and `replay` (what torchlet adds to it), `stats`, `summary`,
+//! `history` (the trace ring buffer), `snapshot` and `introspect` (the snapshot and building it
+//! from the live blocks), `site` (the statement running, kept with each block it asks for),
+//! `peak_moments` (the statement and state at each peak, for `torchlet fit`), `device_allocator`
+//! (the object-safe face), `sim_memory` (the simulated GPU's memory).
 
 pub mod types;
 

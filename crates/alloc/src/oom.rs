@@ -1,4 +1,5 @@
-//! The out-of-memory error and its message (reference §2.8), with "torchlet" where PyTorch says "PyTorch".
+//! The out-of-memory error and its message, word for word PyTorch's, with "torchlet" where
+//! PyTorch says "PyTorch".
 
 use super::caching::Inner;
 use super::error::AllocError;
@@ -61,7 +62,11 @@ impl OomReport {
 }
 
 impl<M: RawMemory> Inner<M> {
-    /// The final failure of a request: trace `oom`, count it, and build the error (§2.8).
+    /// The final failure of a request: trace `oom`, count it, and build the error.
+    ///
+    /// Note [Tried to allocate]: the message names `alloc_size`, the segment asked of the device,
+    /// not the tensor's size, as PyTorch does; that is why a failing 4 MB tensor reports
+    /// "Tried to allocate 20.00 MiB", and why users' messages so often say 20.00 or 2.00 MiB.
     pub fn out_of_memory(
         &mut self,
         stream: StreamId,

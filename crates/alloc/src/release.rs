@@ -9,7 +9,11 @@ use super::stats::PoolKind;
 use super::StreamId;
 
 impl<M: RawMemory> Inner<M> {
-    /// `empty_cache`: releases every wholly free segment and unmaps free expandable pages (§2.6).
+    /// `empty_cache`: releases every wholly free segment and unmaps free expandable pages.
+    ///
+    /// Note [Whole segments]: a free block that shares its segment with a live one is kept, since
+    /// the device frees whole allocations only; so `empty_cache()` leaves `memory_reserved()`
+    /// unchanged while any tensor lives in a segment.
     pub fn release_cached_blocks(&mut self) -> Result<(), AllocError> {
         // No cross-stream events exist here, but the wait is counted as PyTorch counts it.
         self.stats.num_sync_all_streams += 1;
@@ -55,7 +59,7 @@ impl<M: RawMemory> Inner<M> {
     }
 
     /// OOM try 2: frees cached oversize blocks of this stream and pool, only when
-    /// max_split_size is set (§2.2 step 6). True if enough was freed.
+    /// max_split_size is set (Note [Retry order] in `caching`). True if enough was freed.
     pub fn release_available_cached_blocks(
         &mut self,
         stream: StreamId,
@@ -96,7 +100,9 @@ impl<M: RawMemory> Inner<M> {
     }
 
     /// Frees old unsplit large-pool blocks once reserved memory passes the GC threshold
-    /// of the allowed memory (§2.7 garbage_collection_threshold).
+    /// of the allowed memory (`garbage_collection_threshold`, acting only under
+    /// `set_per_process_memory_fraction`): those at least as old as the average, age counted in
+    /// best-fit searches since the block was cached, until enough is reclaimed.
     pub fn garbage_collect(&mut self) -> Result<(), AllocError> {
         let Some(allowed) = self.allowed_memory_maximum else {
             return Ok(());

@@ -1,8 +1,10 @@
-//! The size constants and size mapping of the caching allocator (reference §1), as PyTorch has them.
+//! The size constants and size mapping of the caching allocator, as PyTorch's
+//! CUDACachingAllocator.cpp has them.
 
 /// Every request is rounded up to a multiple of this (and is at least this).
 pub const MIN_BLOCK_SIZE: usize = 512;
-/// Rounded sizes up to this go to the small pool.
+/// Rounded sizes up to this go to the small pool (the rounded size decides: 1048576 B is small,
+/// 1048577 B large, whatever `memory.py`'s docstring suggests).
 pub const SMALL_SIZE: usize = 1 << 20;
 /// Segment size of the small pool.
 pub const SMALL_BUFFER: usize = 2 << 20;
@@ -54,6 +56,11 @@ pub fn roundup_interval(size: usize) -> usize {
 }
 
 /// Size of the new segment to allocate for a rounded request that no cached block fits.
+///
+/// Note [Segment sizes]: a device allocation is slow and synchronises, so small requests share
+/// 2 MiB segments and medium ones 20 MiB segments that later requests carve up; from 10 MiB a
+/// request gets a segment of its own, rounded to 2 MiB, since a shared 20 MiB one would keep
+/// little for anyone else. That is why a 4 MB tensor reserves 20 MiB.
 pub fn get_allocation_size(size: usize) -> usize {
     if size <= SMALL_SIZE {
         SMALL_BUFFER

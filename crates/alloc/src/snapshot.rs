@@ -1,4 +1,5 @@
-//! The memory snapshot: segments, their blocks and states, and the recorded trace (reference §5.1–5.2).
+//! The memory snapshot: segments, their blocks and states, and the recorded trace, with the keys
+//! of PyTorch's `torch.cuda.memory._snapshot()` so its memory viewer reads it.
 
 use std::collections::BTreeMap;
 

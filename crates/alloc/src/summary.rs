@@ -1,4 +1,4 @@
-//! `memory_summary`: PyTorch's 77-column text table of the statistics (reference §4.1).
+//! `memory_summary`: PyTorch's 77-column text table of the statistics, character for character.
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,5 @@
 //! What the kernel knows about names: completion candidates, and the help text behind inspect and `name?`.
-use super::callee;
-use torchlet_session::{Completion, Session};
-
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
+use torchlet_session::{callee, is_word, Completion, Session};
 
 /// Byte range of the (possibly `module::`-qualified) name that ends at `cursor`.
 fn word_before(code: &str, cursor: usize) -> (usize, usize) {

@@ -3,11 +3,10 @@
 //! Map: `server` binds the sockets and serves control, stdin and heartbeat; `shell` answers shell
 //! requests; `wire` reads requests off a socket; `iopub` owns the XPUB socket and orders everything
 //! published; `interpreter` runs the `Session` on its own thread and answers whatever a handler
-//! asks of it (`cell` is what an execute_request asks); `replies`, `introspect` (with `callee`,
-//! the call open at a cursor), `history` and `magics` build the answers; `debugger` serves the
+//! asks of it (`cell` is what an execute_request asks); `replies`, `introspect` (with the
+//! language's `callee`, the call open at a cursor), `history` and `magics` build the answers; `debugger` serves the
 //! variables panel (its contents come from `session::variables_panel`); `install` writes
 //! kernel.json.
-mod callee;
 mod cell;
 mod debugger;
 mod history;

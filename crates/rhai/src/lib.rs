@@ -1,77 +1,35 @@
 //! The Rhai engine of the torchlet language: tensors, the `cuda` module, `del` and grad-mode blocks.
 //!
-//! Map: `new_engine` below registers everything. Values: `tensor_api` (the `Tensor` type),
-//! `creation`, `operators`, `comparisons`, `compound_assign`, `indexing`, `numbers`, `truth`,
-//! `convert` (script values ↔ tensor arguments). Statements and Python's spellings: `syntax`
-//! (grad-mode blocks), `autocast_block` (mixed precision), `del`, `globals`, `scoping`, `python_builtins`, `python_spelling`, `tokens`,
-//! `hints`, `floordiv_hint`, `errors`. Lifetimes: `lifetimes` (CPython's temporaries),
-//! `provenance`, `ledger`, `leaks`. Memory: `cuda_module`, `distributed_module`, `holders`,
-//! `explain_free` and their script face `holders_api`. What the language hands up: `frontend` (the
-//! output sink), `display` (rich values), `picture` (charts), `interrupt` (the stop flag), `output`
-//! (`print`, `help`…). Training: `optim_module` (`optim::SGD`, `Adam`, `AdamW`) and `nn_module`
-//! (`nn::linear_params`, `nn::parameters`).
-//! Help: each function registers with its help line (`documented`), and `help` reads them back.
+//! Map: `new_engine` below registers everything, from three rooms. `surface` is what a script
+//! calls: the `Tensor` type, creation, operators, indexing, the model and shape ops, the `cuda`,
+//! `optim` and `nn` modules, output and help, and `view` (script values as the explanations of
+//! `torchlet_explain` see them). `source` reads the text before Rhai does: the lexer, PyTorch's
+//! spellings, Python's scoping, the floor-division hint and the hints for Python habits, and the
+//! call open at a cursor. `runtime` is how statements run: CPython's lifetimes, `del` and the
+//! grad-mode blocks, autocast, globals inside functions, statement names for the allocator, leak
+//! watches, the output sink and interrupt flag, and `state`, what one session's hooks keep.
 //! Nothing here imports `session` or a front end.
-pub mod autocast_block;
-pub mod checkpoint;
-pub mod comparisons;
-pub mod compound_assign;
-pub mod convert;
-pub mod creation;
-pub mod cuda_module;
-pub mod del;
-pub mod display;
-pub mod distributed_module;
-pub mod documented;
-pub mod errors;
-pub mod explain_free;
-pub mod floordiv_hint;
-pub mod frontend;
-pub mod globals;
-pub mod help;
-pub mod hints;
-pub mod holders;
-pub mod holders_api;
-pub mod indexing;
-pub mod interrupt;
-pub mod leaks;
-pub mod ledger;
-pub mod lifetimes;
-pub mod memory_plot;
-pub mod memory_timeline;
-pub mod nn_api;
-pub mod nn_module;
-pub mod numbers;
-pub mod operators;
-pub mod optim_module;
-pub mod output;
-pub mod picture;
-pub mod plot_api;
-pub mod provenance;
-pub mod python_builtins;
-pub mod python_spelling;
-pub mod scoping;
-pub mod script_args;
-pub mod shape_api;
-pub mod site_name;
-pub mod snapshot_dump;
-pub mod statement_names;
-pub mod syntax;
-pub mod tensor_api;
-pub mod tokens;
-pub mod truth;
+
+pub mod runtime;
+pub mod source;
+pub mod surface;
 
 use std::rc::Rc;
 
-pub use display::DisplayData;
-pub use errors::Exception;
-pub use frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
-pub use interrupt::InterruptHandle;
-pub use lifetimes::Lifetimes;
-pub use picture::Picture;
+pub use runtime::frontend::{CapturedOutput, Frontend, OutputEvent, StdioFrontend};
+pub use runtime::interrupt::InterruptHandle;
+pub use runtime::lifetimes::Lifetimes;
+pub use runtime::state::{LanguageState, State};
+pub use surface::errors::Exception;
+pub use torchlet_explain::{DisplayData, Picture};
 
-/// A Rhai engine with the whole torchlet language registered, printing to `frontend`.
-pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rhai::Engine {
+/// A Rhai engine with the whole torchlet language registered, printing to `frontend`, its hooks
+/// keeping their state in the session's `state`.
+pub fn new_engine(
+    frontend: Rc<dyn Frontend>,
+    interrupt: InterruptHandle,
+    state: &State,
+) -> rhai::Engine {
     let mut engine = rhai::Engine::new();
     // Random constructors must run every time they are reached: no constant folding at all.
     engine.set_optimization_level(rhai::OptimizationLevel::None);
@@ -83,37 +41,37 @@ pub fn new_engine(frontend: Rc<dyn Frontend>, interrupt: InterruptHandle) -> rha
     let err = frontend.clone();
     engine.on_debug(move |s, _, _| err.stderr(&format!("{s}\n")));
     engine.on_progress(move |_| interrupt.is_set().then(|| "interrupted".into()));
-    errors::register(&mut engine);
-    syntax::register(&mut engine);
-    autocast_block::register(&mut engine);
-    del::register(&mut engine);
-    globals::register(&mut engine);
-    holders_api::register(&mut engine);
-    leaks::register(&mut engine, frontend.clone());
-    provenance::register(&mut engine);
-    lifetimes::register(&mut engine);
-    plot_api::register(&mut engine, frontend.clone());
-    output::register(&mut engine, frontend);
-    python_builtins::register(&mut engine);
-    tensor_api::register(&mut engine);
-    nn_api::register(&mut engine);
-    indexing::register(&mut engine);
-    shape_api::register(&mut engine);
-    creation::register(&mut engine);
-    checkpoint::register(&mut engine);
-    script_args::register(&mut engine);
-    operators::register(&mut engine);
-    comparisons::register(&mut engine);
-    compound_assign::register(&mut engine);
-    numbers::register(&mut engine);
-    truth::register(&mut engine);
-    cuda_module::register(&mut engine);
-    optim_module::register(&mut engine);
-    nn_module::register(&mut engine);
+    surface::errors::register(&mut engine);
+    runtime::syntax::register(&mut engine, state);
+    runtime::autocast_block::register(&mut engine);
+    runtime::del::register(&mut engine);
+    runtime::globals::register(&mut engine, state);
+    surface::holders_api::register(&mut engine);
+    runtime::leaks::register(&mut engine, frontend.clone(), state);
+    runtime::provenance::register(&mut engine, state);
+    runtime::lifetimes::register(&mut engine, state);
+    surface::plot_api::register(&mut engine, frontend.clone());
+    surface::output::register(&mut engine, frontend);
+    surface::python_builtins::register(&mut engine);
+    surface::tensor_api::register(&mut engine);
+    surface::nn_api::register(&mut engine);
+    surface::indexing::register(&mut engine);
+    surface::shape_api::register(&mut engine);
+    surface::creation::register(&mut engine);
+    surface::checkpoint::register(&mut engine);
+    surface::script_args::register(&mut engine, state);
+    surface::operators::register(&mut engine);
+    surface::comparisons::register(&mut engine);
+    surface::compound_assign::register(&mut engine);
+    surface::numbers::register(&mut engine);
+    surface::truth::register(&mut engine);
+    surface::cuda_module::register(&mut engine, state);
+    surface::optim_module::register(&mut engine);
+    surface::nn_module::register(&mut engine);
     engine
 }
 
 /// A run-time error's Python-style kind and message.
 pub fn describe_error(error: &rhai::EvalAltResult) -> (String, String) {
-    errors::describe(error)
+    surface::errors::describe(error)
 }

@@ -3,7 +3,7 @@ use std::time::Instant;
 
 use super::memory;
 use super::{DisplayData, Outcome, ScriptError, Session};
-use torchlet_rhai::help;
+use torchlet_rhai::surface::help;
 
 /// One `:command`: its name, its arguments, what it does, and the handler that does it.
 #[derive(Clone, Copy, Debug)]
@@ -281,7 +281,7 @@ fn help(session: &mut Session, name: &str) -> Answer {
         return shown(DisplayData::text(text.replace(" \n", "\n")));
     }
     if matches!(name, "Tensor" | "cuda") || help::doc(name).is_some() {
-        let text = torchlet_rhai::output::help_text(name);
+        let text = torchlet_rhai::surface::output::help_text(name);
         return shown(DisplayData::text(text.trim_end()));
     }
     // Not part of the language: a function the user defined, or one of Rhai's own.
@@ -308,10 +308,10 @@ fn help_index() -> String {
 }
 
 /// `:mem`: each device's memory table, with the sparkline of recent inputs when `:memplot` is on.
-fn mem(_: &mut Session, _: &str) -> Answer {
+fn mem(session: &mut Session, _: &str) -> Answer {
     let devices = memory::sample().map_err(device_error)?;
     let mut text = memory::table(&devices);
-    if let Some(line) = super::memplot::sparkline() {
+    if let Some(line) = super::memplot::sparkline(&session.memplot) {
         text = format!("{text}\n{line}");
     }
     shown(DisplayData::preformatted(text))
@@ -377,8 +377,9 @@ fn time(session: &mut Session, arg: &str) -> Answer {
     shown(DisplayData::text(text))
 }
 
-fn memplot(_: &mut Session, arg: &str) -> Answer {
-    let text = super::memplot::switch(switch("memplot", arg)?).map_err(usage)?;
+fn memplot(session: &mut Session, arg: &str) -> Answer {
+    let on = switch("memplot", arg)?;
+    let text = super::memplot::switch(&session.memplot, on).map_err(usage)?;
     shown(DisplayData::text(text))
 }
 

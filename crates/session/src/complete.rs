@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::commands::{command_with_argument, Completes, COMMANDS};
 use super::Session;
-use torchlet_rhai::help::{self, Kind};
+use torchlet_rhai::surface::help::{self, Kind};
 
 /// The name the script layer registers tensors under.
 const TENSOR_TYPE: &str = "Tensor";

@@ -1,5 +1,6 @@
 //! One run of a script for `torchlet fit` (shapes only, or with values to check it): each
-//! reached, and the first out-of-memory error, as JSON the `fit` front end reads.
+//! device's peaks and where they were reached, and the first out-of-memory error, as JSON the
+//! `fit` front end reads.
 use std::rc::Rc;
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! What a session says about a name: `help(topic)` text, `name?`, and the kernel's inspect.
-use super::{DisplayData, Session};
+use super::Session;
 use torchlet_core::tensor::Tensor;
-use torchlet_rhai::{help, output};
+use torchlet_rhai::surface::{help, output};
 
 /// Rhai keywords, described as such when nothing else is known of the name.
 const RHAI_KEYWORDS: &[&str] = &[
@@ -72,7 +72,8 @@ impl Session {
             return None;
         }
         let value = self.scope().get(name)?;
-        let shown = DisplayData::of_value(value).map_or("()".to_string(), |d| d.plain);
+        let shown =
+            torchlet_rhai::surface::display::of_value(value).map_or("()".to_string(), |d| d.plain);
         if let Some(t) = value.read_lock::<Tensor>() {
             return Some(format!(
                 "{name}: Tensor of shape {:?}, dtype {}, on {}, {} bytes ({} in its storage){}\n{shown}",

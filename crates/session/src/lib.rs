@@ -5,10 +5,14 @@
 //! happens, so a notebook shows `print` lines before a long cell finishes.
 //!
 //! Map: this file runs inputs (spelling, Python scoping, the lifetime rewrite, evaluation);
-//! `outcome` and `traceback` shape what comes back; `spelling` reads PyTorch's names through the
-//! session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the kernel's
-//! inspect; `commands` runs the `:commands` with `vars`, `memory` and `trace`. The output sink,
-//! display data and interrupt flag are the language's (`script`), re-exported for front ends.
+//! `outcome` and `traceback` shape what comes back, and `oom_notes` adds torchlet's diagnosis and
+//! biggest holders after PyTorch's out-of-memory message; `spelling` reads PyTorch's names through
+//! the session's aliases; `complete` and `inspect` answer completion, `help`, `name?` and the
+//! kernel's inspect; `commands` runs the `:commands` with `vars` (the `:vars` table), `memory`
+//! (every device's figures) and `trace` (`:trace on`, `:time on`); `memplot` keeps `:memplot on`'s
+//! chart and `:mem`'s sparkline; `variables_panel` is what the kernel's variables panel lists;
+//! `fit` is one run of a script for `torchlet fit`, as JSON. The output sink, display data and
+//! interrupt flag are the language's (`torchlet_rhai`), re-exported for front ends.
 
 mod commands;
 mod complete;
@@ -33,11 +37,13 @@ pub use traceback::Frame;
 
 pub use complete::{Candidate, Completion, CompletionKind};
 pub use outcome::{Completeness, Outcome, ScriptError};
-// What front ends hand to a session and get back from it is the language layer's.
-pub use torchlet_rhai::{
-    explain_free, holders, ledger, snapshot_dump, CapturedOutput, DisplayData, Frontend,
-    InterruptHandle, OutputEvent, Picture, StdioFrontend,
-};
+// What front ends hand to a session and get back from it: the language layer's output sink and
+// interrupt flag, and the explanations' reports.
+pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, DisplayData, Picture};
+// What a front end asks of the language's syntax: the call open at a cursor, a name's characters.
+pub use torchlet_rhai::source::callee;
+pub use torchlet_rhai::source::tokens::is_word;
+pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -62,7 +68,7 @@ pub struct SessionOptions {
     /// Name shown in error positions (`FILE:LINE:COL`), e.g. the script's path or `<cell>`.
     pub source_name: Option<String>,
     /// Report each statement's line to the `__line` hook before it runs (see
-    /// [`torchlet_rhai::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
+    /// [`torchlet_rhai::runtime::lifetimes::register_line_hook`]), for tools that attribute memory to lines.
     pub mark_lines: bool,
 }
 
@@ -82,7 +88,14 @@ pub struct Session {
     /// What `:trace` and `:time` print after each input.
     reports: Reports,
     /// Names that `import torch … as NAME` lines bound to PyTorch's modules.
-    aliases: torchlet_rhai::python_spelling::Aliases,
+    aliases: torchlet_rhai::source::python_spelling::Aliases,
+    /// What the language's hooks keep for this session: statement names, ledger, loops, arguments.
+    state: torchlet_rhai::State,
+    /// `:mem`'s samples and the `:memplot` chart.
+    memplot: std::cell::RefCell<memplot::MemPlot>,
+    /// The names the debugger's variables panel listed last; a tensor's variablesReference is
+    /// its position here plus one (0 means "no children" in the protocol).
+    panel_listed: std::cell::RefCell<Vec<String>>,
 }
 
 impl Session {
@@ -91,7 +104,8 @@ impl Session {
         let interrupt = InterruptHandle::default();
         // Tensor ops check the same flag, so an interrupt also stops a long op between kernels.
         torchlet_core::tensor::set_interrupt_flag(interrupt.flag());
-        let engine = torchlet_rhai::new_engine(frontend.clone(), interrupt.clone());
+        let state = torchlet_rhai::State::default();
+        let engine = torchlet_rhai::new_engine(frontend.clone(), interrupt.clone(), &state);
         let lifetimes = torchlet_rhai::Lifetimes::new(&engine);
         Session {
             engine,
@@ -104,6 +118,9 @@ impl Session {
             options,
             reports: Reports::default(),
             aliases: Default::default(),
+            state,
+            memplot: Default::default(),
+            panel_listed: Default::default(),
         }
     }
 
@@ -121,7 +138,7 @@ impl Session {
     pub fn execute(&mut self, code: &str) -> Outcome {
         self.interrupt.clear();
         torchlet_core::autograd::forget_unclaimed_saves();
-        torchlet_rhai::leaks::reset();
+        self.state.reset_leaks();
         self.forget_oom_diagnoses();
         let mark = self.before_input();
         let started = Instant::now();
@@ -159,8 +176,8 @@ impl Session {
             |panic| {
                 // What `run` would have closed had it returned: the input's allocation site and
                 // `del`'s tombstones.
-                torchlet_rhai::provenance::end_input();
-                torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+                torchlet_rhai::runtime::provenance::end_input(&self.state);
+                torchlet_rhai::runtime::syntax::compact_deleted(&mut self.scope);
                 Err(ScriptError::internal(&panic_text(&*panic)))
             },
         )
@@ -171,10 +188,10 @@ impl Session {
     fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
         let spelled = self.spell(typed);
         let scope = &self.scope;
-        let rewritten = torchlet_rhai::output::rewrite_help_query_in(&spelled, |name| {
+        let rewritten = torchlet_rhai::surface::output::rewrite_help_query_in(&spelled, |name| {
             scope
                 .get(name)
-                .is_some_and(|v| !torchlet_rhai::syntax::is_deleted(v))
+                .is_some_and(|v| !torchlet_rhai::runtime::syntax::is_deleted(v))
         });
         let code = rewritten.as_deref().unwrap_or(&spelled);
         // The spelled code keeps every line and column of the typed text, so what users read
@@ -189,9 +206,9 @@ impl Session {
             .run_code(code, shown)
             .map_err(|e| self.as_typed(e, typed, code));
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
-        torchlet_rhai::syntax::compact_deleted(&mut self.scope);
+        torchlet_rhai::runtime::syntax::compact_deleted(&mut self.scope);
         // As in IPython, a `;` at the end of an input keeps its value from being shown.
-        let quiet = torchlet_rhai::python_spelling::ends_with_semicolon(typed);
+        let quiet = torchlet_rhai::source::python_spelling::ends_with_semicolon(typed);
         result.map(|value| value.filter(|_| !quiet))
     }
 
@@ -230,17 +247,21 @@ impl Session {
         let source = self.options.source_name.as_deref();
         self.function_sources.record(&ast, source, shown);
         let program = self.functions.merge(&ast);
-        torchlet_rhai::provenance::begin_input(source.unwrap_or("<input>"), shown);
+        torchlet_rhai::runtime::provenance::begin_input(
+            &self.state,
+            source.unwrap_or("<input>"),
+            shown,
+        );
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
-        let last_statement = torchlet_rhai::provenance::end_input();
+        let last_statement = torchlet_rhai::runtime::provenance::end_input(&self.state);
         let value: rhai::Dynamic = result.map_err(|e| {
             ScriptError::from_eval(&e, shown, source, &self.function_sources)
                 .or_at(last_statement, shown)
         })?;
-        Ok(DisplayData::of_value(&value))
+        Ok(torchlet_rhai::surface::display::of_value(&value))
     }
 
-    /// Compile `code` with Python's scoping (see [`torchlet_rhai::scoping`]): every name it binds
+    /// Compile `code` with Python's scoping (see [`torchlet_rhai::source::scoping`]): every name it binds
     /// outside functions is declared first, and `let` inside blocks becomes assignment.
     // A ScriptError carries the message, its place and hints; it is made once per failed input.
     #[allow(clippy::result_large_err)]
@@ -252,13 +273,13 @@ impl Session {
                 .map_err(|e| ScriptError::from_parse(&e, code, source))
         };
         let ast = compile(&self.engine, &self.scope, code)?;
-        let plan = torchlet_rhai::scoping::plan(&ast);
+        let plan = torchlet_rhai::source::scoping::plan(&ast);
         let mut declared = false;
         for name in &plan.names {
             if !self.scope.contains(name) {
                 self.scope.push_dynamic(
                     name.as_str(),
-                    rhai::Dynamic::from(torchlet_rhai::syntax::Deleted),
+                    rhai::Dynamic::from(torchlet_rhai::runtime::syntax::Deleted),
                 );
                 declared = true;
             }
@@ -268,20 +289,22 @@ impl Session {
         }
         // The parser resolves variables against the scope it compiled with: compile again now
         // that the names are declared (and the nested `let`s are assignments).
-        let text = torchlet_rhai::scoping::blank_lets(code, &plan.nested_lets);
+        let text = torchlet_rhai::source::scoping::blank_lets(code, &plan.nested_lets);
         compile(&self.engine, &self.scope, &text)
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.
     pub fn is_complete(&self, typed: &str) -> Completeness {
         let code = &self.spelled(typed);
-        if torchlet_rhai::output::rewrite_help_query(code).is_some() {
+        if torchlet_rhai::surface::output::rewrite_help_query(code).is_some() {
             return Completeness::Complete;
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
             // `for i in range(3):` waits for no body: its hint is due at once.
-            Err(_) if torchlet_rhai::hints::opens_python_block(typed) => Completeness::Invalid,
+            Err(_) if torchlet_rhai::source::hints::opens_python_block(typed) => {
+                Completeness::Invalid
+            }
             // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
             Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
             Err(e) if outcome::is_incomplete(&e, code) => Completeness::Incomplete,
@@ -290,9 +313,9 @@ impl Session {
     }
 
     /// Where `code` has `a // b` meant as floor division (a comment in this language).
-    fn floordiv_suspects(&self, code: &str) -> Vec<torchlet_rhai::floordiv_hint::Suspect> {
+    fn floordiv_suspects(&self, code: &str) -> Vec<torchlet_rhai::source::floordiv_hint::Suspect> {
         let scope = &self.scope;
-        torchlet_rhai::floordiv_hint::find(code, &|name| scope.contains(name))
+        torchlet_rhai::source::floordiv_hint::find(code, &|name| scope.contains(name))
     }
 
     /// The handle that interrupts this session's running code.
@@ -304,7 +327,9 @@ impl Session {
     pub fn variable_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for (name, _, value) in self.scope.iter_raw() {
-            if !torchlet_rhai::syntax::is_deleted(value) && !names.iter().any(|n| n == name) {
+            if !torchlet_rhai::runtime::syntax::is_deleted(value)
+                && !names.iter().any(|n| n == name)
+            {
                 names.push(name.to_string());
             }
         }
@@ -318,7 +343,9 @@ impl Session {
         // one in force.
         let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
         for (name, _, value) in self.scope.iter_raw() {
-            if !torchlet_rhai::syntax::is_deleted(value) && !seen.iter().any(|(n, _)| n == name) {
+            if !torchlet_rhai::runtime::syntax::is_deleted(value)
+                && !seen.iter().any(|(n, _)| n == name)
+            {
                 seen.push((name.to_string(), value.clone()));
             }
         }
@@ -326,9 +353,14 @@ impl Session {
         seen
     }
 
+    /// The variables as the explanations see them (the same bindings as [`Session::variables`]).
+    pub fn named_values(&self) -> Vec<(String, torchlet_explain::Value)> {
+        torchlet_rhai::surface::view::scope_values(&self.scope)
+    }
+
     /// The script's arguments: `ARGS`, and the `NAME=VALUE` ones `arg(name, default)` reads.
     pub fn set_args(&mut self, args: &[String]) {
-        torchlet_rhai::script_args::set(args);
+        self.state.set_args(args);
         let array: rhai::Array = args
             .iter()
             .map(|a| rhai::Dynamic::from(a.clone()))
@@ -358,7 +390,7 @@ impl Session {
 
     /// Every live block of cuda:`device`, biggest first, with what holds it.
     pub fn memory_holders(&self, device: usize) -> Vec<holders::BlockHolders> {
-        let variables = self.variables();
+        let variables = self.named_values();
         let map = holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
         holders::block_holders(&map, device)
     }
@@ -366,7 +398,7 @@ impl Session {
     /// What each of the article's four ways to free `name` would do now on cuda:`device`;
     /// `None` when no such variable exists.
     pub fn explain_free(&self, name: &str, device: usize) -> Option<Vec<explain_free::Way>> {
-        let variables = self.variables();
+        let variables = self.named_values();
         let (_, value) = variables.iter().find(|(n, _)| n == name)?;
         let all = variables.iter().map(|(n, v)| (n.as_str(), v));
         Some(explain_free::explain_free(name, value, all, device))
@@ -382,9 +414,10 @@ impl Session {
         std::collections::BTreeMap<usize, ledger::LineStats>,
     ) {
         let marked = std::mem::replace(&mut self.options.mark_lines, true);
-        ledger::start(torchlet_core::device::current_device());
+        self.state
+            .start_ledger(torchlet_core::device::current_device());
         let outcome = self.execute(code);
-        let lines = ledger::finish();
+        let lines = self.state.finish_ledger();
         self.options.mark_lines = marked;
         (outcome, lines)
     }

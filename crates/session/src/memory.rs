@@ -80,7 +80,7 @@ fn allocators() -> Result<Vec<Arc<dyn DeviceAllocator>>, String> {
         .collect()
 }
 
-pub use torchlet_rhai::numbers::human_bytes as human;
+pub use torchlet_explain::bytes::human_bytes as human;
 
 /// The cuBLAS workspaces of `cuda:index` named as every listing names them; `None` before the
 /// first matrix product, which takes the first one.

@@ -9,46 +9,43 @@ use torchlet_core::device;
 /// How many inputs the sparkline remembers.
 const SAMPLES: usize = 60;
 
+/// The session's memory samples and chart; kept by the session, one per session.
 #[derive(Default)]
-struct State {
+pub(crate) struct MemPlot {
     samples: VecDeque<u64>,
     /// The chart's display id, and whether it has been shown (later ones update it).
     plot: Option<(String, bool)>,
 }
 
-thread_local! {
-    static STATE: RefCell<State> = RefCell::new(State::default());
-}
-
 /// An input finished: sample the current device, and redraw the chart when it is on.
-pub(crate) fn after_input(frontend: &dyn Frontend) {
+pub(crate) fn after_input(state: &RefCell<MemPlot>, frontend: &dyn Frontend) {
     let index = device::current_device();
     // Never start a GPU for a session that has not used one.
     let Some(allocator) = device::started_cuda_allocator(index) else {
         return;
     };
-    let plot = STATE.with(|s| {
-        let mut s = s.borrow_mut();
+    let plot = {
+        let mut s = state.borrow_mut();
         if s.samples.len() == SAMPLES {
             s.samples.pop_front();
         }
         s.samples.push_back(allocator.memory_allocated());
         s.plot.clone()
-    });
+    };
     let Some((id, shown)) = plot else { return };
     // Before the first allocation there is nothing to draw; the chart appears with the first one.
-    if let Ok(mut picture) = torchlet_rhai::plot_api::picture(index) {
+    if let Ok(mut picture) = torchlet_rhai::surface::plot_api::picture(index) {
         picture.display_id = Some(id.clone());
         picture.update = shown;
         frontend.picture(&picture);
-        STATE.with(|s| s.borrow_mut().plot = Some((id, true)));
+        state.borrow_mut().plot = Some((id, true));
     }
 }
 
 /// Turn the chart on (recording history on the current device if it was off) or off.
-pub(crate) fn switch(on: bool) -> Result<String, String> {
+pub(crate) fn switch(state: &RefCell<MemPlot>, on: bool) -> Result<String, String> {
     if !on {
-        STATE.with(|s| s.borrow_mut().plot = None);
+        state.borrow_mut().plot = None;
         return Ok("memory plot off".into());
     }
     let index = device::current_device();
@@ -62,21 +59,18 @@ pub(crate) fn switch(on: bool) -> Result<String, String> {
         text += " (memory history is now recorded: cuda::record_memory_history(()) stops it)";
     }
     let id = format!("torchlet-memplot-{}", uuid::Uuid::new_v4());
-    STATE.with(|s| s.borrow_mut().plot = Some((id, false)));
+    state.borrow_mut().plot = Some((id, false));
     Ok(text)
 }
 
 /// `:mem`'s last line: allocated bytes after each recent input, as a sparkline.
-pub(crate) fn sparkline() -> Option<String> {
-    STATE.with(|s| {
-        let s = s.borrow();
-        let samples: Vec<u64> = s.samples.iter().copied().collect();
-        let peak = samples.iter().copied().max()?;
-        Some(format!(
-            "allocated after each of the last {} inputs: {} (peak {})",
-            samples.len(),
-            torchlet_rhai::memory_plot::sparkline(&samples),
-            torchlet_alloc::format_size(peak)
-        ))
-    })
+pub(crate) fn sparkline(state: &RefCell<MemPlot>) -> Option<String> {
+    let samples: Vec<u64> = state.borrow().samples.iter().copied().collect();
+    let peak = samples.iter().copied().max()?;
+    Some(format!(
+        "allocated after each of the last {} inputs: {} (peak {})",
+        samples.len(),
+        torchlet_explain::memory_plot::sparkline(&samples),
+        torchlet_alloc::format_size(peak)
+    ))
 }

@@ -23,7 +23,7 @@ impl Session {
                 return;
             };
             notes.extend(diagnosis.lines());
-            let variables = self.variables();
+            let variables = self.named_values();
             let map = HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
             notes.push(holders_line(&holders::block_holders(&map, device)));
         });

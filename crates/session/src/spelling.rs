@@ -1,6 +1,6 @@
 //! PyTorch's spelling in a session: inputs read through the session's `import` aliases, errors with hints.
-use torchlet_rhai::hints::{self, ErrorSite, Known};
-use torchlet_rhai::python_spelling::{self, Aliases};
+use torchlet_rhai::source::hints::{self, ErrorSite, Known};
+use torchlet_rhai::source::python_spelling::{self, Aliases};
 
 use super::{ScriptError, Session};
 
@@ -24,7 +24,7 @@ impl Session {
     fn is_variable(&self, name: &str) -> bool {
         self.scope
             .get(name)
-            .is_some_and(|v| !torchlet_rhai::syntax::is_deleted(v))
+            .is_some_and(|v| !torchlet_rhai::runtime::syntax::is_deleted(v))
     }
 
     /// `error` (found in the compiled text `compiled`) as the user sees it: on the line they typed
@@ -63,7 +63,7 @@ impl Session {
         );
         // Tensor members only: Rhai's array and string methods (`some`, `splice` …) are no
         // likely meaning of a misspelt tensor method.
-        let members = torchlet_rhai::help::tensor_member_names();
+        let members = torchlet_rhai::surface::help::tensor_member_names();
         Known {
             names,
             members: members.into_iter().map(str::to_string).collect(),

@@ -24,8 +24,8 @@ impl Session {
 
     /// Print the memory change since `mark` and the time taken, as `:trace`/`:time` asked.
     pub(crate) fn after_input(&self, mark: Mark, outcome: &Outcome) {
-        let emptied = torchlet_rhai::cuda_module::take_empty_cache_called();
-        super::memplot::after_input(&*self.frontend);
+        let emptied = self.state.take_empty_cache_called();
+        super::memplot::after_input(&self.memplot, &*self.frontend);
         if let Some(before) = mark.0 {
             if let Ok(after) = memory::sample() {
                 self.frontend
@@ -46,7 +46,7 @@ impl Session {
 impl Session {
     /// What `empty_cache()` could not release on the current device, and who pins it.
     fn empty_cache_pins(&self) -> String {
-        let variables = self.variables();
+        let variables = self.named_values();
         let map =
             super::holders::HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
         super::holders::pinned_text(&map, torchlet_core::device::current_device())

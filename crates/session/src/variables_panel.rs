@@ -1,6 +1,4 @@
 //! The variables the debugger's panel lists, in Debug Adapter Protocol form: tensors with shape, dtype, device and bytes, and a tensor's block drawn in its segment.
-use std::cell::RefCell;
-
 use serde_json::{json, Value};
 
 use super::memory::human;
@@ -9,16 +7,10 @@ use torchlet_alloc::{BlockInfo, SegmentInfo};
 use torchlet_core::device::{self, Device};
 use torchlet_core::tensor::Tensor;
 
-thread_local! {
-    /// The names listed by the last `inspectVariables`; a tensor's variablesReference is its
-    /// position here plus one (0 means "no children" in the protocol).
-    static LISTED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The body of `inspectVariables`: every variable, tensors expandable into their fields.
 pub fn inspect_variables(session: &Session) -> Value {
     let variables = session.variables();
-    LISTED.with(|l| *l.borrow_mut() = variables.iter().map(|(n, _)| n.clone()).collect());
+    *session.panel_listed.borrow_mut() = variables.iter().map(|(n, _)| n.clone()).collect();
     let listed: Vec<Value> = variables
         .iter()
         .enumerate()
@@ -40,7 +32,7 @@ pub fn inspect_variables(session: &Session) -> Value {
 pub fn variables(session: &Session, reference: i64) -> Result<Value, String> {
     let name = usize::try_from(reference - 1)
         .ok()
-        .and_then(|i| LISTED.with(|l| l.borrow().get(i).cloned()))
+        .and_then(|i| session.panel_listed.borrow().get(i).cloned())
         .ok_or_else(|| format!("no variable has variablesReference {reference}"))?;
     let tensor = tensor_named(session, &name)?;
     let block = block_of(&tensor).map(|(_, b)| b);

@@ -21,7 +21,7 @@ impl Session {
         // Later entries shadow earlier ones of the same name, as lookups do.
         let mut latest: BTreeMap<&str, &Dynamic> = BTreeMap::new();
         for (name, _, value) in self.scope.iter_raw().collect::<Vec<_>>().into_iter().rev() {
-            if !torchlet_rhai::syntax::is_deleted(value) {
+            if !torchlet_rhai::runtime::syntax::is_deleted(value) {
                 latest.insert(name, value);
             }
         }

@@ -1,4 +1,10 @@
 //! Autograd: grad mode (thread-local, RAII guards), graph nodes with saved tensors, `backward`.
+//!
+//! Map: `mode` is grad mode (whether ops record a graph), switched by guards that restore on drop;
+//! `graph` holds the nodes (one backward function per op, edges to its inputs' nodes, saved
+//! tensors); `engine` walks the graph back from a scalar and accumulates leaves' `.grad`;
+//! `checkpoint` leaves saved tensors out of the forward and makes them again when backward needs
+//! them (PyTorch's non-reentrant `checkpoint`).
 
 pub mod checkpoint;
 mod engine;

@@ -16,6 +16,8 @@ use torchlet_alloc::{DeviceAllocator, DevicePtr};
 pub use super::ops::{BinaryOp, UnaryOp};
 use super::reduce_plan::{DeviceProps, Staging};
 use super::Device;
+/// Reductions are declared with their tensor methods, one row each (`tensor/reduce_list.rs`).
+pub use crate::tensor::ReduceOp;
 
 /// One strided operand of a kernel: the storage's base address, its dtype and the view's layout.
 #[derive(Clone, Copy, Debug)]
@@ -26,23 +28,6 @@ pub struct Operand<'a> {
     pub dtype: DType,
     /// Shape, strides (elements) and offset (elements) of the view.
     pub layout: &'a Layout,
-}
-
-/// Reductions over one dimension or over all elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Sum (floats accumulate in f64; ints in i64).
-    Sum,
-    /// Arithmetic mean (float dtypes only).
-    Mean,
-    /// Largest value (NaN propagates).
-    Max,
-    /// Smallest value (NaN propagates).
-    Min,
-    /// Index of the first largest value (NaN counts as largest), into an int64 destination.
-    ArgMax,
-    /// Index of the first smallest value (NaN counts as smallest), into an int64 destination.
-    ArgMin,
 }
 
 /// Where a reduction writes, and the staging memory PyTorch's plan gives it.

@@ -9,31 +9,19 @@ use torchlet_alloc::types::{DType, Result, TensorError};
 use torchlet_alloc::DevicePtr;
 
 use super::cuda::nccl::{self, NcclOp};
+use super::reduction::Fold;
 use super::{is_simulated, Backend, Device};
 
-/// How `all_reduce` combines the devices' values (torch.distributed.ReduceOp's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AllReduceOp {
-    /// Elementwise sum (logical or on bool).
-    Sum,
-    /// Elementwise product (logical and on bool).
-    Prod,
-    /// Elementwise maximum.
-    Max,
-    /// Elementwise minimum.
-    Min,
-}
+/// How `all_reduce` combines the devices' values: a reduction's fold, parsed from
+/// torch.distributed.ReduceOp's names by [`Fold::parse`].
+pub type AllReduceOp = Fold;
 
-impl AllReduceOp {
-    /// Parse "sum", "prod" (or "product"), "max", "min", in any case.
-    pub fn parse(name: &str) -> Option<AllReduceOp> {
-        match name.to_ascii_lowercase().as_str() {
-            "sum" => Some(AllReduceOp::Sum),
-            "prod" | "product" => Some(AllReduceOp::Prod),
-            "max" => Some(AllReduceOp::Max),
-            "min" => Some(AllReduceOp::Min),
-            _ => None,
-        }
+/// `op` on bool values: sum is or and product is and (max and min), as PyTorch maps them onto
+/// NCCL.
+fn on_bool(op: Fold) -> Fold {
+    match op {
+        Fold::Sum | Fold::Max => Fold::Max,
+        Fold::Prod | Fold::Min => Fold::Min,
     }
 }
 
@@ -89,46 +77,36 @@ fn ptrs(buffers: &[Buffer]) -> Vec<u64> {
 
 fn nccl_op(op: AllReduceOp) -> NcclOp {
     match op {
-        AllReduceOp::Sum => NcclOp::Sum,
-        AllReduceOp::Prod => NcclOp::Prod,
-        AllReduceOp::Max => NcclOp::Max,
-        AllReduceOp::Min => NcclOp::Min,
+        Fold::Sum => NcclOp::Sum,
+        Fold::Prod => NcclOp::Prod,
+        Fold::Max => NcclOp::Max,
+        Fold::Min => NcclOp::Min,
     }
 }
 
 /// `acc[i] = acc[i] op x[i]` for `count` elements of `dtype` held in host bytes.
 fn combine(acc: &mut [u8], x: &[u8], dtype: DType, count: usize, op: AllReduceOp) {
+    let fold = if dtype == DType::Bool {
+        on_bool(op)
+    } else {
+        op
+    };
     for i in 0..count {
         // SAFETY: both slices hold `count` elements of `dtype`.
         unsafe {
             if dtype.is_float() {
+                // NaN wins in max and min, as NCCL's do on floats.
                 let (a, b) = (
                     load_f64(acc.as_ptr(), dtype, i),
                     load_f64(x.as_ptr(), dtype, i),
                 );
-                let v = match op {
-                    AllReduceOp::Sum => a + b,
-                    AllReduceOp::Prod => a * b,
-                    // NaN wins, as NCCL's max/min on floats propagate it.
-                    AllReduceOp::Max if a.is_nan() || b.is_nan() => f64::NAN,
-                    AllReduceOp::Min if a.is_nan() || b.is_nan() => f64::NAN,
-                    AllReduceOp::Max => a.max(b),
-                    AllReduceOp::Min => a.min(b),
-                };
-                store_f64(acc.as_mut_ptr(), dtype, i, v);
+                store_f64(acc.as_mut_ptr(), dtype, i, fold.f64(a, b));
             } else {
                 let (a, b) = (
                     load_i64(acc.as_ptr(), dtype, i),
                     load_i64(x.as_ptr(), dtype, i),
                 );
-                let v = match (op, dtype == DType::Bool) {
-                    // On bool, sum is or and product is and (NCCL max/min), as PyTorch maps them.
-                    (AllReduceOp::Sum, true) | (AllReduceOp::Max, _) => a.max(b),
-                    (AllReduceOp::Prod, true) | (AllReduceOp::Min, _) => a.min(b),
-                    (AllReduceOp::Sum, false) => a.wrapping_add(b),
-                    (AllReduceOp::Prod, false) => a.wrapping_mul(b),
-                };
-                store_i64(acc.as_mut_ptr(), dtype, i, v);
+                store_i64(acc.as_mut_ptr(), dtype, i, fold.i64(a, b));
             }
         }
     }

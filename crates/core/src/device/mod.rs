@@ -5,10 +5,15 @@
 //! `UnaryOp`/`BinaryOp`, the host formulas, the kernel names and the CUDA functors. `cpu` runs the
 //! kernels on the host, `sim` is a CUDA-like device in host memory (the CPU kernels over a
 //! simulated caching allocator), `cuda` the real GPU through cudarc (kernels compiled by NVRTC at
-//! run time from `cuda/kernels` plus the table's functors). `registry` owns the process's devices;
+//! run time from `cuda/kernels` plus the table's functors), `shapes` the shapes-only simulated GPU
+//! of `torchlet fit` (every allocation, no math). `storage` is one device allocation shared by a
+//! tensor and its views, freed with its last handle. `registry` owns the process's devices;
 //! `reduce_plan` is PyTorch's reduction launch plan (its staging memory shows in the allocator);
+//! `reduction` is the vocabulary of a reduction's row (fold, finish, dtype rule, partials), whose
+//! `ReduceOp` the table in `tensor/reduce_list.rs` declares;
 //! `peer`, `collective` and `blas_handle` cover cross-device copies, NCCL-style collectives and
-//! cuBLAS workspaces. Below this module are only `alloc` and `types`.
+//! cuBLAS workspaces. Below this module is only `torchlet_alloc` (the allocator and `types`), and
+//! of `tensor` only the reduction table's `ReduceOp`.
 
 pub mod backend;
 pub mod blas_handle;
@@ -18,6 +23,7 @@ pub mod cuda;
 pub mod ops;
 pub mod peer;
 pub mod reduce_plan;
+pub mod reduction;
 mod registry;
 pub mod shapes;
 pub mod sim;

@@ -13,6 +13,7 @@
 use torchlet_alloc::types::DType;
 
 use super::backend::ReduceOp;
+use super::reduction::{Finish, Fold, Partial};
 
 /// The device properties a reduction plan reads (PyTorch's `cudaDeviceProp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,23 +56,20 @@ impl KernelTraits {
     pub fn of(op: ReduceOp, dtype: DType, indices: bool) -> KernelTraits {
         let size = dtype.size();
         let float_acc = if dtype == DType::F64 { 8 } else { 4 };
-        let (input_size, acc_size) = match op {
-            // Integer and bool sums read an int64 copy of the input and accumulate in int64;
-            // half and bfloat16 accumulate in float.
-            ReduceOp::Sum if !dtype.is_float() => (8, 8),
-            ReduceOp::Sum | ReduceOp::Mean => (size, float_acc),
+        let (input_size, acc_size) = match op.partial(indices) {
+            // Integer and bool sums read an int64 copy of the input and accumulate in int64.
+            Partial::Acc if !dtype.is_float() => (8, 8),
+            // Half and bfloat16 accumulate in float.
+            Partial::Acc => (size, float_acc),
             // The values-only kernels (amax, max()) accumulate in the element type itself.
-            ReduceOp::Max | ReduceOp::Min if !indices => (size, size),
+            Partial::Elem => (size, size),
             // A (value, int64 index) pair: 16 bytes for every element type.
-            _ => (size, 16),
+            Partial::Pair => (size, 16),
         };
-        // Sums of 16-bit floats ask for 8-wide loads with vt0 = 4, which turns input
-        // vectorisation off (it needs vt0 >= input_vec_size).
-        let input_vec_size = if op == ReduceOp::Sum && input_size == 2 {
-            8
-        } else {
-            4
-        };
+        // Plain sums of 16-bit floats ask for 8-wide loads with vt0 = 4, which turns input
+        // vectorisation off (it needs vt0 >= input_vec_size); PyTorch's mean keeps 4.
+        let plain_sum = op.fold() == Fold::Sum && op.finish() == Finish::Value;
+        let input_vec_size = if plain_sum && input_size == 2 { 8 } else { 4 };
         KernelTraits {
             input_size,
             acc_size,

@@ -25,7 +25,11 @@ pub struct SimBackend {
     lt_workspaces: WorkspaceSlots,
 }
 
-/// PyTorch's cuBLAS workspace on Hopper GPUs (reference §3): 32 MiB, taken from the caching allocator.
+/// PyTorch's cuBLAS workspace on Hopper GPUs: 32 MiB, taken from the caching allocator.
+///
+/// Note [cuBLAS workspace]: PyTorch allocates it through the caching allocator at a handle's
+/// first matrix product, so it shows in `memory_allocated()` (+32 MiB on an H200) and stays
+/// through `del` and `empty_cache()`; only clearing the workspaces frees it.
 pub const CUBLAS_WORKSPACE_BYTES: usize = 32 << 20;
 
 /// PyTorch's cuBLASLt workspace (`CUBLASLT_WORKSPACE_SIZE`, 1024 KiB by default), one per handle.

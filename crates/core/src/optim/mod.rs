@@ -1,12 +1,15 @@
 //! PyTorch's optimizers (`SGD`, `Adam`, `AdamW`) with PyTorch's allocations, step by step.
 //!
-//! Map: `options` holds the hyperparameters, their defaults and PyTorch's checks; `sgd` and `adam`
-//! are the algorithms, each as PyTorch's `_multi_tensor_*` (foreach, CUDA's default) and
+//! Map: `options` holds the hyperparameters, one row each (PyTorch's defaults, types, checks and
+//! help; `option_table` is the machinery the rows go through, `number` how they print); `sgd` and
+//! `adam` are the algorithms, each as PyTorch's `_multi_tensor_*` (foreach, CUDA's default) and
 //! `_single_tensor_*` functions allocate and free; `undo` lets a step that runs out of memory
 //! leave every tensor as it was. The optimizers hold handles to the parameters (as Python's
 //! `param_groups` hold references), one group, and per-parameter state made at the first step.
 
 mod adam;
+mod number;
+mod option_table;
 pub mod options;
 mod sgd;
 mod undo;
@@ -14,7 +17,7 @@ mod undo;
 use crate::device::Device;
 use crate::tensor::{DType, Result, Tensor, TensorError};
 
-pub use options::{AdamOptions, Number, SgdOptions};
+pub use options::{AdamOptions, Number, OptimizerKind, OptionValue, SgdOptions, OPTIONS};
 
 /// The algorithm and its options.
 #[derive(Clone, Debug, PartialEq)]

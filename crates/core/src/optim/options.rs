@@ -1,112 +1,73 @@
-//! The optimizers' hyperparameters: PyTorch's defaults, its checks and its error messages.
+//! The optimizers' options, one row each: PyTorch's defaults per optimizer, the value's type,
+//! PyTorch's check with its message, and a line of help. The structs the algorithms read,
+//! keyword parsing, `repr(optimizer)` and help all come from these rows.
 
+pub use super::number::{python_float, Number};
+use super::option_table::optimizer_options;
+pub use super::option_table::{
+    keywords, Auto, Check, Flag, OptimizerKind, OptionField, OptionRow, OptionType, OptionValue,
+    Pair,
+};
 use crate::tensor::{Result, TensorError};
 
-/// A number as the user wrote it: Python prints `-1` for an int and `-1.0` for a float.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Number {
-    /// Its value.
-    pub value: f64,
-    /// Whether it was written as an int.
-    pub int: bool,
+optimizer_options! {
+    lr: Number, "learning rate", check 1 |v| below_zero(v, "Invalid learning rate")
+        => { SGD: Number::float(1e-3), Adam: Number::float(1e-3), AdamW: Number::float(1e-3) };
+    momentum: Number, "momentum factor", check 2 |v| below_zero(v, "Invalid momentum value")
+        => { SGD: Number::int(0) };
+    dampening: Number, "dampening for momentum" => { SGD: Number::int(0) };
+    betas: Pair, "decay rates of the two moment estimates", check 4 betas_outside_unit
+        => {
+            Adam: (Number::float(0.9), Number::float(0.999)),
+            AdamW: (Number::float(0.9), Number::float(0.999))
+        };
+    eps: Number, "added to the denominator", check 3 |v| below_zero(v, "Invalid epsilon value")
+        => { Adam: Number::float(1e-8), AdamW: Number::float(1e-8) };
+    weight_decay: Number, "weight decay (an L2 penalty unless decoupled)",
+        check 5 |v| below_zero(v, "Invalid weight_decay value")
+        => { SGD: Number::int(0), Adam: Number::int(0), AdamW: Number::float(1e-2) };
+    nesterov: Flag, "Nesterov momentum" => { SGD: false };
+    amsgrad: Flag, "the AMSGrad variant" => { Adam: false, AdamW: false };
+    maximize: Flag, "maximize the objective instead"
+        => { SGD: false, Adam: false, AdamW: false };
+    foreach: Auto, "the multi-tensor path; None picks it when every parameter is on a GPU"
+        => { SGD: None, Adam: None, AdamW: None };
+    capturable: Flag, "CUDA-graph capturable steps", only OptionValue::Flag(false)
+        => [Adam, AdamW];
+    differentiable: Flag, "autograd through the step", only OptionValue::Flag(false)
+        => [Sgd, Adam, AdamW];
+    fused: Auto, "the fused kernel", only OptionValue::Auto(None) => [Sgd, Adam, AdamW];
+    decoupled_weight_decay: Flag, "decay the parameters themselves rather than the gradient"
+        => { Adam: false, AdamW fixed: true };
 }
 
-impl Number {
-    /// A float.
-    pub const fn float(value: f64) -> Number {
-        Number { value, int: false }
-    }
-    /// An int.
-    pub const fn int(value: i64) -> Number {
-        Number {
-            value: value as f64,
-            int: true,
-        }
-    }
-}
-
-impl std::fmt::Display for Number {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.int {
-            write!(f, "{}", self.value as i64)
-        } else {
-            f.write_str(&python_float(self.value))
-        }
-    }
-}
-
-/// Python's `repr` of a float: shortest round trip, `1e-08` below 1e-4, `.0` on whole numbers.
-pub fn python_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let sci = format!("{x:e}");
-    let (mantissa, exponent) = sci.split_once('e').expect("{:e} has an exponent");
-    let exponent: i32 = exponent.parse().expect("an integer exponent");
-    if !(-4..16).contains(&exponent) {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exponent.abs());
-    }
-    let plain = format!("{x}");
-    if plain.contains('.') {
-        plain
+/// `not 0.0 <= x` as PyTorch writes it (so NaN is refused too): `"{what}: {x}"`.
+fn below_zero(value: OptionValue, what: &str) -> Option<String> {
+    let n = Number::unwrap(value)?;
+    if n.value >= 0.0 {
+        None
     } else {
-        format!("{plain}.0")
+        Some(format!("{what}: {n}"))
     }
 }
 
-/// `torch.optim.SGD`'s options.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SgdOptions {
-    /// Learning rate (default 1e-3).
-    pub lr: Number,
-    /// Momentum factor (default 0).
-    pub momentum: Number,
-    /// Dampening for momentum (default 0).
-    pub dampening: Number,
-    /// L2 penalty added to the gradient (default 0).
-    pub weight_decay: Number,
-    /// Nesterov momentum (default false).
-    pub nesterov: bool,
-    /// Maximize the objective instead (default false).
-    pub maximize: bool,
-    /// Multi-tensor path; `None` picks it when every parameter is on a GPU, as PyTorch does.
-    pub foreach: Option<bool>,
-}
-
-impl Default for SgdOptions {
-    fn default() -> Self {
-        SgdOptions {
-            lr: Number::float(1e-3),
-            momentum: Number::int(0),
-            dampening: Number::int(0),
-            weight_decay: Number::int(0),
-            nesterov: false,
-            maximize: false,
-            foreach: None,
-        }
-    }
+/// `not 0.0 <= beta < 1.0` for each beta, in order.
+fn betas_outside_unit(value: OptionValue) -> Option<String> {
+    let (b1, b2) = Pair::unwrap(value)?;
+    [b1, b2]
+        .into_iter()
+        .enumerate()
+        .find(|(_, beta)| !(0.0..1.0).contains(&beta.value))
+        .map(|(i, beta)| format!("Invalid beta parameter at index {i}: {beta}"))
 }
 
 impl SgdOptions {
     /// PyTorch's checks in `SGD.__init__`, with its messages.
     pub fn check(&self) -> Result<()> {
-        check_lr(self.lr)?;
-        if self.momentum.value < 0.0 {
-            return Err(invalid(format!(
-                "Invalid momentum value: {}",
-                self.momentum
-            )));
-        }
-        check_weight_decay(self.weight_decay)?;
+        super::option_table::check_all(OPTIONS, OptimizerKind::Sgd, |name| self.get(name))?;
+        // The one check of two options together.
         if self.nesterov && (self.momentum.value <= 0.0 || self.dampening.value != 0.0) {
-            return Err(invalid(
+            return Err(TensorError::value(
                 "Nesterov momentum requires a momentum and zero dampening",
             ));
         }
@@ -114,105 +75,16 @@ impl SgdOptions {
     }
 }
 
-/// `torch.optim.Adam`'s and `AdamW`'s options.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AdamOptions {
-    /// Learning rate (default 1e-3).
-    pub lr: Number,
-    /// Decay rates of the two moment estimates (default (0.9, 0.999)).
-    pub betas: (Number, Number),
-    /// Added to the denominator (default 1e-8).
-    pub eps: Number,
-    /// Weight decay (Adam's default 0, AdamW's 1e-2).
-    pub weight_decay: Number,
-    /// AdamW's decay of the parameters themselves rather than an L2 term in the gradient.
-    pub decoupled_weight_decay: bool,
-    /// The AMSGrad variant (default false).
-    pub amsgrad: bool,
-    /// Maximize the objective instead (default false).
-    pub maximize: bool,
-    /// Multi-tensor path; `None` picks it when every parameter is on a GPU, as PyTorch does.
-    pub foreach: Option<bool>,
-}
-
 impl AdamOptions {
-    /// Adam's defaults.
-    pub fn adam() -> AdamOptions {
-        AdamOptions {
-            lr: Number::float(1e-3),
-            betas: (Number::float(0.9), Number::float(0.999)),
-            eps: Number::float(1e-8),
-            weight_decay: Number::int(0),
-            decoupled_weight_decay: false,
-            amsgrad: false,
-            maximize: false,
-            foreach: None,
-        }
-    }
-
-    /// AdamW's defaults: Adam's with decoupled weight decay 1e-2.
-    pub fn adamw() -> AdamOptions {
-        AdamOptions {
-            weight_decay: Number::float(1e-2),
-            decoupled_weight_decay: true,
-            ..Self::adam()
-        }
-    }
-
     /// PyTorch's checks in `Adam.__init__`, with its messages.
     pub fn check(&self) -> Result<()> {
-        check_lr(self.lr)?;
-        if self.eps.value < 0.0 {
-            return Err(invalid(format!("Invalid epsilon value: {}", self.eps)));
-        }
-        for (i, beta) in [self.betas.0, self.betas.1].into_iter().enumerate() {
-            if !(0.0..1.0).contains(&beta.value) {
-                return Err(invalid(format!(
-                    "Invalid beta parameter at index {i}: {beta}"
-                )));
-            }
-        }
-        check_weight_decay(self.weight_decay)
-    }
-}
-
-fn invalid(message: impl Into<String>) -> TensorError {
-    TensorError::value(message)
-}
-
-fn check_lr(lr: Number) -> Result<()> {
-    // `not 0.0 <= lr` as PyTorch writes it, so NaN is refused too.
-    if lr.value >= 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(format!("Invalid learning rate: {lr}")))
-    }
-}
-
-fn check_weight_decay(weight_decay: Number) -> Result<()> {
-    if weight_decay.value >= 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(format!(
-            "Invalid weight_decay value: {weight_decay}"
-        )))
+        super::option_table::check_all(OPTIONS, OptimizerKind::Adam, |name| self.get(name))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_as_python_repr_does() {
-        assert_eq!(python_float(1e-3), "0.001");
-        assert_eq!(python_float(1e-8), "1e-08");
-        assert_eq!(python_float(-1.0), "-1.0");
-        assert_eq!(python_float(0.999), "0.999");
-        assert_eq!(python_float(1.5e16), "1.5e+16");
-        assert_eq!(python_float(0.0001), "0.0001");
-        assert_eq!(Number::int(-1).to_string(), "-1");
-    }
 
     #[test]
     fn checks_give_pytorch_messages() {
@@ -238,5 +110,57 @@ mod tests {
             "Invalid beta parameter at index 1: 1.0"
         );
         assert!(AdamOptions::adamw().check().is_ok());
+    }
+
+    #[test]
+    fn adam_checks_eps_before_betas_as_its_init_does() {
+        let both = AdamOptions {
+            eps: Number::float(-1.0),
+            betas: (Number::float(2.0), Number::float(0.999)),
+            ..AdamOptions::adam()
+        };
+        assert_eq!(
+            both.check().unwrap_err().message(),
+            "Invalid epsilon value: -1.0"
+        );
+        let nan = AdamOptions {
+            lr: Number::float(f64::NAN),
+            ..AdamOptions::adam()
+        };
+        assert_eq!(
+            nan.check().unwrap_err().message(),
+            "Invalid learning rate: nan"
+        );
+    }
+
+    #[test]
+    fn rows_give_each_optimizer_pytorchs_keywords_in_signature_order() {
+        let names =
+            |kind| -> Vec<&str> { keywords(OPTIONS, kind).iter().map(|r| r.name).collect() };
+        assert_eq!(
+            names(OptimizerKind::Sgd).join(", "),
+            "lr, momentum, dampening, weight_decay, nesterov, maximize, foreach, differentiable, fused"
+        );
+        assert_eq!(
+            names(OptimizerKind::Adam).join(", "),
+            "lr, betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused, decoupled_weight_decay"
+        );
+        // AdamW always decouples: its group holds the option, its signature has no keyword.
+        assert!(!names(OptimizerKind::AdamW).contains(&"decoupled_weight_decay"));
+        let adamw = AdamOptions::adamw();
+        assert_eq!(
+            adamw.get("decoupled_weight_decay"),
+            Some(OptionValue::Flag(true))
+        );
+        assert_eq!(adamw.get("weight_decay").unwrap().to_string(), "0.01");
+    }
+
+    #[test]
+    fn set_takes_a_value_of_the_rows_type_only() {
+        let mut o = SgdOptions::default();
+        assert!(o.set("momentum", OptionValue::Number(Number::float(0.9))));
+        assert_eq!(o.momentum, Number::float(0.9));
+        assert!(!o.set("momentum", OptionValue::Flag(true)));
+        assert!(!o.set("betas", OptionValue::Pair((Number::int(0), Number::int(0)))));
     }
 }

@@ -159,63 +159,6 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `self + other`.
-    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_raw(other, BinaryOp::Add)?;
-        if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
-            record(
-                &out,
-                "AddBackward0",
-                &[self, other],
-                false,
-                Box::new(move |g, m| {
-                    // As PyTorch's generated backward functions: the last input's gradient first.
-                    let gb = if m[1] {
-                        Some(g.sum_to_size(&sb)?)
-                    } else {
-                        None
-                    };
-                    let ga = if m[0] {
-                        Some(g.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
-                    Ok(vec![ga, gb])
-                }),
-            );
-        }
-        Ok(out)
-    }
-
-    /// `self - other`.
-    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
-        let out = self.binary_raw(other, BinaryOp::Sub)?;
-        if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
-            record(
-                &out,
-                "SubBackward0",
-                &[self, other],
-                false,
-                Box::new(move |g, m| {
-                    let gb = if m[1] {
-                        Some(g.neg()?.sum_to_size(&sb)?)
-                    } else {
-                        None
-                    };
-                    let ga = if m[0] {
-                        Some(g.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
-                    Ok(vec![ga, gb])
-                }),
-            );
-        }
-        Ok(out)
-    }
-
     /// `self * other`; saves each input only if the other one needs a gradient.
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
         let out = self.binary_raw(other, BinaryOp::Mul)?;
@@ -319,7 +262,7 @@ impl Tensor {
     }
 
     /// Record a tensor-scalar op whose gradient is `f(g)`.
-    fn scalar_op(
+    pub(super) fn scalar_op(
         &self,
         op: BinaryOp,
         s: Scalar,
@@ -340,30 +283,6 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `self + s`.
-    pub fn add_scalar(&self, s: Scalar) -> Result<Tensor> {
-        self.scalar_op(BinaryOp::Add, s, false, "AddBackward0", |g| Ok(g.clone()))
-    }
-    /// `self - s`.
-    pub fn sub_scalar(&self, s: Scalar) -> Result<Tensor> {
-        self.scalar_op(BinaryOp::Sub, s, false, "SubBackward0", |g| Ok(g.clone()))
-    }
-    /// `self * s`.
-    pub fn mul_scalar(&self, s: Scalar) -> Result<Tensor> {
-        self.scalar_op(BinaryOp::Mul, s, false, "MulBackward0", move |g| {
-            g.mul_scalar(s)
-        })
-    }
-    /// `self / s`.
-    pub fn div_scalar(&self, s: Scalar) -> Result<Tensor> {
-        self.scalar_op(BinaryOp::Div, s, false, "DivBackward0", move |g| {
-            g.div_scalar(s)
-        })
-    }
-    /// `s - self`.
-    pub fn rsub_scalar(&self, s: Scalar) -> Result<Tensor> {
-        self.scalar_op(BinaryOp::Sub, s, true, "RsubBackward1", |g| g.neg())
-    }
     /// `s / self`, computed as PyTorch does: `self.reciprocal() * s`.
     pub fn rdiv_scalar(&self, s: Scalar) -> Result<Tensor> {
         self.reciprocal()?.mul_scalar(s)
@@ -470,6 +389,11 @@ impl Tensor {
             move |g, x| clamp_backward(g, x, min, max),
         )
     }
+    /// `self ** s` for a script's number: [`Tensor::pow_scalar`] of its value.
+    pub fn pow_number(&self, s: Scalar) -> Result<Tensor> {
+        self.pow_scalar(s.to_f64())
+    }
+
     /// `self ** exponent`; backward keeps the input.
     pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
         if let Some((cast, _off)) = super::autocast::cast_inputs("pow", &[self])? {

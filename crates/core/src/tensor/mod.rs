@@ -2,16 +2,25 @@
 //!
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
-//! type promotion and each op's backward), `compare`, `reduce`, `linalg` and `loss` compute through
-//! the device backend and record autograd nodes; `unary_list` declares each simple elementwise
-//! method once (method, backward, script entry and help) and lists the rest for the script; `views` and `inplace` share storage; `update` holds the
-//! optimizers' in-place updates (no autograd, no allocation); `grad` is the autograd
-//! surface of a tensor; `print` is PyTorch's repr; `autocast` is mixed precision (which listed op
-//! casts its inputs to which dtype, and the cast cache). The tensor layer decides every allocation (the
-//! backend only fills memory it is handed), which is what keeps memory events PyTorch's.
+//! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
+//! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
+//! (`layer_norm`, `dropout`), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
+//! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
+//! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
+//! `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
+//! elementwise method of one and of two operands once (methods, backward, the script's entry and
+//! help) and list the rest for the script; `reduce_list` declares each reduction once (its
+//! `ReduceOp`, fold, dtype rule, kernel, method, backward from `reduce_grad`, help); `views` and
+//! `inplace` share storage; `update` holds the optimizers' in-place updates (no autograd, no
+//! allocation); `grad` is the autograd surface of a tensor; `print` is PyTorch's repr; `autocast`
+//! is mixed precision (which listed op casts its inputs to which dtype, and the cast cache);
+//! `interrupt` is the per-thread stop flag ops check before they start. The tensor layer decides
+//! every allocation (the backend only fills memory it is handed), which is what keeps memory
+//! events PyTorch's.
 
 pub mod autocast;
 mod batched;
+mod binary_list;
 pub mod collective;
 mod compare;
 mod convert;
@@ -28,14 +37,18 @@ mod nn;
 mod print;
 mod random;
 mod reduce;
+mod reduce_grad;
+mod reduce_list;
 mod shape_ops;
 mod unary_list;
 mod update;
 mod views;
 
+pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
 pub use random::manual_seed;
+pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};
 pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};
 pub use torchlet_alloc::types::{dtype, element, layout};
 pub use torchlet_alloc::types::{Category, DType, ErrorKind, Result, Scalar, TensorError};

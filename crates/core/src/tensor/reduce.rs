@@ -1,10 +1,11 @@
-//! Reductions (sum/mean/max/min/argmax), `sum_to_size`, softmax and log-softmax.
+//! Reductions run as their rows declare them, `sum_to_size`, softmax and log-softmax.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::device::reduce_plan::{staging, KernelTraits, Staging};
-use crate::device::{BinaryOp, ReduceOp, ReduceOut, StagingMemory, Storage};
+use crate::device::{ReduceOp, ReduceOut, StagingMemory, Storage};
 
 use super::layout::wrap_dim;
+use super::reduce_grad::Fit;
 use super::{DType, Result, Scalar, Tensor, TensorError};
 
 /// How a reduction reads its input, as PyTorch prepares it.
@@ -60,14 +61,9 @@ impl Staged {
 
 /// The error for max/min/argmax/argmin of an empty tensor, which have no identity.
 fn no_identity(op: ReduceOp) -> TensorError {
-    let what = match op {
-        ReduceOp::ArgMax => "argmax()",
-        ReduceOp::ArgMin => "argmin()",
-        ReduceOp::Max => "max()",
-        _ => "min()",
-    };
     TensorError::index(format!(
-        "{what}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+        op.name()
     ))
 }
 
@@ -100,7 +96,7 @@ impl Tensor {
         } else {
             dims
         };
-        if self.numel() == 0 && !matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        if self.numel() == 0 && op.empty_value().is_none() {
             return Err(no_identity(op));
         }
         let out = self.empty_same(&shape, dtype)?;
@@ -124,7 +120,7 @@ impl Tensor {
         read: Read,
     ) -> Result<()> {
         if self.numel() == 0 {
-            let v = if op == ReduceOp::Mean { f64::NAN } else { 0.0 };
+            let v = op.empty_value().ok_or_else(|| no_identity(op))?;
             self.backend().fill(out.operand(), Scalar::Float(v))?;
             return Ok(());
         }
@@ -149,7 +145,7 @@ impl Tensor {
     /// one-dim view (or copy).
     fn reduce_input(&self, op: ReduceOp, read: Read) -> Result<Option<Tensor>> {
         let dtype = self.dtype();
-        if op == ReduceOp::Sum && !dtype.is_float() && dtype != DType::I64 {
+        if op.reads_int64_copy(dtype) {
             return Ok(Some(self.copy_as(DType::I64)?));
         }
         match read {
@@ -186,189 +182,42 @@ impl Tensor {
         Ok((dims, shape))
     }
 
-    /// Gradient `g` of a reduction output, broadcast back to this (input) shape as a view.
-    fn unreduce(
-        g: &Tensor,
-        input_shape: &[usize],
-        dims: &[usize],
+    /// The reduction `op` over all elements (`dim` `None`) or along `dim`, as its row in
+    /// `reduce_list` declares it: the output dtype, how the input is read, whether indices come
+    /// with the values, and the backward.
+    pub(crate) fn reduction(
+        &self,
+        op: ReduceOp,
+        dim: Option<isize>,
         keepdim: bool,
     ) -> Result<Tensor> {
-        let mut kept = input_shape.to_vec();
-        for &d in dims {
-            kept[d] = 1;
-        }
-        let g = if keepdim || g.dims() == kept.as_slice() {
-            g.clone()
-        } else {
-            g.reshape_usize(&kept)?
-        };
-        g.expand(input_shape)
-    }
-
-    /// Sum of all elements, or along `dim`. Integers sum to int64; under autocast, a float16 or
-    /// bfloat16 input sums into float32 (read as it is, as PyTorch's GPU kernel does).
-    pub fn sum(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        let autocast = super::autocast::fp32_output("sum", self);
+        // Held to the end: the autocast policy stays suspended while the reduction runs.
+        let autocast = op
+            .autocast()
+            .and_then(|name| super::autocast::fp32_output(name, self));
         let dtype = match &autocast {
             Some((d, _)) => *d,
-            None if self.dtype().is_float() => self.dtype(),
-            None => DType::I64,
+            None => op.out_dtype(self.dtype())?,
         };
-        let out = self
-            .reduce_raw(ReduceOp::Sum, &dims, dtype)?
-            .result_as_shape(&shape);
+        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+        let (read, indices) = match dim {
+            None => (op.whole_read(), false),
+            Some(_) => (Read::AsIs, op.indexes_along_dim()),
+        };
+        let (values, idx) = self.reduce_with(op, &dims, dtype, indices, read)?;
+        let out = values.result_as_shape(&shape);
         if needs_grad(&[self]) {
-            let input = self.shape();
-            let name = if dim.is_some() {
-                "SumBackward1"
-            } else {
-                "SumBackward0"
+            let (grad, whole_node, dim_node) = op.grad();
+            let node = if dim.is_some() { dim_node } else { whole_node };
+            let fit = Fit {
+                input: self.shape(),
+                dims,
+                keepdim,
             };
-            record(
-                &out,
-                name,
-                &[self],
-                false,
-                Box::new(move |g, _| Ok(vec![Some(Self::unreduce(g, &input, &dims, keepdim)?)])),
-            );
+            grad.record(self, &out, idx.as_ref(), node, fit)?;
         }
         Ok(out)
     }
-
-    /// Mean of all elements, or along `dim` (float dtypes only).
-    pub fn mean(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        if !self.dtype().is_float() {
-            return Err(TensorError::runtime(format!(
-                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
-                self.dtype().scalar_type_name()
-            )));
-        }
-        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        let out = self
-            .reduce_raw(ReduceOp::Mean, &dims, self.dtype())?
-            .result_as_shape(&shape);
-        if needs_grad(&[self]) {
-            let input = self.shape();
-            let count: usize = dims.iter().map(|&d| input[d]).product();
-            let name = if dim.is_some() {
-                "MeanBackward1"
-            } else {
-                "MeanBackward0"
-            };
-            record(
-                &out,
-                name,
-                &[self],
-                false,
-                Box::new(move |g, _| {
-                    let e = Self::unreduce(g, &input, &dims, keepdim)?;
-                    Ok(vec![Some(e.div_scalar(Scalar::Int(count as i64))?)])
-                }),
-            );
-        }
-        Ok(out)
-    }
-
-    fn extreme(&self, dim: Option<isize>, keepdim: bool, max: bool) -> Result<Tensor> {
-        let op = if max { ReduceOp::Max } else { ReduceOp::Min };
-        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        match dim {
-            None => {
-                let (values, _) =
-                    self.reduce_with(op, &dims, self.dtype(), false, Read::Contiguous)?;
-                let out = values.result_as_shape(&shape);
-                if needs_grad(&[self]) {
-                    let (x, r) = (SavedTensor::new(self)?, SavedTensor::new(&out)?);
-                    let name = if max { "MaxBackward1" } else { "MinBackward1" };
-                    record(
-                        &out,
-                        name,
-                        &[self],
-                        true,
-                        Box::new(move |g, _| {
-                            // Evenly split among the elements equal to the extreme, as PyTorch does.
-                            let mask = x.get()?.binary_raw(r.get()?, BinaryOp::Eq)?;
-                            let count = mask.sum(None, false)?;
-                            Ok(vec![Some(mask.mul(&g.div(&count)?)?)])
-                        }),
-                    );
-                }
-                Ok(out)
-            }
-            Some(_) => {
-                // PyTorch computes values and indices together; the indices are freed unless saved.
-                let (values, indices) =
-                    self.reduce_with(op, &dims, self.dtype(), true, Read::AsIs)?;
-                let indices = indices.expect("asked for indices");
-                let out = values.result_as_shape(&shape);
-                if needs_grad(&[self]) {
-                    let input = self.shape();
-                    // A 0-d input reduces over no dimension: its gradient is the incoming one.
-                    let d = dims.first().copied();
-                    let name = if max { "MaxBackward0" } else { "MinBackward0" };
-                    let idx = SavedTensor::new(&indices)?;
-                    record(
-                        &out,
-                        name,
-                        &[self],
-                        true,
-                        Box::new(move |g, _| {
-                            let Some(d) = d else {
-                                return Ok(vec![Some(g.clone())]);
-                            };
-                            let idx = idx.get()?;
-                            let g = if g.dims() == idx.dims() {
-                                g.clone()
-                            } else {
-                                g.reshape_usize(idx.dims())?
-                            };
-                            let full = Tensor::zeros(&input, &g.like_options())?;
-                            full.backend().scatter(
-                                g.operand(),
-                                idx.operand(),
-                                d,
-                                full.operand(),
-                            )?;
-                            Ok(vec![Some(full)])
-                        }),
-                    );
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    /// Largest element, or largest along `dim` (values only).
-    pub fn max(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        self.extreme(dim, keepdim, true)
-    }
-
-    /// Smallest element, or smallest along `dim` (values only).
-    pub fn min(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        self.extreme(dim, keepdim, false)
-    }
-
-    /// Index of the largest element (flat), or along `dim`; int64.
-    pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        match dim {
-            None => {
-                // PyTorch reduces `reshape(-1)`, made after the output (a copy only when no view
-                // can flatten the input).
-                let shape = if keepdim { vec![1; self.dim()] } else { vec![] };
-                let (out, _) =
-                    self.reduce_with(ReduceOp::ArgMax, &[], DType::I64, false, Read::Flat)?;
-                Ok(out.result_as_shape(&shape))
-            }
-            Some(_) => {
-                let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-                Ok(self
-                    .reduce_raw(ReduceOp::ArgMax, &dims, DType::I64)?
-                    .result_as_shape(&shape))
-            }
-        }
-    }
-
     /// Sum broadcast dims away so the result has `shape` (a no-op when it already has).
     pub fn sum_to_size(&self, shape: &[usize]) -> Result<Tensor> {
         if self.dims() == shape {

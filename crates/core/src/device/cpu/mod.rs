@@ -1,4 +1,12 @@
 //! The CPU backend: host memory and the host kernels (also used by the simulated GPU).
+//!
+//! Map: this file is the `Backend` over host memory; the kernels are `elementwise` (copy/cast,
+//! fill, arange, unary and binary ops), `compare` (comparisons into bool), `indexing` (where,
+//! masked_fill, triu/tril, gather, scatter_add), `reduce` (reductions, softmax, NLL loss),
+//! `staged` (a reduction through PyTorch's staging memory, as the simulated GPU runs it),
+//! `matmul` (the `gemm` crate), `norm` (layer norm, dropout) and `random` (seeded uniform and
+//! normal fills); `parallel` splits large ranges across rayon threads; `host_limit` refuses a
+//! request larger than the machine's RAM and swap before the kernel's overcommit grants it.
 
 mod compare;
 mod elementwise;

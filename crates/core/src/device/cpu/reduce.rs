@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use crate::device::backend::{Operand, ReduceOp, ReduceOut};
+use crate::device::reduction::{Finish, Fold};
 use torchlet_alloc::types::element::{load_f64, load_i64, store_f64, store_i64};
 use torchlet_alloc::types::{DType, Layout, OffsetIter, Result};
 
@@ -42,28 +43,23 @@ fn split(src: &Layout, dim: Option<usize>) -> (Layout, usize, usize) {
     (outer, len, stride)
 }
 
-/// Accumulated state of one reduction.
+/// Accumulated state of one reduction: the folded value (in f64 for float inputs, in i64 for
+/// integer ones, whose f64 copy a selecting fold keeps too) and, for a selecting fold, where
+/// that value came from.
 #[derive(Clone, Copy)]
 pub(super) struct Acc {
-    pub(super) sum: f64,
-    pub(super) isum: i64,
-    pub(super) best: f64,
-    pub(super) ibest: i64,
+    pub(super) value: f64,
+    pub(super) ivalue: i64,
     pub(super) arg: usize,
     pub(super) n: usize,
 }
 
 impl Acc {
     pub(super) fn new(op: ReduceOp) -> Acc {
-        let (best, ibest) = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => (f64::INFINITY, i64::MAX),
-            _ => (f64::NEG_INFINITY, i64::MIN),
-        };
+        let fold = op.fold();
         Acc {
-            sum: 0.0,
-            isum: 0,
-            best,
-            ibest,
+            value: fold.start_f64(),
+            ivalue: fold.start_i64(),
             arg: usize::MAX,
             n: 0,
         }
@@ -72,28 +68,22 @@ impl Acc {
     /// Fold element number `k` (its position along the reduction) into the state.
     #[inline]
     pub(super) fn push(&mut self, op: ReduceOp, float: bool, v: f64, iv: i64, k: usize) {
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean => {
-                self.sum += v;
-                self.isum = self.isum.wrapping_add(iv);
+        let fold = op.fold();
+        if fold.selects() {
+            // NaN wins and stays, and the first of equal values, as in PyTorch.
+            let better = if float {
+                fold.prefers_f64(v, self.value)
+            } else {
+                fold.prefers_i64(iv, self.ivalue)
+            };
+            if better || self.arg == usize::MAX {
+                self.value = v;
+                self.ivalue = iv;
+                self.arg = k;
             }
-            ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
-                let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
-                let better = if float {
-                    // NaN wins and stays, as in PyTorch.
-                    !self.best.is_nan()
-                        && (v.is_nan() || if max { v > self.best } else { v < self.best })
-                } else if max {
-                    iv > self.ibest
-                } else {
-                    iv < self.ibest
-                };
-                if better || self.arg == usize::MAX {
-                    self.best = v;
-                    self.ibest = iv;
-                    self.arg = k;
-                }
-            }
+        } else {
+            self.value = fold.f64(self.value, v);
+            self.ivalue = fold.i64(self.ivalue, iv);
         }
         self.n += 1;
     }
@@ -103,18 +93,15 @@ impl Acc {
         if other.n == 0 {
             return self;
         }
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean => {
-                self.sum += other.sum;
-                self.isum = self.isum.wrapping_add(other.isum);
-                self.n += other.n;
-            }
-            _ => {
-                let n = self.n + other.n;
-                self.push(op, float, other.best, other.ibest, other.arg);
-                self.n = n;
-            }
+        let fold = op.fold();
+        let n = self.n + other.n;
+        if fold.selects() {
+            self.push(op, float, other.value, other.ivalue, other.arg);
+        } else {
+            self.value = fold.f64(self.value, other.value);
+            self.ivalue = fold.i64(self.ivalue, other.ivalue);
         }
+        self.n = n;
         self
     }
 }
@@ -140,13 +127,11 @@ pub(super) fn store(op: ReduceOp, float: bool, out: &ReduceOut, i: usize, acc: &
     let at = dst.layout.offset + i;
     // SAFETY: `dst` (and `indices`) are contiguous keepdim outputs with one element per output.
     unsafe {
-        match op {
-            ReduceOp::Sum if !float => store_i64(d, dst.dtype, at, acc.isum),
-            ReduceOp::Sum => store_f64(d, dst.dtype, at, acc.sum),
-            ReduceOp::Mean => store_f64(d, dst.dtype, at, acc.sum / len as f64),
-            ReduceOp::ArgMax | ReduceOp::ArgMin => store_i64(d, dst.dtype, at, acc.arg as i64),
-            _ if float => store_f64(d, dst.dtype, at, acc.best),
-            _ => store_i64(d, dst.dtype, at, acc.ibest),
+        match op.finish() {
+            Finish::Index => store_i64(d, dst.dtype, at, acc.arg as i64),
+            Finish::Mean => store_f64(d, dst.dtype, at, acc.value / len as f64),
+            Finish::Value if float => store_f64(d, dst.dtype, at, acc.value),
+            Finish::Value => store_i64(d, dst.dtype, at, acc.ivalue),
         }
         if let Some(ix) = out.indices {
             let at = ix.layout.offset + i;
@@ -166,11 +151,11 @@ pub fn reduce(op: ReduceOp, src: Operand, dims: &[usize], out: ReduceOut) -> Res
     let n_out = outer.numel();
     let len = inner.numel();
     let write = |i: usize, acc: Acc| store(op, float, &out, i, &acc, len);
-    let one_sum = n_out == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+    let one_sum = n_out == 1 && op.fold() == Fold::Sum;
     if one_sum && src.layout.is_contiguous() {
         if let Some(sum) = contiguous_float_sum(&src) {
             let mut acc = Acc::new(op);
-            acc.sum = sum;
+            acc.value = sum;
             acc.n = len;
             write(0, acc);
             return Ok(());

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rayon::prelude::*;
 
 use crate::device::backend::{Operand, ReduceOp, ReduceOut, StagingMemory};
+use crate::device::reduction::{Fold, Partial};
 use torchlet_alloc::types::element::{load_f64, load_i64, store_f64, store_i64};
 use torchlet_alloc::types::{DType, Result, TensorError};
 
@@ -30,12 +31,12 @@ enum Slot {
 
 impl Slot {
     fn of(op: ReduceOp, dtype: DType, indices: bool) -> Slot {
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean if !dtype.is_float() => Slot::I64,
-            ReduceOp::Sum | ReduceOp::Mean if dtype == DType::F64 => Slot::F64,
-            ReduceOp::Sum | ReduceOp::Mean => Slot::F32,
-            ReduceOp::Max | ReduceOp::Min if !indices => Slot::Elem(dtype),
-            _ => Slot::Pair,
+        match op.partial(indices) {
+            Partial::Acc if !dtype.is_float() => Slot::I64,
+            Partial::Acc if dtype == DType::F64 => Slot::F64,
+            Partial::Acc => Slot::F32,
+            Partial::Elem => Slot::Elem(dtype),
+            Partial::Pair => Slot::Pair,
         }
     }
 
@@ -54,17 +55,17 @@ impl Slot {
     /// The buffer holds at least `k + 1` slots.
     unsafe fn put(self, buf: *mut u8, k: usize, acc: &Acc, float: bool) {
         match self {
-            Slot::F32 => store_f64(buf, DType::F32, k, acc.sum),
-            Slot::F64 => store_f64(buf, DType::F64, k, acc.sum),
-            Slot::I64 => store_i64(buf, DType::I64, k, acc.isum),
-            Slot::Elem(d) if float => store_f64(buf, d, k, acc.best),
-            Slot::Elem(d) => store_i64(buf, d, k, acc.ibest),
+            Slot::F32 => store_f64(buf, DType::F32, k, acc.value),
+            Slot::F64 => store_f64(buf, DType::F64, k, acc.value),
+            Slot::I64 => store_i64(buf, DType::I64, k, acc.ivalue),
+            Slot::Elem(d) if float => store_f64(buf, d, k, acc.value),
+            Slot::Elem(d) => store_i64(buf, d, k, acc.ivalue),
             Slot::Pair => {
                 let pair = buf.add(16 * k);
                 if float {
-                    store_f64(pair, DType::F64, 0, acc.best);
+                    store_f64(pair, DType::F64, 0, acc.value);
                 } else {
-                    store_i64(pair, DType::I64, 0, acc.ibest);
+                    store_i64(pair, DType::I64, 0, acc.ivalue);
                 }
                 store_i64(pair, DType::I64, 1, acc.arg as i64);
             }
@@ -79,8 +80,8 @@ impl Slot {
         let mut acc = Acc::new(op);
         acc.n = n;
         match self {
-            Slot::F32 | Slot::F64 => acc.sum = load_f64(buf, dtype_of(self), k),
-            Slot::I64 => acc.isum = load_i64(buf, DType::I64, k),
+            Slot::F32 | Slot::F64 => acc.value = load_f64(buf, dtype_of(self), k),
+            Slot::I64 => acc.ivalue = load_i64(buf, DType::I64, k),
             Slot::Elem(d) => {
                 let (v, iv) = if float {
                     (load_f64(buf, d, k), 0)
@@ -88,15 +89,15 @@ impl Slot {
                     let i = load_i64(buf, d, k);
                     (i as f64, i)
                 };
-                (acc.best, acc.ibest, acc.arg) = (v, iv, 0);
+                (acc.value, acc.ivalue, acc.arg) = (v, iv, 0);
             }
             Slot::Pair => {
                 let pair = buf.add(16 * k);
                 if float {
-                    acc.best = load_f64(pair, DType::F64, 0);
+                    acc.value = load_f64(pair, DType::F64, 0);
                 } else {
-                    acc.ibest = load_i64(pair, DType::I64, 0);
-                    acc.best = acc.ibest as f64;
+                    acc.ivalue = load_i64(pair, DType::I64, 0);
+                    acc.value = acc.ivalue as f64;
                 }
                 acc.arg = load_i64(pair, DType::I64, 1) as usize;
             }
@@ -141,7 +142,7 @@ pub fn reduce(
     // for this call; PyTorch zeroes them before its launch too.
     unsafe { std::ptr::write_bytes(sems as *mut u8, 0, plan.semaphore_bytes) };
     // Sums over rows that are one run of memory take a typed loop.
-    let dense = matches!(op, ReduceOp::Sum | ReduceOp::Mean) && inner.is_contiguous();
+    let dense = op.fold() == Fold::Sum && inner.is_contiguous();
     // Balanced slices: every one is non-empty since ctas <= len.
     let slice = |c: usize| (c * len / ctas, (c + 1) * len / ctas);
     let block = |column: usize, cta: usize| {
@@ -151,7 +152,7 @@ pub fn reduce(
             let base = outer.index_of(o);
             let mut acc = Acc::new(op);
             match dense.then(|| dense_float_sum(&src, base + start, end - start)) {
-                Some(Some(sum)) => (acc.sum, acc.n) = (sum, end - start),
+                Some(Some(sum)) => (acc.value, acc.n) = (sum, end - start),
                 _ => {
                     for (k, off) in offsets(&inner, start, end - start).enumerate() {
                         let (v, iv) = load(&src, float, base + off);
@@ -206,7 +207,7 @@ mod tests {
         unsafe {
             Slot::Pair.put(buf.as_mut_ptr(), 1, &acc, true);
             let back = Slot::Pair.get(buf.as_ptr(), 1, ReduceOp::ArgMax, true, 1);
-            assert_eq!((back.best, back.arg, back.n), (2.5, 7, 1));
+            assert_eq!((back.value, back.arg, back.n), (2.5, 7, 1));
         }
     }
 }

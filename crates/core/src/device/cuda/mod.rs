@@ -1,6 +1,21 @@
 //! The real CUDA backend over cudarc: device discovery, raw memory for the caching allocator,
 //! NVRTC-compiled kernels, cuBLAS matmul, cuRAND fills, peer copies and NCCL collectives; `probe`
 //! wraps each GPU in a `Backend`.
+//!
+//! Map: `availability` checks for a usable CUDA installation before any cudarc call (cudarc
+//! panics on a missing library); `context` is one device's properties, primary context and
+//! stream, `device` everything held for one GPU (`CudaDevice`) and its host↔device copies,
+//! `backend` the `Backend` trait over it (`CudaBackend`), `memory` the raw bytes and virtual
+//! memory under the caching allocator; `error` turns CUDA failures into actionable values.
+//! Kernels: `compile` compiles `kernels/` with NVRTC and caches the binaries on disk, `functors`
+//! writes the op table's functors into that source, `module` loads the modules and launches,
+//! `kernel_name` names kernels without building strings, `elem` maps each `DType` to its CUDA C
+//! types, `layout` passes strided operands to kernels (merging dimensions), `rows` spreads a row
+//! over registers for the row kernels. Launchers: `ops` (elementwise, casts, fills, scatter),
+//! `reduce` (reductions, softmax, NLL loss), `indexing` (index and mask kernels), `norm` (layer
+//! norm, dropout), `blas` (cuBLAS matmul with the workspace from the caching allocator), `rng`
+//! (cuRAND fills). Between devices: `peer` (peer-to-peer copies) and `nccl` (collectives).
+//! `fault` provokes a real kernel fault for the GPU tests.
 
 pub mod availability;
 pub mod backend;

@@ -7,7 +7,6 @@ use cudarc::driver::result;
 
 use crate::device::reduce_plan::Staging;
 
-use super::elem::CudaDType;
 use super::error::{driver, CudaError, CudaResult};
 use super::kernel_name::KernelName;
 use super::layout::{OperandExt, RLay};
@@ -15,34 +14,9 @@ use super::module::{launch, BLOCK};
 use super::ops::{args, vec_width, Gpu};
 use super::rows::RowPlan;
 use crate::device::backend::Operand;
+use crate::device::reduction::{Finish, Partial};
 use crate::device::ReduceOp;
 use torchlet_alloc::types::{DType, Layout};
-
-/// What the reduction kernels need to know of a `ReduceOp`.
-trait ReduceKernel {
-    /// The kernel family's name (a mean runs the sum kernel, then scales).
-    fn kernel(self) -> &'static str;
-    fn out_elem(self, elem: DType) -> DType;
-}
-
-impl ReduceKernel for ReduceOp {
-    fn kernel(self) -> &'static str {
-        match self {
-            ReduceOp::Sum | ReduceOp::Mean => "sum",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-        }
-    }
-    fn out_elem(self, elem: DType) -> DType {
-        match self {
-            ReduceOp::Sum | ReduceOp::Mean => elem.sum_type(),
-            ReduceOp::Max | ReduceOp::Min => elem,
-            ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-        }
-    }
-}
 
 /// One reduction launch's operands: output (and index) addresses, input, layout, `m` outputs of
 /// `r` inputs each, and the factor applied to sums (1/r for a mean).
@@ -87,12 +61,14 @@ impl Gpu<'_> {
         if m == 0 {
             return Ok(());
         }
-        if r == 0 && op != ReduceOp::Sum {
+        // An empty row leaves the fold's start in place: right for a plain sum alone.
+        if r == 0 && (op.empty_value().is_none() || op.finish() != Finish::Value) {
             return Err(CudaError::Unsupported(format!(
-                "{op:?}(): cannot reduce an empty dimension (there is no identity)"
+                "{}(): cannot reduce an empty dimension (there is no identity)",
+                op.name()
             )));
         }
-        let out_elem = op.out_elem(src.dtype);
+        let out_elem = op.kernel_out(src.dtype);
         // Write straight into dst when it has the kernel's dtype, else into scratch then cast.
         let direct = out_elem == dst.dtype;
         let out_ptr = if direct {
@@ -100,7 +76,7 @@ impl Gpu<'_> {
         } else {
             self.ctx.scratch(2, m * out_elem.size())?
         };
-        let scale = if op == ReduceOp::Mean {
+        let scale = if op.finish() == Finish::Mean {
             1.0 / r.max(1) as f64
         } else {
             1.0
@@ -418,10 +394,10 @@ fn long_runs(l: &RLay, r: usize, splits: usize, elem: DType) -> bool {
 /// How the kernel stores a partial: 0 = the accumulator (sums), 1 = the element (max/min
 /// values), 2 = the (value, index) pair (arg max/min, max/min with indices).
 fn partial_mode(op: ReduceOp, indices: bool) -> i32 {
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean => 0,
-        ReduceOp::Max | ReduceOp::Min if !indices => 1,
-        _ => 2,
+    match op.partial(indices) {
+        Partial::Acc => 0,
+        Partial::Elem => 1,
+        Partial::Pair => 2,
     }
 }
 

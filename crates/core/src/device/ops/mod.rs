@@ -4,8 +4,9 @@
 //! Map: the macros in `table` turn each row into a variant of `UnaryOp`/`BinaryOp` and the arms
 //! of `eval_f64` (float destinations), `eval_i64` (integer and bool ones), `with_f32` (PyTorch's
 //! f32 forms, where `fast_f32` is set), `kernel_name`, `kernel_params` and the `CUDA` list that
-//! `cuda::functors` writes into the kernel source. Adding an op is one row here (and its backward,
-//! if any, one row below); the CPU and CUDA backends read nothing else.
+//! `cuda::functors` writes into the kernel source; `formulas` holds the host formulas too long for
+//! a row (clamp, GELU, the activations' derivatives). Adding an op is one row here (and its
+//! backward, if any, one row below); the CPU and CUDA backends read nothing else.
 
 #[macro_use]
 mod table;

@@ -1,0 +1,183 @@
+//! `memory_holders([device])` and `explain_free(x)`: who holds GPU memory, and what each way to
+//! free `x` would do. Both read the caller's variables, so both are custom syntax (a registered
+//! function cannot see the scope).
+use rhai::{Array, Dynamic, EvalAltResult, EvalContext, Expression, ImmutableString, Map, INT};
+
+use torchlet_explain::explain_free::{self, Way};
+use torchlet_explain::holders::{self, HolderMap};
+use torchlet_explain::Value;
+
+/// What `explain_free(x)` returns: prints as a table; `.ways` gives the rows as maps.
+#[derive(Clone, Debug)]
+pub struct FreeReport {
+    /// The variable it is about.
+    pub name: String,
+    /// The four ways, in the article's order.
+    pub ways: Vec<Way>,
+}
+
+impl FreeReport {
+    /// The table, plain and HTML.
+    pub fn display(&self) -> crate::DisplayData {
+        explain_free::table(&self.name, &self.ways)
+    }
+}
+
+/// Help of the custom syntax here, which has no function metadata to carry it.
+pub(crate) static SYNTAX_HELP: &[(&str, &str)] = &[
+    ("memory_holders", "memory_holders([device]) — every live GPU block, biggest first, with what holds it (variables, .grad, graphs)"),
+    ("empty_cache_report", "empty_cache_report([device]) — the segments empty_cache() cannot release, and the variables that pin each"),
+    ("explain_free", "explain_free(x) — what del x, x = x.cpu(), empty_cache() and both would free right now, and why; .ways gives the rows"),
+];
+
+/// Register both.
+pub(crate) fn register(engine: &mut rhai::Engine) {
+    engine
+        .register_type_with_name::<FreeReport>("FreeReport")
+        .register_fn("to_string", |r: &mut FreeReport| r.display().plain)
+        .register_fn("to_debug", |r: &mut FreeReport| r.display().plain)
+        .register_get("ways", |r: &mut FreeReport| -> Array {
+            r.ways.iter().map(way_map).collect()
+        });
+    engine.register_custom_syntax_with_state_raw(
+        "memory_holders",
+        parse_optional_arg,
+        false,
+        eval_holders,
+    );
+    engine.register_custom_syntax_with_state_raw(
+        "explain_free",
+        parse_name_arg,
+        false,
+        eval_explain,
+    );
+    engine.register_custom_syntax_with_state_raw(
+        "empty_cache_report",
+        parse_optional_arg,
+        false,
+        eval_cache_report,
+    );
+}
+
+/// KEYWORD `(` [EXPR] `)`, or KEYWORD `()`
+fn parse_optional_arg(
+    symbols: &[ImmutableString],
+    look_ahead: &str,
+    _state: &mut Dynamic,
+) -> Result<Option<ImmutableString>, rhai::ParseError> {
+    Ok(match (symbols.len(), symbols.last().map(|s| s.as_str())) {
+        // Rhai reads `()` as one token, the unit value.
+        (1, _) if look_ahead == "()" => Some("()".into()),
+        (1, _) => Some("(".into()),
+        (2, Some("()")) => None,
+        (2, _) if look_ahead == ")" => Some(")".into()),
+        (2, _) => Some("$expr$".into()),
+        (3, Some(")")) => None,
+        (3, _) => Some(")".into()),
+        _ => None,
+    })
+}
+
+/// KEYWORD `(` NAME `)`
+fn parse_name_arg(
+    symbols: &[ImmutableString],
+    _look_ahead: &str,
+    _state: &mut Dynamic,
+) -> Result<Option<ImmutableString>, rhai::ParseError> {
+    Ok(match symbols.len() {
+        1 => Some("(".into()),
+        2 => Some("$ident$".into()),
+        3 => Some(")".into()),
+        _ => None,
+    })
+}
+
+/// The caller's variables as the explanations see them (see [`super::view::scope_values`]).
+fn variables(context: &EvalContext) -> Vec<(String, Value)> {
+    super::view::scope_values(context.scope())
+}
+
+fn eval_holders(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let device = match inputs.first() {
+        Some(e) => {
+            let value = context.eval_expression_tree(e)?;
+            value.as_int().map_err(|t| {
+                super::errors::type_error(format!(
+                    "memory_holders(device) takes a device index, not {t}"
+                ))
+            })? as usize
+        }
+        None => torchlet_core::device::current_device(),
+    };
+    let vars = variables(context);
+    let map = HolderMap::of_variables(vars.iter().map(|(n, v)| (n.as_str(), v)));
+    let rows: Array = holders::block_holders(&map, device)
+        .into_iter()
+        .map(|b| {
+            let mut m = Map::new();
+            m.insert("address".into(), (b.address as INT).into());
+            m.insert("size".into(), (b.size as INT).into());
+            m.insert("requested".into(), (b.requested as INT).into());
+            m.insert("segment".into(), (b.segment as INT).into());
+            m.insert("segment_size".into(), (b.segment_size as INT).into());
+            let held: Array = b.holders.into_iter().map(Dynamic::from).collect();
+            m.insert("holders".into(), held.into());
+            m.insert(
+                "made_by".into(),
+                b.made_by.map_or(Dynamic::UNIT, Dynamic::from),
+            );
+            Dynamic::from_map(m)
+        })
+        .collect();
+    Ok(rows.into())
+}
+
+fn eval_cache_report(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let device = match inputs.first() {
+        Some(e) => context.eval_expression_tree(e)?.as_int().map_err(|t| {
+            super::errors::type_error(format!(
+                "empty_cache_report(device) takes a device index, not {t}"
+            ))
+        })? as usize,
+        None => torchlet_core::device::current_device(),
+    };
+    let vars = variables(context);
+    let map = HolderMap::of_variables(vars.iter().map(|(n, v)| (n.as_str(), v)));
+    Ok(holders::pinned_text(&map, device).into())
+}
+
+fn eval_explain(
+    context: &mut EvalContext,
+    inputs: &[Expression],
+    _state: &Dynamic,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let name = inputs[0].get_string_value().unwrap_or_default().to_string();
+    let vars = variables(context);
+    let Some((_, value)) = vars.iter().find(|(n, _)| *n == name) else {
+        return Err(super::errors::raise(
+            "NameError",
+            super::errors::not_defined(&name),
+        ));
+    };
+    let all = vars.iter().map(|(n, v)| (n.as_str(), v));
+    let ways =
+        explain_free::explain_free(&name, value, all, torchlet_core::device::current_device());
+    Ok(Dynamic::from(FreeReport { name, ways }))
+}
+
+fn way_map(way: &Way) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("way".into(), way.code.clone().into());
+    m.insert("allocated".into(), (way.allocated as INT).into());
+    m.insert("reserved".into(), (way.reserved as INT).into());
+    m.insert("why".into(), way.why.clone().into());
+    Dynamic::from_map(m)
+}

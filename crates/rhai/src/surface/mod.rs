@@ -1,0 +1,41 @@
+//! The language's surface: the values, functions, methods and modules a script calls.
+//!
+//! Map: values: `tensor_api` (the `Tensor` type: properties, methods, printing, the reductions),
+//! `creation`, `operators` (one loop over the binary table), `comparisons`, `compound_assign`,
+//! `indexing`, `numbers` (Python's division and `int`/`float`), `truth` (Python's `bool(x)`),
+//! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …) and
+//! `shape_api` (`cat`, `where`, `gather`, …), as functions and methods; `checkpoint` (activation
+//! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives), `optim_module`
+//! (optimizers from the option table), `nn_module`. Memory: `holders_api` (`memory_holders`,
+//! `explain_free`), `plot_api` (`plot_memory()`), `view` (what the explanations see of a value).
+//! Output: `output` (`eprint`, `display`, `input`, `help`), `display` (a value's richest form),
+//! `python_builtins` (`range`, `print(a, b)`, `exit()`), `script_args` (`ARGS`, `arg`,
+//! `fit_value`), `errors` (Python's error kinds). Help: each function registers with its help line
+//! (`documented`), and `help` reads them back.
+
+pub mod checkpoint;
+pub mod comparisons;
+pub mod compound_assign;
+pub mod convert;
+pub mod creation;
+pub mod cuda_module;
+pub mod display;
+pub mod distributed_module;
+pub mod documented;
+pub mod errors;
+pub mod help;
+pub mod holders_api;
+pub mod indexing;
+pub mod nn_api;
+pub mod nn_module;
+pub mod numbers;
+pub mod operators;
+pub mod optim_module;
+pub mod output;
+pub mod plot_api;
+pub mod python_builtins;
+pub mod script_args;
+pub mod shape_api;
+pub mod tensor_api;
+pub mod truth;
+pub mod view;

@@ -1,0 +1,50 @@
+//! Script values as the explanations see them: [`torchlet_explain::Value`].
+use rhai::Dynamic;
+use torchlet_core::tensor::Tensor;
+use torchlet_explain::Value;
+
+use super::optim_module::ScriptOptimizer;
+
+/// What `value` holds, walked into arrays, maps and optimizers.
+pub fn value(value: &Dynamic) -> Value {
+    if let Some(t) = value.read_lock::<Tensor>() {
+        return Value::Tensor(t.clone());
+    }
+    if let Some(items) = value.read_lock::<rhai::Array>() {
+        return Value::List(items.iter().map(self::value).collect());
+    }
+    if let Some(map) = value.read_lock::<rhai::Map>() {
+        return Value::Map(
+            map.iter()
+                .map(|(k, v)| (k.to_string(), self::value(v)))
+                .collect(),
+        );
+    }
+    if let Some(opt) = value.read_lock::<ScriptOptimizer>() {
+        // Indexed as PyTorch's `optimizer.state_dict()["state"]` numbers the parameters.
+        let opt = opt.0.borrow();
+        let state = (0..opt.params().len()).flat_map(|i| {
+            let tensors = opt.state(i).tensors();
+            let held: Vec<(String, Tensor)> = tensors
+                .into_iter()
+                .map(|(name, t)| (format!("state[{i}].{name}"), t.clone()))
+                .collect();
+            held
+        });
+        return Value::Holds(state.collect());
+    }
+    Value::Other
+}
+
+/// The variables of `scope`: the newest binding of each name, oldest name first (as `:vars`
+/// lists them), without `del`'s tombstones.
+pub fn scope_values(scope: &rhai::Scope) -> Vec<(String, Value)> {
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    for (name, _, v) in scope.iter_raw() {
+        if !crate::runtime::syntax::is_deleted(v) && !seen.iter().any(|(n, _)| n == name) {
+            seen.push((name.to_string(), value(v)));
+        }
+    }
+    seen.reverse();
+    seen
+}
