@@ -339,18 +339,7 @@ impl Session {
     /// The variables now in scope with their values (innermost binding of each name, in scope order),
     /// for `:vars`; deleted names are left out.
     pub fn variables(&self) -> Vec<(String, rhai::Dynamic)> {
-        // `iter_raw` walks from the newest binding back, so the first one seen for a name is the
-        // one in force.
-        let mut seen: Vec<(String, rhai::Dynamic)> = Vec::new();
-        for (name, _, value) in self.scope.iter_raw() {
-            if !torchlet_rhai::runtime::syntax::is_deleted(value)
-                && !seen.iter().any(|(n, _)| n == name)
-            {
-                seen.push((name.to_string(), value.clone()));
-            }
-        }
-        seen.reverse();
-        seen
+        torchlet_rhai::surface::view::live_bindings(&self.scope)
     }
 
     /// The variables as the explanations see them (the same bindings as [`Session::variables`]).

@@ -38,13 +38,21 @@ pub fn value(value: &Dynamic) -> Value {
 
 /// The variables of `scope`: the newest binding of each name, oldest name first (as `:vars`
 /// lists them), without `del`'s tombstones.
-pub fn scope_values(scope: &rhai::Scope) -> Vec<(String, Value)> {
-    let mut seen: Vec<(String, Value)> = Vec::new();
+pub fn live_bindings(scope: &rhai::Scope) -> Vec<(String, Dynamic)> {
+    // `iter_raw` walks from the newest binding back, so the first one seen for a name is the
+    // one in force.
+    let mut seen: Vec<(String, Dynamic)> = Vec::new();
     for (name, _, v) in scope.iter_raw() {
         if !crate::runtime::syntax::is_deleted(v) && !seen.iter().any(|(n, _)| n == name) {
-            seen.push((name.to_string(), value(v)));
+            seen.push((name.to_string(), v.clone()));
         }
     }
     seen.reverse();
     seen
+}
+
+/// [`live_bindings`] as the explanations see them.
+pub fn scope_values(scope: &rhai::Scope) -> Vec<(String, Value)> {
+    let bindings = live_bindings(scope);
+    bindings.into_iter().map(|(n, v)| (n, value(&v))).collect()
 }
