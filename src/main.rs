@@ -5,6 +5,7 @@
 //! `torchlet fit` (will a script fit a GPU, run shapes only in child processes). The Jupyter
 //! kernel is the `torchlet_kernel` crate.
 mod fit;
+mod python;
 mod repl;
 mod runner;
 
@@ -28,6 +29,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Python with torchlet's `torch`: run FILE.py, `-c CODE`, or the Python REPL.
+    Python(PythonArgs),
     /// Run a .rhai script, or a snippet with -e.
     Run(RunArgs),
     /// Serve as a Jupyter kernel, or install the kernelspec.
@@ -89,6 +92,18 @@ struct RunArgs {
 }
 
 #[derive(Args, Debug)]
+struct PythonArgs {
+    /// Code to run instead of a file.
+    #[arg(short = 'c', value_name = "CODE", conflicts_with = "file")]
+    code: Option<String>,
+    /// The program to run; none starts the Python REPL.
+    file: Option<PathBuf>,
+    /// Arguments the program sees in `sys.argv[1:]`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
 struct KernelArgs {
     /// The connection file Jupyter passes (kernel.json's argv).
     #[arg(long, short = 'f', value_name = "FILE")]
@@ -114,6 +129,15 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         None => crate::repl::run(),
+        Some(Command::Python(args)) => match (&args.code, &args.file) {
+            (Some(code), _) => crate::python::run_code(code),
+            (None, Some(file)) => crate::python::run_file(file, &args.args),
+            (None, None) => crate::python::repl(),
+        },
+        Some(Command::Run(args)) if is_python(args.file.as_deref()) => {
+            let file = args.file.as_deref().unwrap_or(std::path::Path::new(""));
+            crate::python::run_file(file, &args.args)
+        }
         Some(Command::Run(args)) => {
             let options = crate::runner::RunOptions {
                 ledger: args.ledger,
@@ -140,6 +164,11 @@ fn main() -> ExitCode {
         Some(Command::Fit(_)) => unreachable!("fit is dispatched before devices start"),
     };
     finish(result)
+}
+
+/// Whether `torchlet run FILE` runs Python: `.py` files do; `.rhai` and others are Rhai.
+fn is_python(file: Option<&std::path::Path>) -> bool {
+    file.and_then(|f| f.extension()).is_some_and(|e| e == "py")
 }
 
 /// `torchlet fit`: shapes-only devices of its own, so it starts before any other device setup.

@@ -8,6 +8,7 @@ mod jupyter_venv;
 mod kernel_install;
 mod kernel_jupyter;
 mod kernel_wire;
+mod python;
 mod repl_commands;
 mod repl_complete;
 mod repl_terminal;

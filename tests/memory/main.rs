@@ -12,6 +12,7 @@ mod ledger;
 mod listings;
 mod oom_diagnosis;
 mod parity;
+mod parity_python;
 mod pictures;
 mod semantics;
 mod soak;

@@ -28,9 +28,11 @@ NOT_PROGRAMS = {"harness", "record"}
 
 
 def corpus_names():
-    """Every NAME with both NAME.py and NAME.rhai here, sorted."""
+    """Every NAME with both NAME.py and NAME.rhai here, and every Python-only py_NAME.py, sorted."""
     return sorted(
-        p.stem for p in HERE.glob("*.py") if p.stem not in NOT_PROGRAMS and p.with_suffix(".rhai").exists()
+        p.stem
+        for p in HERE.glob("*.py")
+        if p.stem not in NOT_PROGRAMS and (p.with_suffix(".rhai").exists() or p.stem.startswith("py_"))
     )
 
 
@@ -204,7 +206,7 @@ def main():
     names = args.names or known
     unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"no pair (NAME.py and NAME.rhai in {HERE}) for: {', '.join(unknown)}", file=sys.stderr)
+        print(f"no program (NAME.py with NAME.rhai, or py_NAME.py, in {HERE}) for: {', '.join(unknown)}", file=sys.stderr)
         return 2
     failed = record_all(names, out_dir, args.combined, args.addrs)
     if failed:

@@ -101,6 +101,10 @@ impl Optimizer {
     pub fn algorithm(&self) -> &Algorithm {
         &self.algorithm
     }
+    /// The algorithm's options, to change between steps (`group["lr"] = …`, as schedulers do).
+    pub fn algorithm_mut(&mut self) -> &mut Algorithm {
+        &mut self.algorithm
+    }
     /// The state of the `i`-th parameter.
     pub fn state(&self, i: usize) -> &ParamState {
         &self.state[i]

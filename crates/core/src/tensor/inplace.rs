@@ -245,6 +245,11 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// PyTorch's `copy_` (no autograd yet): this tensor's elements become `src`'s.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.copy_from(src)
+    }
+
     /// Copy `src`'s values into this view (broadcasting, converting dtype); no autograd.
     pub(crate) fn copy_from(&self, src: &Tensor) -> Result<()> {
         let src = if src.device() != self.device() {

@@ -191,6 +191,17 @@ impl Tensor {
         dim: Option<isize>,
         keepdim: bool,
     ) -> Result<Tensor> {
+        Ok(self.reduction_with_indices(op, dim, keepdim)?.0)
+    }
+
+    /// `reduction`, and the int64 indices of the chosen elements where the op makes them along a
+    /// dim (`x.max(1)` returns both in PyTorch: `(values, indices)`), shaped as the values.
+    pub fn reduction_with_indices(
+        &self,
+        op: ReduceOp,
+        dim: Option<isize>,
+        keepdim: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         // Held to the end: the autocast policy stays suspended while the reduction runs.
         let autocast = op
             .autocast()
@@ -216,7 +227,8 @@ impl Tensor {
             };
             grad.record(self, &out, idx.as_ref(), node, fit)?;
         }
-        Ok(out)
+        let idx = idx.map(|i| i.result_as_shape(&shape));
+        Ok((out, idx))
     }
     /// Sum broadcast dims away so the result has `shape` (a no-op when it already has).
     pub fn sum_to_size(&self, shape: &[usize]) -> Result<Tensor> {

@@ -90,6 +90,23 @@ impl Tensor {
         self.bump_version();
         Ok(())
     }
+
+    /// Fill with normal samples of this mean and standard deviation (PyTorch's `normal_`),
+    /// allocating nothing.
+    pub fn normal_(&self, mean: f64, std: f64) -> Result<()> {
+        if self.numel() > 0 {
+            if !self.is_contiguous() {
+                return Err(super::TensorError::runtime("normal_ needs a contiguous tensor"));
+            }
+            let seed = super::random::next_seed(self.device());
+            self.backend()
+                .random(self.operand(), Distribution::Normal, seed)?;
+            self.scalar_update_(BinaryOp::Mul, std)?;
+            self.scalar_update_(BinaryOp::Add, mean)?;
+        }
+        self.bump_version();
+        Ok(())
+    }
 }
 
 impl Tensor {

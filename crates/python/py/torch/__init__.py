@@ -1,0 +1,418 @@
+"""torchlet's torch: PyTorch's names and signatures over torchlet's engine (torch._C)."""
+
+import sys as _sys
+
+_C = _sys.modules["torch._C"]
+
+__version__ = "2.11.0+torchlet"
+
+
+class dtype:
+    """A tensor element type, as torch.float32 prints and compares."""
+
+    __slots__ = ("_name", "itemsize", "is_floating_point", "is_signed")
+
+    def __init__(self, name, itemsize, is_floating_point, is_signed=True):
+        self._name = name
+        self.itemsize = itemsize
+        self.is_floating_point = is_floating_point
+        self.is_signed = is_signed
+
+    def __repr__(self):
+        return "torch." + self._name
+
+    def __reduce__(self):
+        return self._name
+
+
+float32 = float = dtype("float32", 4, True)
+float64 = double = dtype("float64", 8, True)
+float16 = half = dtype("float16", 2, True)
+bfloat16 = dtype("bfloat16", 2, True)
+int64 = long = dtype("int64", 8, False)
+int32 = int = dtype("int32", 4, False)
+int16 = short = dtype("int16", 2, False)
+int8 = dtype("int8", 1, False)
+uint8 = dtype("uint8", 1, False, False)
+bool = dtype("bool", 1, False, False)
+
+_DTYPES = {d._name: d for d in (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool)}
+
+
+def _dtype_name(d):
+    """The engine's name for a dtype given as torch.float16 or "float16" (None stays None)."""
+    if d is None:
+        return None
+    if isinstance(d, dtype):
+        return d._name
+    if isinstance(d, str) and d in _DTYPES:
+        return d
+    raise TypeError(f"dtype must be a torch.dtype (e.g. torch.float16), not {type(d).__name__}")
+
+
+class device:
+    """Where a tensor lives: torch.device("cuda:0"), with .type and .index."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        elif isinstance(type, str) and ":" in type:
+            type, i = type.split(":", 1)
+            index = _builtin_int(i)
+        elif not isinstance(type, str):
+            index, type = type, "cuda"
+        if type not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}"
+            )
+        self.type = type
+        self.index = index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+import builtins as _builtins
+
+_builtin_int = _builtins.int
+_builtin_float = _builtins.float
+_builtin_bool = _builtins.bool
+
+
+def _device_name(d):
+    """The engine's name for a device given as "cuda", torch.device or an index (None stays None)."""
+    if d is None:
+        return None
+    if isinstance(d, device):
+        return str(d)
+    if isinstance(d, _builtin_int) and not isinstance(d, _builtin_bool):
+        return f"cuda:{d}"
+    if isinstance(d, str):
+        return d
+    raise TypeError(f"device must be a string, an int or a torch.device, not {type(d).__name__}")
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as torch.Size([2, 3])."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return Size(item) if isinstance(key, slice) else item
+
+
+class OutOfMemoryError(RuntimeError):
+    """torch.OutOfMemoryError (also torch.cuda.OutOfMemoryError): the caching allocator could not
+    find or make room for a block."""
+
+
+import collections as _collections  # noqa: E402
+
+
+class return_types:
+    """torch.return_types: the named tuples of max(dim) and min(dim), (values, indices)."""
+
+    max = _collections.namedtuple("max", ["values", "indices"])
+    min = _collections.namedtuple("min", ["values", "indices"])
+
+    def __new__(cls, name, values, indices):
+        return getattr(cls, name)(values, indices)
+
+
+from torch._tensor import Tensor, _shape_of  # noqa: E402
+
+_C._register_classes(Tensor, OutOfMemoryError)
+
+from torch.autograd import (  # noqa: E402
+    no_grad,
+    enable_grad,
+    inference_mode,
+    set_grad_enabled,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+)
+from torch import cuda  # noqa: E402
+from torch.amp import autocast  # noqa: E402
+
+
+def _factory(kind):
+    def make(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False, memory_format=None, generator=None):
+        if out is not None:
+            raise NotImplementedError(f"torchlet: {kind}(out=...) is not supported; assign the result")
+        return _C._make(kind, _shape_of(size), _dtype_name(dtype), _device_name(device), requires_grad)
+
+    make.__name__ = make.__qualname__ = kind
+    make.__doc__ = f"torch.{kind}(*size, dtype=None, device=None, requires_grad=False)"
+    return make
+
+
+zeros = _factory("zeros")
+ones = _factory("ones")
+empty = _factory("empty")
+rand = _factory("rand")
+randn = _factory("randn")
+
+
+def _like(kind):
+    def make(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        dtype = _dtype_name(dtype) or _C._dtype(input)
+        device = _device_name(device) or _C._device(input)
+        return _C._make(kind, _C._shape(input), dtype, device, requires_grad)
+
+    make.__name__ = make.__qualname__ = kind + "_like"
+    return make
+
+
+zeros_like = _like("zeros")
+ones_like = _like("ones")
+empty_like = _like("empty")
+rand_like = _like("rand")
+randn_like = _like("randn")
+
+
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    if dtype is None:
+        dtype = _default_dtype_of(fill_value)
+    return _C._full(_shape_of((size,)), fill_value, _dtype_name(dtype), _device_name(device), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dtype = _dtype_name(dtype) or _C._dtype(input)
+    device = _device_name(device) or _C._device(input)
+    return _C._full(_C._shape(input), fill_value, dtype, device, requires_grad)
+
+
+def _default_dtype_of(value):
+    if isinstance(value, _builtin_bool):
+        return bool
+    if isinstance(value, _builtin_int):
+        return int64
+    return float32
+
+
+def _flatten_data(data):
+    """Nested lists of numbers (or tensors) as (values, shape)."""
+    if isinstance(data, Tensor):
+        return _C._values(data), list(_C._shape(data))
+    if isinstance(data, (list, tuple)):
+        if len(data) == 0:
+            return [], [0]
+        parts = [_flatten_data(d) for d in data]
+        shape = parts[0][1]
+        for _, s in parts:
+            if s != shape:
+                raise ValueError(f"expected sequence of length {shape[0] if shape else 0} at dim 1 (got {s[0] if s else 0})")
+        values = []
+        for v, _ in parts:
+            values.extend(v)
+        return values, [len(data)] + shape
+    if isinstance(data, (_builtin_int, _builtin_float)):
+        return [data], []
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if isinstance(data, Tensor):
+        t = data.clone().detach()
+        if dtype is not None or device is not None:
+            t = t.to(device=device, dtype=dtype)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+    values, shape = _flatten_data(data)
+    if dtype is None:
+        if values and all(isinstance(v, _builtin_bool) for v in values):
+            dtype = bool
+        elif values and all(isinstance(v, _builtin_int) for v in values):
+            dtype = int64
+        else:
+            dtype = float32
+    return _C._from_values(values, shape, _dtype_name(dtype), _device_name(device), requires_grad)
+
+
+as_tensor = tensor
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, _builtin_int) for v in (start, end, step))
+        dtype = int64 if ints else float32
+    return _C._arange(start, end, step, _dtype_name(dtype), _device_name(device), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    return _C._linspace(start, end, steps, _dtype_name(dtype), _device_name(device), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    shape = (n,) if m is None else (n, m)
+    return _C._eye(shape, _dtype_name(dtype), _device_name(device), requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if size is None:
+        low, high, size = 0, low, high
+    return _C._randint(low, high, _shape_of((size,)), _dtype_name(dtype) or "int64", _device_name(device), False)
+
+
+def manual_seed(seed):
+    _C._manual_seed(seed)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def cat(tensors, dim=0, *, out=None):
+    return _C._cat(list(tensors), dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    return _C._stack(list(tensors), dim)
+
+
+def where(condition, input=None, other=None):
+    return _C._where(condition, input, other)
+
+
+def matmul(input, other, *, out=None):
+    return _C._matmul(input, other)
+
+
+def mm(input, mat2, *, out=None):
+    return _C._mm(input, mat2)
+
+
+def bmm(input, mat2, *, out=None):
+    return _C._bmm(input, mat2)
+
+
+def tril(input, diagonal=0, *, out=None):
+    return _C._triangle(input, diagonal, False)
+
+
+def triu(input, diagonal=0, *, out=None):
+    return _C._triangle(input, diagonal, True)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def transpose(input, dim0, dim1):
+    return input.transpose(dim0, dim1)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def unsqueeze(input, dim):
+    return input.unsqueeze(dim)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    return input.clamp(min, max)
+
+
+clip = clamp
+
+
+def softmax(input, dim, dtype=None):
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def masked_fill(input, mask, value):
+    return input.masked_fill(mask, value)
+
+
+def index_select(input, dim, index):
+    return input.index_select(dim, index)
+
+
+def gather(input, dim, index):
+    return input.gather(dim, index)
+
+
+def pow(input, exponent):
+    return input.pow(exponent)
+
+
+def _define_functions():
+    """torch.relu(x), torch.sum(x, 1), torch.add(a, b) … from the same rows as the methods."""
+    g = globals()
+
+    def function_of(name):
+        def function(input, *args, **kwargs):
+            return getattr(input, name)(*args, **kwargs)
+
+        function.__name__ = function.__qualname__ = name
+        return function
+
+    for name in _C._unary_names() + _C._reduce_names() + _C._binary_names():
+        if name not in g:
+            g[name] = function_of(name)
+    for name in ("argmax", "argmin", "mean", "max", "min", "detach", "clone", "t", "neg"):
+        if name not in g:
+            g[name] = function_of(name)
+
+
+_define_functions()
+
+from torch import nn  # noqa: E402
+from torch import optim  # noqa: E402
+from torch import utils  # noqa: E402
+import torch.utils.checkpoint  # noqa: E402,F401

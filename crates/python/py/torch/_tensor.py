@@ -1,0 +1,704 @@
+"""torch.Tensor: PyTorch's tensor methods and operators, with PyTorch's signatures, over torch._C."""
+
+import sys
+
+import torch
+
+_C = sys.modules["torch._C"]
+
+
+def _shape_of(size):
+    """A shape from a factory's or a view's *size: (2, 3), ((2, 3),), (torch.Size([2, 3]),)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    shape = []
+    for d in size:
+        if isinstance(d, Tensor):
+            d = d.item()
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"a size must be a tuple of ints, not one holding {type(d).__name__}")
+        shape.append(d)
+    return tuple(shape)
+
+
+def _dims(dim, name):
+    """One reduction dim, from an int or a one-element tuple (several at once are not supported)."""
+    if isinstance(dim, (tuple, list)):
+        if len(dim) != 1:
+            raise NotImplementedError(
+                f"torchlet: {name}() over several dims at once is not supported yet; "
+                f"reduce one dim at a time"
+            )
+        return dim[0]
+    return dim
+
+
+class _Node:
+    """A tensor's grad_fn: prints as PyTorch's does, <MulBackward0 object at 0x…>."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def name(self):
+        return self._name
+
+    def __repr__(self):
+        return f"<{self._name} object at {hex(id(self))}>"
+
+
+class Tensor(_C.TensorBase):
+    """A multi-dimensional array on the CPU or a (real or simulated) CUDA GPU."""
+
+    __hash__ = object.__hash__
+
+    # What a tensor is.
+    @property
+    def shape(self):
+        return torch.Size(_C._shape(self))
+
+    def size(self, dim=None):
+        shape = _C._shape(self)
+        return torch.Size(shape) if dim is None else shape[dim]
+
+    def dim(self):
+        return len(_C._shape(self))
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self.dim()
+
+    def numel(self):
+        return _C._numel(self)
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return torch._DTYPES[_C._dtype(self)]
+
+    @property
+    def device(self):
+        return torch.device(_C._device(self))
+
+    @property
+    def is_cuda(self):
+        return _C._device(self).startswith("cuda")
+
+    @property
+    def is_cpu(self):
+        return _C._device(self) == "cpu"
+
+    @property
+    def requires_grad(self):
+        return _C._requires_grad(self)
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        _C._set_requires_grad(self, value)
+
+    @property
+    def grad(self):
+        return _C._grad(self)
+
+    @grad.setter
+    def grad(self, value):
+        _C._set_grad(self, value)
+
+    @property
+    def is_leaf(self):
+        return _C._is_leaf(self)
+
+    @property
+    def grad_fn(self):
+        name = _C._grad_fn_name(self)
+        return None if name is None else _Node(name)
+
+    @property
+    def data(self):
+        return _C._detach(self)
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def element_size(self):
+        return _C._element_size(self)
+
+    @property
+    def itemsize(self):
+        return _C._element_size(self)
+
+    @property
+    def nbytes(self):
+        return _C._numel(self) * _C._element_size(self)
+
+    def data_ptr(self):
+        return _C._data_ptr(self)
+
+    def storage_offset(self):
+        return _C._storage_offset(self)
+
+    def untyped_storage(self):
+        return _Storage(self)
+
+    def stride(self, dim=None):
+        stride = _C._stride(self)
+        return stride if dim is None else stride[dim]
+
+    def is_contiguous(self, memory_format=None):
+        return _C._is_contiguous(self)
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def get_device(self):
+        d = self.device
+        return -1 if d.type == "cpu" else d.index
+
+    def item(self):
+        return _C._item(self)
+
+    def tolist(self):
+        values = _C._values(self)
+        shape = _C._shape(self)
+        if not shape:
+            return values[0]
+
+        def nest(values, shape):
+            if len(shape) == 1:
+                return list(values)
+            step = len(values) // shape[0] if shape[0] else 0
+            return [nest(values[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+        return nest(values, shape)
+
+    def numpy(self):
+        raise NotImplementedError("torchlet has no numpy; use .tolist() for the values")
+
+    def __repr__(self):
+        return _C._repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __bool__(self):
+        return _C._truth(self)
+
+    def __len__(self):
+        shape = _C._shape(self)
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter([_C._select(self, 0, i) for i in range(len(self))])
+
+    def __int__(self):
+        return int(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __index__(self):
+        return int(self.item())
+
+    # Moving and converting.
+    def to(self, *args, **kwargs):
+        device, dtype = None, None
+        for a in args:
+            if isinstance(a, torch.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is not None:
+                device = a
+        device = kwargs.pop("device", device)
+        dtype = kwargs.pop("dtype", dtype)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("copy", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        return _C._to(self, torch._device_name(device), torch._dtype_name(dtype))
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        return _C._to(self, torch._device_name(device) or "cuda", None)
+
+    def cpu(self, memory_format=None):
+        return _C._to(self, "cpu", None)
+
+    def half(self, memory_format=None):
+        return _C._to(self, None, "float16")
+
+    def float(self, memory_format=None):
+        return _C._to(self, None, "float32")
+
+    def double(self, memory_format=None):
+        return _C._to(self, None, "float64")
+
+    def bfloat16(self, memory_format=None):
+        return _C._to(self, None, "bfloat16")
+
+    def long(self, memory_format=None):
+        return _C._to(self, None, "int64")
+
+    def int(self, memory_format=None):
+        return _C._to(self, None, "int32")
+
+    def bool(self, memory_format=None):
+        return _C._to(self, None, "bool")
+
+    def type_as(self, other):
+        return _C._to(self, None, _C._dtype(other))
+
+    def contiguous(self, memory_format=None):
+        return _C._contiguous(self)
+
+    def clone(self, *, memory_format=None):
+        return _C._clone(self)
+
+    def detach(self):
+        return _C._detach(self)
+
+    def detach_(self):
+        _C._detach_(self)
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        _C._set_requires_grad(self, requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if create_graph or inputs is not None:
+            raise NotImplementedError("torchlet: backward(create_graph=..., inputs=...) is not supported yet")
+        _C._backward(self, gradient, bool(retain_graph))
+
+    def retain_grad(self):
+        raise NotImplementedError("torchlet: retain_grad() is not supported yet")
+
+    # New tensors like this one.
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new("zeros", size, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new("ones", size, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new("empty", size, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        dtype = torch._dtype_name(dtype) or _C._dtype(self)
+        device = torch._device_name(device) or _C._device(self)
+        return _C._full(_shape_of((size,)), fill_value, dtype, device, requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        return torch.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
+    def _new(self, kind, size, dtype, device, requires_grad):
+        dtype = torch._dtype_name(dtype) or _C._dtype(self)
+        device = torch._device_name(device) or _C._device(self)
+        return _C._make(kind, _shape_of(size), dtype, device, requires_grad)
+
+    # Views.
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            raise NotImplementedError("torchlet: view(dtype) is not supported yet")
+        return _C._view(self, _shape_of(shape))
+
+    def view_as(self, other):
+        return _C._view(self, _C._shape(other))
+
+    def reshape(self, *shape):
+        return _C._reshape(self, _shape_of(shape))
+
+    def reshape_as(self, other):
+        return _C._reshape(self, _C._shape(other))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        shape = _C._shape(self)
+        if not shape:
+            return _C._reshape(self, (1,))
+        n = len(shape)
+        start, end = start_dim % n, end_dim % n
+        if start > end:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if start == end:
+            return self
+        size = 1
+        for d in shape[start:end + 1]:
+            size *= d
+        return _C._reshape(self, shape[:start] + (size,) + shape[end + 1:])
+
+    def unflatten(self, dim, sizes):
+        shape = _C._shape(self)
+        dim = dim % len(shape)
+        return _C._reshape(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
+
+    def transpose(self, dim0, dim1):
+        return _C._transpose(self, dim0, dim1)
+
+    def swapaxes(self, dim0, dim1):
+        return _C._transpose(self, dim0, dim1)
+
+    def t(self):
+        return _C._t(self)
+
+    def permute(self, *dims):
+        return _C._permute(self, _shape_of(dims))
+
+    def unsqueeze(self, dim):
+        return _C._unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return _C._squeeze(self, _dims(dim, "squeeze") if dim is not None else None)
+
+    def expand(self, *sizes):
+        sizes = _shape_of(sizes)
+        shape = _C._shape(self)
+        lead = len(sizes) - len(shape)
+        full = [shape[i - lead] if s == -1 else s for i, s in enumerate(sizes)]
+        return _C._expand(self, tuple(full))
+
+    def expand_as(self, other):
+        return _C._expand(self, _C._shape(other))
+
+    def select(self, dim, index):
+        return _C._select(self, dim, index)
+
+    def narrow(self, dim, start, length):
+        return _C._narrow(self, dim, start, length)
+
+    def split(self, split_size, dim=0):
+        if isinstance(split_size, (list, tuple)):
+            return _C._split_sizes(self, tuple(split_size), dim)
+        return _C._split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return _C._chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        return tuple(_C._select(self, dim, i) for i in range(self.size(dim)))
+
+    def repeat(self, *sizes):
+        return _C._repeat(self, _shape_of(sizes))
+
+    # Indexing.
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        remaining = sum(1 for k in key if k is not None and k is not Ellipsis)
+        out, dim = self, 0
+        for k in key:
+            if k is None:
+                out = _C._unsqueeze(out, dim)
+                dim += 1
+                continue
+            if k is Ellipsis:
+                dim = out.dim() - remaining
+                continue
+            remaining -= 1
+            if isinstance(k, bool):
+                raise NotImplementedError("torchlet: indexing with a bool is not supported yet")
+            if isinstance(k, int):
+                out = _C._select(out, dim, k)
+            elif isinstance(k, slice):
+                size = _C._shape(out)[dim]
+                start, stop, step = k.indices(size)
+                if step != 1:
+                    raise NotImplementedError(
+                        f"torchlet: slices with a step ({k}) are not supported yet; only step 1"
+                    )
+                out = _C._narrow(out, dim, start, max(0, stop - start))
+                dim += 1
+            elif isinstance(k, (Tensor, list)):
+                index = k if isinstance(k, Tensor) else torch.tensor(k, device=out.device)
+                if index.dtype is torch.bool:
+                    raise NotImplementedError("torchlet: boolean-mask indexing is not supported yet; use masked_fill or where")
+                if index.dim() == 0:
+                    out = _C._select(out, dim, index.item())
+                    continue
+                if index.dim() != 1 or len(key) != 1:
+                    raise NotImplementedError("torchlet: only one 1-d index tensor is supported (x[idx])")
+                out = _C._index_select(out, dim, index)
+                dim += 1
+            else:
+                raise TypeError(
+                    "only integers, slices (`:`), ellipsis (`...`), None and long tensors are valid indices"
+                )
+        return out
+
+    def __setitem__(self, key, value):
+        target = self[key]
+        if isinstance(value, Tensor):
+            _C._copy_(target, value)
+        else:
+            _C._fill_(target, value)
+
+    # Arithmetic and comparisons.
+    def __add__(self, other):
+        return _C._binary("add", self, other)
+
+    def __radd__(self, other):
+        return _C._binary("add", self, other)
+
+    def __sub__(self, other):
+        return _C._binary("sub", self, other)
+
+    def __rsub__(self, other):
+        return _C._rbinary("sub", self, other)
+
+    def __mul__(self, other):
+        return _C._binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return _C._binary("mul", self, other)
+
+    def __truediv__(self, other):
+        return _C._binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return _C._rbinary("div", self, other)
+
+    def __pow__(self, other):
+        return self.pow(other)
+
+    def __rpow__(self, other):
+        return _C._rbinary("pow", self, other)
+
+    def __matmul__(self, other):
+        return _C._matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _C._matmul(other, self)
+
+    def __neg__(self):
+        return _C._unary("neg", self, None)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _C._unary("abs", self, None)
+
+    def __iadd__(self, other):
+        return _C._inplace("add", self, other)
+
+    def __isub__(self, other):
+        return _C._inplace("sub", self, other)
+
+    def __imul__(self, other):
+        return _C._inplace("mul", self, other)
+
+    def __itruediv__(self, other):
+        return _C._inplace("div", self, other)
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _C._binary("eq", self, other)
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _C._binary("ne", self, other)
+
+    def __lt__(self, other):
+        return _C._binary("lt", self, other)
+
+    def __le__(self, other):
+        return _C._binary("le", self, other)
+
+    def __gt__(self, other):
+        return _C._binary("gt", self, other)
+
+    def __ge__(self, other):
+        return _C._binary("ge", self, other)
+
+    def add(self, other, *, alpha=1):
+        if alpha != 1:
+            return _C._add_scaled(self, other, alpha)
+        return _C._binary("add", self, other)
+
+    def sub(self, other, *, alpha=1):
+        if alpha != 1:
+            return _C._add_scaled(self, other, -alpha)
+        return _C._binary("sub", self, other)
+
+    def pow(self, exponent):
+        if isinstance(exponent, Tensor):
+            return _C._binary("pow", self, exponent)
+        return _C._pow_number(self, exponent)
+
+    def add_(self, other, *, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return _C._inplace("add", self, other)
+
+    def sub_(self, other, *, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return _C._inplace("sub", self, other)
+
+    def mul_(self, other):
+        return _C._inplace("mul", self, other)
+
+    def div_(self, other):
+        return _C._inplace("div", self, other)
+
+    def fill_(self, value):
+        return _C._fill_(self, value)
+
+    def zero_(self):
+        return _C._zero_(self)
+
+    def relu_(self):
+        return _C._relu_(self)
+
+    def copy_(self, src, non_blocking=False):
+        return _C._copy_(self, src)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        return _C._uniform_(self, a, b)
+
+    def masked_fill(self, mask, value):
+        if isinstance(value, Tensor):
+            value = value.item()
+        return _C._masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask, value):
+        if isinstance(value, Tensor):
+            value = value.item()
+        return _C._masked_fill_(self, mask, value)
+
+    def clamp(self, min=None, max=None):
+        return _C._clamp(self, min, max)
+
+    clip = clamp
+
+    def gelu(self, approximate="none"):
+        return _C._unary("gelu", self, approximate)
+
+    # Products.
+    def matmul(self, other):
+        return _C._matmul(self, other)
+
+    def mm(self, mat2):
+        return _C._mm(self, mat2)
+
+    def bmm(self, mat2):
+        return _C._bmm(self, mat2)
+
+    # Reductions.
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        t = self if dtype is None else self.to(dtype=dtype)
+        return _C._reduce("sum", t, _dims(dim, "sum"), keepdim)
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        t = self if dtype is None else self.to(dtype=dtype)
+        return _C._reduce("mean", t, _dims(dim, "mean"), keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        return self._extreme("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return self._extreme("min", dim, keepdim)
+
+    def _extreme(self, name, dim, keepdim):
+        if isinstance(dim, Tensor):
+            raise NotImplementedError(f"torchlet: {name}(other) is not supported yet; use torch.where")
+        if dim is None:
+            return _C._reduce(name, self, None, False)
+        values, indices = _C._reduce_indices(name, self, dim, keepdim)
+        return torch.return_types(name, values, indices)
+
+    def argmax(self, dim=None, keepdim=False):
+        return _C._reduce("argmax", self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return _C._reduce("argmin", self, dim, keepdim)
+
+    def softmax(self, dim, dtype=None):
+        if dtype is not None:
+            raise NotImplementedError("torchlet: softmax(dtype=...) is not supported yet; cast first")
+        return _C._softmax(self, dim)
+
+    def log_softmax(self, dim, dtype=None):
+        if dtype is not None:
+            raise NotImplementedError("torchlet: log_softmax(dtype=...) is not supported yet; cast first")
+        return _C._log_softmax(self, dim)
+
+    # Selection.
+    def tril(self, diagonal=0):
+        return _C._triangle(self, diagonal, False)
+
+    def triu(self, diagonal=0):
+        return _C._triangle(self, diagonal, True)
+
+    def index_select(self, dim, index):
+        return _C._index_select(self, dim, index)
+
+    def gather(self, dim, index):
+        return _C._gather(self, dim, index)
+
+
+def _define_table_methods():
+    """The methods of core's op tables: relu, exp, … (unary), eq, gt, … (binary)."""
+
+    def unary(name):
+        def method(self):
+            return _C._unary(name, self, None)
+
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    def binary(name):
+        def method(self, other):
+            return _C._binary(name, self, other)
+
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    for name in _C._unary_names():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, unary(name))
+    for name in _C._binary_names():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, binary(name))
+    Tensor.multiply = Tensor.mul
+    Tensor.divide = Tensor.div
+    Tensor.subtract = Tensor.sub
+
+
+_define_table_methods()
+
+
+class _Storage:
+    """tensor.untyped_storage(): its size and where it starts."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def nbytes(self):
+        return _C._storage_nbytes(self._tensor)
+
+    def size(self):
+        return _C._storage_nbytes(self._tensor)
+
+    def data_ptr(self):
+        return _C._data_ptr(self._tensor) - _C._storage_offset(self._tensor) * _C._element_size(self._tensor)

@@ -1,0 +1,674 @@
+"""torch.nn's Module and layers, written as PyTorch writes them, so that registration order,
+`_apply`'s order (children before a module's own parameters) and weight tying allocate as there."""
+
+import math
+import sys
+from collections import OrderedDict
+
+import torch
+from torch.nn import functional as F
+from torch.nn import init
+
+_C = sys.modules["torch._C"]
+
+
+class Parameter(torch.Tensor):
+    """A tensor that a Module registers as a parameter when assigned as its attribute."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = torch.empty(0)
+        return _C._make_subclass(cls, data, requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + torch.Tensor.__repr__(self)
+
+
+class Buffer(torch.Tensor):
+    """torch.nn.Buffer(t): marks a tensor to be registered as a buffer when assigned."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        return data
+
+
+def _addindent(text, spaces):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """The base of every layer and model: parameters, buffers and submodules, in order."""
+
+    training = True
+
+    def __init__(self, *args, **kwargs):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", {})
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # Registration.
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            for store in (d, d["_buffers"], d["_modules"]):
+                store.pop(name, None)
+            params[name] = value
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' (torch.nn.Parameter or None expected)"
+                )
+            params[name] = None
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            for store in (d, params, d["_buffers"]):
+                store.pop(name, None)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}'")
+            modules[name] = None
+            return
+        buffers = d.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, torch.Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}'")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            items = d.get(store)
+            if items is not None and name in items:
+                return items[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def register_parameter(self, name, param):
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}'")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        module = self
+        for part in target.split(".") if target else []:
+            module = getattr(module, part)
+        return module
+
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        return getattr(self.get_submodule(module_path), name)
+
+    # Walking.
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in get_members(module):
+                if value is None or (remove_duplicate and id(value) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # Moving and converting: children first, then this module's parameters, then its buffers,
+    # as PyTorch's Module._apply does.
+    def _apply(self, fn):
+        for module in self.children():
+            module._apply(fn)
+        for key, param in self._parameters.items():
+            if param is None:
+                continue
+            grad = param.grad
+            with torch.no_grad():
+                applied = fn(param)
+            if applied is not param:
+                _C._set_data(param, applied)
+                del applied
+            if grad is not None:
+                with torch.no_grad():
+                    grad_applied = fn(grad)
+                if grad_applied is not grad:
+                    param.grad = grad_applied
+                del grad_applied
+            del grad
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    def to(self, *args, **kwargs):
+        device, dtype = None, kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        for a in args:
+            if isinstance(a, torch.dtype):
+                dtype = a
+            elif isinstance(a, torch.Tensor):
+                device, dtype = a.device, a.dtype
+            else:
+                device = a
+
+        def convert(t):
+            if dtype is not None and t.is_floating_point():
+                return t.to(device=device, dtype=dtype)
+            return t.to(device=device)
+
+        return self._apply(convert)
+
+    def _floating(self, dtype):
+        return self._apply(lambda t: t.to(dtype=dtype) if t.is_floating_point() else t)
+
+    def half(self):
+        return self._floating(torch.float16)
+
+    def float(self):
+        return self._floating(torch.float32)
+
+    def double(self):
+        return self._floating(torch.float64)
+
+    def bfloat16(self):
+        return self._floating(torch.bfloat16)
+
+    # Modes and gradients.
+    def train(self, mode=True):
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    # State.
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}: missing keys {missing}, unexpected keys {unexpected}"
+            )
+        with torch.no_grad():
+            for key, target in own.items():
+                if key in state_dict:
+                    target.copy_(state_dict[key])
+        return missing, unexpected
+
+    # Printing.
+    def extra_repr(self):
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        children = []
+        for name, module in self._modules.items():
+            children.append("(" + name + "): " + _addindent(repr(module), 2))
+        body = lines + children
+        text = self._get_name() + "("
+        if body:
+            if len(lines) == 1 and not children:
+                text += lines[0]
+            else:
+                text += "\n  " + "\n  ".join(body) + "\n"
+        return text + ")"
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """y = x Wᵀ + b, with PyTorch's initialisation (kaiming-uniform weight, uniform bias)."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(torch.empty((out_features, in_features), device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(torch.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(torch.empty((num_embeddings, embedding_dim), device=device, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with torch.no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(torch.empty(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(torch.empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+def _activation(name, function, doc):
+    class Activation(Module):
+        __doc__ = doc
+
+        def __init__(self, inplace=False):
+            super().__init__()
+            self.inplace = inplace
+
+        def forward(self, input):
+            return function(input)
+
+        def extra_repr(self):
+            return "inplace=True" if self.inplace else ""
+
+    Activation.__name__ = Activation.__qualname__ = name
+    return Activation
+
+
+ReLU = _activation("ReLU", lambda x: F.relu(x), "max(0, x), elementwise")
+SiLU = _activation("SiLU", lambda x: F.silu(x), "x · sigmoid(x), elementwise")
+Tanh = _activation("Tanh", lambda x: torch.tanh(x), "tanh, elementwise")
+Sigmoid = _activation("Sigmoid", lambda x: torch.sigmoid(x), "sigmoid, elementwise")
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate='{self.approximate}'"
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__()
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
+class MSELoss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class Sequential(Module):
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], (dict, OrderedDict)):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[idx]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(idx % len(self) if idx < 0 else idx)]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(idx % len(self) if idx < 0 else idx), module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+
+class ModuleDict(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for key, module in items:
+            self[key] = module
+
+
+class ParameterList(Module):
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or []:
+            self.append(v)
+
+    def append(self, value):
+        if not isinstance(value, Parameter):
+            value = Parameter(value)
+        self.register_parameter(str(len(self._parameters)), value)
+        return self
+
+    def __getitem__(self, idx):
+        return list(self._parameters.values())[idx]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())

@@ -1,0 +1,17 @@
+//! torchlet's Python language: PyTorch programs, as written, on torchlet's engine.
+//!
+//! Python runs on RustPython (`docs/python-frontend.md` says why), whose objects are reference
+//! counted as CPython's are, so a tensor is freed when CPython would free it. `torch` is
+//! torchlet's own: Python modules that keep PyTorch's signatures and classes (`nn.Module`,
+//! `optim.AdamW`, `no_grad` …) over a native module, `torch._C`, that runs them on torchlet's
+//! tensors, autograd and caching allocator.
+//!
+//! Map: `interpreter` (one interpreter and its `__main__`: run a file or snippets, errors as
+//! tracebacks), `package` (the `torch` package's sources, part of the binary, and the finder that
+//! imports them), `native` (`torch._C`).
+
+mod interpreter;
+mod native;
+mod package;
+
+pub use interpreter::{Python, PythonError};

@@ -1,0 +1,79 @@
+//! Grad mode and autocast as stacks the `with` blocks push and pop, and `backward`.
+//!
+//! Note [mode stacks]: PyTorch's `no_grad`, `enable_grad`, `inference_mode`, `set_grad_enabled`
+//! and `autocast` are context managers whose `__exit__` restores what `__enter__` found. Core's
+//! guards restore on drop, so `__enter__` pushes a guard here and `__exit__` pops it: the mode is
+//! restored also when the body raises, and nesting unwinds in order.
+
+use std::cell::RefCell;
+
+use rustpython_vm::PyResult;
+use torchlet_core::autograd::{self as mode, GradModeGuard};
+use torchlet_core::tensor::autocast::{self, AutocastGuard, DeviceType};
+
+use super::args::Args;
+use super::creation::dtype_named;
+use super::tensor::OrRaise;
+use super::Native;
+
+thread_local! {
+    static GRAD_MODES: RefCell<Vec<GradModeGuard>> = const { RefCell::new(Vec::new()) };
+    static AUTOCASTS: RefCell<Vec<AutocastGuard>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The autograd functions, by the name the `torch` package calls them.
+pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
+    ("_grad_enter", |a| {
+        let guard = match a.str(0)?.as_str() {
+            "no_grad" => mode::no_grad(),
+            "enable_grad" => mode::enable_grad(),
+            "inference_mode" => mode::inference_mode(),
+            "set_enabled" => mode::set_grad_enabled(a.bool(1)?),
+            other => return Err(a.vm.new_value_error(format!("no grad mode {other}"))),
+        };
+        GRAD_MODES.with(|m| m.borrow_mut().push(guard));
+        super::none(a.vm)
+    }),
+    ("_grad_exit", |a| {
+        let guard = GRAD_MODES.with(|m| m.borrow_mut().pop());
+        drop(guard);
+        super::none(a.vm)
+    }),
+    ("_is_grad_enabled", |a| Ok(a.vm.ctx.new_bool(mode::is_grad_enabled()).into())),
+    ("_is_inference_mode_enabled", |a| {
+        Ok(a.vm.ctx.new_bool(mode::is_inference_mode()).into())
+    }),
+    ("_autocast_enter", |a| {
+        let device_type = device_type(a, 0)?;
+        let dtype = match a.opt_str(1)? {
+            Some(name) => dtype_named(a, &name)?,
+            None => autocast::autocast_dtype(device_type),
+        };
+        let guard = autocast::autocast(device_type, dtype, a.bool(2)?, a.bool(3)?).or_raise(a.vm)?;
+        AUTOCASTS.with(|s| s.borrow_mut().push(guard));
+        super::none(a.vm)
+    }),
+    ("_autocast_exit", |a| {
+        let guard = AUTOCASTS.with(|s| s.borrow_mut().pop());
+        drop(guard);
+        super::none(a.vm)
+    }),
+    ("_is_autocast_enabled", |a| {
+        let on = autocast::is_autocast_enabled(device_type(a, 0)?);
+        Ok(a.vm.ctx.new_bool(on).into())
+    }),
+    ("_backward", |a| {
+        if !a.is_none(1) {
+            return Err(a.vm.new_runtime_error(
+                "torchlet: backward(gradient) is not supported yet; call backward() on a scalar (e.g. loss.sum().backward())",
+            ));
+        }
+        a.tensor(0)?.backward(a.bool(2)?).or_raise(a.vm)?;
+        super::none(a.vm)
+    }),
+];
+
+fn device_type(a: &Args, i: usize) -> PyResult<DeviceType> {
+    DeviceType::parse(&a.str(i)?).or_raise(a.vm)
+}
+

@@ -1,0 +1,302 @@
+//! Tensor methods and functions: what a tensor is (`_shape`, `_dtype` …), core's op tables by name
+//! (`_unary`, `_binary`, `_reduce`), views, joins, model ops and in-place updates.
+
+use rustpython_vm::PyResult;
+use torchlet_core::device::Device;
+use torchlet_core::tensor::{ReduceOp, Tensor, BINARY_METHODS, REDUCE_METHODS, UNARY_METHODS};
+
+use super::args::{tensor_of, Args};
+use super::creation::dtype_named;
+use super::tensor::{wrap, OrRaise};
+use super::values::{from_scalar, int, int_tuple};
+use super::Native;
+
+/// Every tensor function, by the name the `torch` package calls it.
+pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
+    // What a tensor is.
+    ("_shape", |a| Ok(int_tuple(a.vm, a.tensor(0)?.dims()))),
+    ("_stride", |a| Ok(int_tuple(a.vm, &a.tensor(0)?.stride()))),
+    ("_dtype", |a| Ok(a.vm.ctx.new_str(a.tensor(0)?.dtype().name()).into())),
+    ("_device", |a| Ok(a.vm.ctx.new_str(device_name(a.tensor(0)?.device())).into())),
+    ("_numel", |a| Ok(int(a.vm, a.tensor(0)?.numel() as u64))),
+    ("_element_size", |a| Ok(int(a.vm, a.tensor(0)?.element_size() as u64))),
+    ("_data_ptr", |a| Ok(int(a.vm, a.tensor(0)?.data_ptr()))),
+    ("_storage_offset", |a| Ok(int(a.vm, a.tensor(0)?.storage_offset() as u64))),
+    ("_storage_nbytes", |a| Ok(int(a.vm, a.tensor(0)?.storage_nbytes() as u64))),
+    ("_is_contiguous", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_contiguous()).into())),
+    ("_is_leaf", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_leaf()).into())),
+    ("_requires_grad", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.requires_grad()).into())),
+    ("_set_requires_grad", |a| {
+        a.tensor(0)?.set_requires_grad(a.bool(1)?).or_raise(a.vm)?;
+        super::none(a.vm)
+    }),
+    ("_grad", |a| Ok(match a.tensor(0)?.grad() {
+        Some(g) => wrap(a.vm, g),
+        None => a.vm.ctx.none(),
+    })),
+    ("_set_grad", |a| {
+        a.tensor(0)?.set_grad(a.opt_tensor(1)?).or_raise(a.vm)?;
+        super::none(a.vm)
+    }),
+    ("_grad_fn_name", |a| Ok(match a.tensor(0)?.grad_fn_name() {
+        Some(name) => a.vm.ctx.new_str(name).into(),
+        None => a.vm.ctx.none(),
+    })),
+    ("_same", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.same_tensor(&a.tensor(1)?)).into())),
+    ("_item", |a| Ok(from_scalar(a.vm, a.tensor(0)?.item().or_raise(a.vm)?))),
+    ("_values", |a| {
+        let values = a.tensor(0)?.to_scalars().or_raise(a.vm)?;
+        let items = values.into_iter().map(|s| from_scalar(a.vm, s)).collect();
+        Ok(a.vm.ctx.new_list(items).into())
+    }),
+    ("_holds_int", |a| {
+        // Read on the host, so the check makes no device allocation; `None` where the tensor
+        // has no values (`fit` runs shapes only).
+        let t = a.tensor(0)?;
+        if !t.has_values() {
+            return super::none(a.vm);
+        }
+        let wanted = a.int(1)?;
+        let values = t.to_scalars().or_raise(a.vm)?;
+        let found = values.iter().any(|v| matches!(v, torchlet_core::tensor::Scalar::Int(i) if *i == wanted));
+        Ok(a.vm.ctx.new_bool(found).into())
+    }),
+    ("_repr", |a| Ok(a.vm.ctx.new_str(a.tensor(0)?.repr().or_raise(a.vm)?).into())),
+    ("_truth", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.truth().or_raise(a.vm)?).into())),
+    // Core's op tables, by name.
+    ("_unary", unary),
+    ("_binary", binary),
+    ("_rbinary", rbinary),
+    ("_reduce", reduce),
+    ("_reduce_indices", reduce_indices),
+    ("_unary_names", |a| names(a, UNARY_METHODS.iter().map(|m| m.name))),
+    ("_binary_names", |a| names(a, BINARY_METHODS.iter().map(|m| m.name))),
+    ("_reduce_names", |a| names(a, REDUCE_METHODS.iter().map(|m| m.name))),
+    // Views and copies.
+    ("_view", |a| one(a, a.tensor(0)?.view(&isizes(a, 1)?))),
+    ("_reshape", |a| one(a, a.tensor(0)?.reshape(&isizes(a, 1)?))),
+    ("_transpose", |a| one(a, a.tensor(0)?.transpose(a.int(1)? as isize, a.int(2)? as isize))),
+    ("_t", |a| one(a, a.tensor(0)?.t())),
+    ("_permute", |a| one(a, a.tensor(0)?.permute(&isizes(a, 1)?))),
+    ("_unsqueeze", |a| one(a, a.tensor(0)?.unsqueeze(a.int(1)? as isize))),
+    ("_squeeze", |a| one(a, a.tensor(0)?.squeeze(a.opt_int(1)?.map(|d| d as isize)))),
+    ("_expand", |a| one(a, a.tensor(0)?.expand(&a.shape(1)?))),
+    ("_select", |a| one(a, a.tensor(0)?.select(a.int(1)? as isize, a.int(2)? as isize))),
+    ("_narrow", |a| {
+        let len = usize::try_from(a.int(3)?).unwrap_or(0);
+        one(a, a.tensor(0)?.narrow(a.int(1)? as isize, a.int(2)? as isize, len))
+    }),
+    ("_contiguous", |a| one(a, a.tensor(0)?.contiguous())),
+    ("_clone", |a| one(a, a.tensor(0)?.clone_tensor())),
+    ("_detach", |a| one(a, a.tensor(0)?.detach())),
+    ("_detach_", |a| {
+        a.tensor(0)?.detach_();
+        super::none(a.vm)
+    }),
+    ("_to", to),
+    // Products, joins and splits.
+    ("_matmul", |a| one(a, a.tensor(0)?.matmul(&a.tensor(1)?))),
+    ("_mm", |a| one(a, a.tensor(0)?.mm(&a.tensor(1)?))),
+    ("_bmm", |a| one(a, a.tensor(0)?.bmm(&a.tensor(1)?))),
+    ("_add_scaled", |a| one(a, a.tensor(0)?.add_scaled(&a.tensor(1)?, a.float(2)?))),
+    ("_linear", |a| one(a, a.tensor(0)?.linear(&a.tensor(1)?, a.opt_tensor(2)?.as_ref()))),
+    ("_cat", |a| one(a, Tensor::cat(&a.tensors(0)?, a.int(1)? as isize))),
+    ("_stack", |a| one(a, Tensor::stack(&a.tensors(0)?, a.int(1)? as isize))),
+    ("_split", |a| {
+        let size = usize::try_from(a.int(1)?).unwrap_or(0);
+        many(a, a.tensor(0)?.split(size, a.int(2)? as isize))
+    }),
+    ("_split_sizes", |a| {
+        let sizes = a.shape(1)?;
+        many(a, a.tensor(0)?.split_with_sizes(&sizes, a.int(2)? as isize))
+    }),
+    ("_chunk", |a| {
+        let n = usize::try_from(a.int(1)?).unwrap_or(0);
+        many(a, a.tensor(0)?.chunk(n, a.int(2)? as isize))
+    }),
+    ("_repeat", |a| one(a, a.tensor(0)?.repeat(&a.shape(1)?))),
+    // Selection and masks.
+    ("_where", where_),
+    ("_masked_fill", |a| one(a, a.tensor(0)?.masked_fill(&a.tensor(1)?, a.scalar(2)?))),
+    ("_masked_fill_", |a| one(a, a.tensor(0)?.masked_fill_(&a.tensor(1)?, a.scalar(2)?))),
+    ("_triangle", |a| one(a, a.tensor(0)?.triangle(a.int(1)?, a.bool(2)?))),
+    ("_index_select", |a| one(a, a.tensor(0)?.index_select(a.int(1)? as isize, &a.tensor(2)?))),
+    ("_gather", |a| one(a, a.tensor(0)?.gather(a.int(1)? as isize, &a.tensor(2)?))),
+    ("_embedding", |a| one(a, Tensor::embedding(&a.tensor(0)?, &a.tensor(1)?))),
+    // Model ops.
+    ("_layer_norm", |a| {
+        let x = a.tensor(0)?;
+        let (w, b) = (a.opt_tensor(2)?, a.opt_tensor(3)?);
+        one(a, x.layer_norm(&a.shape(1)?, w.as_ref(), b.as_ref(), a.float(4)?))
+    }),
+    ("_dropout", |a| one(a, a.tensor(0)?.dropout(a.float(1)?, a.bool(2)?))),
+    ("_softmax", |a| one(a, a.tensor(0)?.softmax(a.int(1)? as isize))),
+    ("_log_softmax", |a| one(a, a.tensor(0)?.log_softmax(a.int(1)? as isize))),
+    ("_cross_entropy", |a| one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?))),
+    ("_mse_loss", |a| one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))),
+    ("_clamp", |a| one(a, a.tensor(0)?.clamp(a.opt_float(1)?, a.opt_float(2)?))),
+    ("_pow_number", |a| one(a, a.tensor(0)?.pow_number(a.scalar(1)?))),
+    // In place.
+    ("_inplace", inplace),
+    ("_fill_", |a| one(a, a.tensor(0)?.fill_(a.scalar(1)?))),
+    ("_zero_", |a| one(a, a.tensor(0)?.zero_())),
+    ("_relu_", |a| one(a, a.tensor(0)?.relu_())),
+    ("_copy_", |a| {
+        let t = a.tensor(0)?;
+        t.copy_(&a.tensor(1)?).or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+    ("_normal_", |a| {
+        a.tensor(0)?.normal_(a.float(1)?, a.float(2)?).or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+    ("_uniform_", |a| {
+        a.tensor(0)?.uniform_(a.float(1)?, a.float(2)?).or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+];
+
+/// PyTorch's name for a device: `cpu`, `cuda:0`.
+pub(crate) fn device_name(device: Device) -> String {
+    match device {
+        Device::Cpu => "cpu".into(),
+        Device::Cuda(i) => format!("cuda:{i}"),
+    }
+}
+
+fn one(a: &Args, t: torchlet_core::tensor::Result<Tensor>) -> PyResult {
+    Ok(wrap(a.vm, t.or_raise(a.vm)?))
+}
+
+fn many(a: &Args, ts: torchlet_core::tensor::Result<Vec<Tensor>>) -> PyResult {
+    let items = ts.or_raise(a.vm)?.into_iter().map(|t| wrap(a.vm, t)).collect();
+    Ok(a.vm.ctx.new_tuple(items).into())
+}
+
+fn names(a: &Args, names: impl Iterator<Item = &'static str>) -> PyResult {
+    let items = names.map(|n| a.vm.ctx.new_str(n).into()).collect();
+    Ok(a.vm.ctx.new_tuple(items).into())
+}
+
+fn isizes(a: &Args, i: usize) -> PyResult<Vec<isize>> {
+    Ok(a.ints(i)?.into_iter().map(|d| d as isize).collect())
+}
+
+/// `_unary(name, t, keyword)`: a row of core's elementwise table.
+fn unary(a: &Args) -> PyResult {
+    let name = a.str(0)?;
+    let method = UNARY_METHODS
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| a.vm.new_attribute_error(format!("no elementwise op {name}")))?;
+    let keyword = match method.keyword {
+        Some((_, default)) => a.opt_str(2)?.unwrap_or_else(|| default.to_string()),
+        None => String::new(),
+    };
+    one(a, (method.call)(&a.tensor(1)?, &keyword))
+}
+
+/// `_binary(name, t, other)`: `t op other` for a tensor or a number `other`.
+fn binary(a: &Args) -> PyResult {
+    let method = binary_row(a)?;
+    let t = a.tensor(1)?;
+    match tensor_of(a.get(2)?) {
+        Some(other) => one(a, (method.tensors)(&t, &other)),
+        None => one(a, (method.number)(&t, a.scalar(2)?)),
+    }
+}
+
+/// `_rbinary(name, t, number)`: `number op t` (Python's reflected operators).
+fn rbinary(a: &Args) -> PyResult {
+    let method = binary_row(a)?;
+    let first = method
+        .number_first
+        .ok_or_else(|| a.vm.new_type_error(format!("a number cannot come first in {}", method.name)))?;
+    one(a, first(&a.tensor(1)?, a.scalar(2)?))
+}
+
+fn binary_row(a: &Args) -> PyResult<&'static torchlet_core::tensor::BinaryMethod> {
+    let name = a.str(0)?;
+    BINARY_METHODS
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| a.vm.new_attribute_error(format!("no binary op {name}")))
+}
+
+/// `_reduce(name, t, dim, keepdim)`: a row of core's reduction table.
+fn reduce(a: &Args) -> PyResult {
+    let name = a.str(0)?;
+    let method = REDUCE_METHODS
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| a.vm.new_attribute_error(format!("no reduction {name}")))?;
+    let dim = a.opt_int(2)?.map(|d| d as isize);
+    one(a, (method.call)(&a.tensor(1)?, dim, a.bool(3)?))
+}
+
+/// `_reduce_indices(name, t, dim, keepdim)`: `(values, indices)`, as `x.max(1)` returns them.
+fn reduce_indices(a: &Args) -> PyResult {
+    let name = a.str(0)?;
+    let op = ReduceOp::ALL
+        .iter()
+        .copied()
+        .find(|op| op.name() == name)
+        .ok_or_else(|| a.vm.new_attribute_error(format!("no reduction {name}")))?;
+    let dim = a.int(2)? as isize;
+    let (values, indices) = a
+        .tensor(1)?
+        .reduction_with_indices(op, Some(dim), a.bool(3)?)
+        .or_raise(a.vm)?;
+    let indices = match indices {
+        Some(i) => wrap(a.vm, i),
+        None => a.vm.ctx.none(),
+    };
+    Ok(a.vm.ctx.new_tuple(vec![wrap(a.vm, values), indices]).into())
+}
+
+/// `_to(t, device, dtype)`: PyTorch's `Tensor.to`, the dtype first when both change.
+fn to(a: &Args) -> PyResult {
+    let mut t = a.tensor(0)?;
+    let original = t.clone();
+    if let Some(name) = a.opt_str(2)? {
+        t = t.to_dtype(dtype_named(a, &name)?).or_raise(a.vm)?;
+    }
+    if let Some(device) = a.opt_str(1)? {
+        t = t.to_device(Device::parse(&device).or_raise(a.vm)?).or_raise(a.vm)?;
+    }
+    if t.same_tensor(&original) {
+        // Nothing changed: PyTorch returns the tensor itself.
+        return Ok(a.get(0)?.clone());
+    }
+    Ok(wrap(a.vm, t))
+}
+
+/// `_where(cond, a, b)`: either of `a` and `b` may be a number.
+fn where_(a: &Args) -> PyResult {
+    let cond = a.tensor(0)?;
+    match (tensor_of(a.get(1)?), tensor_of(a.get(2)?)) {
+        (Some(x), Some(y)) => one(a, Tensor::where_(&cond, &x, &y)),
+        (Some(x), None) => one(a, Tensor::where_scalar(&cond, &x, a.scalar(2)?, true)),
+        (None, Some(y)) => one(a, Tensor::where_scalar(&cond, &y, a.scalar(1)?, false)),
+        (None, None) => Err(a.vm.new_type_error("where(): give at least one tensor")),
+    }
+}
+
+/// `_inplace(op, t, other)`: `t += other` and its kin, `other` a tensor or a number.
+fn inplace(a: &Args) -> PyResult {
+    let op = a.str(0)?;
+    let t = a.tensor(1)?;
+    let result = match (tensor_of(a.get(2)?), op.as_str()) {
+        (Some(o), "add") => t.add_(&o),
+        (Some(o), "sub") => t.sub_(&o),
+        (Some(o), "mul") => t.mul_(&o),
+        (Some(o), "div") => t.div_(&o),
+        (None, "add") => t.add_scalar_(a.scalar(2)?),
+        (None, "sub") => t.sub_scalar_(a.scalar(2)?),
+        (None, "mul") => t.mul_scalar_(a.scalar(2)?),
+        (None, "div") => t.div_scalar_(a.scalar(2)?),
+        _ => return Err(a.vm.new_value_error(format!("no in-place op {op}_"))),
+    };
+    result.or_raise(a.vm)?;
+    Ok(a.get(1)?.clone())
+}

@@ -1,0 +1,74 @@
+//! torchlet's `torch` package: its Python sources, part of the binary, and the import finder that
+//! serves them, so `import torch`, `import torch.nn as nn` and `from torch.nn import functional as
+//! F` resolve as they do with PyTorch installed.
+
+use rustpython_vm::{PyResult, VirtualMachine};
+
+/// Each module of the package: its dotted name, whether it is a package, and its source.
+const SOURCES: &[(&str, bool, &str)] = &[
+    ("torch", true, include_str!("../py/torch/__init__.py")),
+    ("torch._tensor", false, include_str!("../py/torch/_tensor.py")),
+    ("torch.autograd", false, include_str!("../py/torch/autograd.py")),
+    ("torch.cuda", true, include_str!("../py/torch/cuda/__init__.py")),
+    ("torch.cuda.memory", false, include_str!("../py/torch/cuda/memory.py")),
+    ("torch.nn", true, include_str!("../py/torch/nn/__init__.py")),
+    ("torch.nn.functional", false, include_str!("../py/torch/nn/functional.py")),
+    ("torch.nn.modules", false, include_str!("../py/torch/nn/modules.py")),
+    ("torch.nn.init", false, include_str!("../py/torch/nn/init.py")),
+    ("torch.optim", true, include_str!("../py/torch/optim/__init__.py")),
+    ("torch.utils", true, "\"\"\"torch.utils: checkpoint.\"\"\"\n"),
+    ("torch.utils.checkpoint", false, include_str!("../py/torch/utils/checkpoint.py")),
+    ("torch.amp", false, include_str!("../py/torch/amp.py")),
+];
+
+/// The finder on `sys.meta_path` that imports `SOURCES` by name.
+const FINDER: &str = r#"
+import sys
+
+class TorchletFinder:
+    """Imports torchlet's own `torch` package, whose sources are part of the torchlet binary."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in SOURCES:
+            return None
+        from importlib.machinery import ModuleSpec
+        is_package = SOURCES[name][0]
+        origin = "torch/" + "/".join(name.split(".")[1:]) if name != "torch" else "torch"
+        origin += "/__init__.py" if is_package else ".py"
+        spec = ModuleSpec(name, cls, origin=origin, is_package=is_package)
+        return spec
+
+    @classmethod
+    def create_module(cls, spec):
+        return None
+
+    @classmethod
+    def exec_module(cls, module):
+        is_package, source = SOURCES[module.__name__]
+        exec(compile(source, "<torchlet>/" + module.__spec__.origin, "exec"), module.__dict__)
+
+sys.meta_path.insert(0, TorchletFinder)
+"#;
+
+/// Register `torch._C` and the finder in a new interpreter.
+pub(crate) fn install(vm: &VirtualMachine) -> PyResult<()> {
+    let native = crate::native::module(vm)?;
+    let modules = vm.sys_module.get_attr("modules", vm)?;
+    modules.set_item(crate::native::MODULE_NAME, native.into(), vm)?;
+    let sources = vm.ctx.new_dict();
+    for &(name, is_package, source) in SOURCES {
+        let entry = vm.ctx.new_tuple(vec![
+            vm.ctx.new_bool(is_package).into(),
+            vm.ctx.new_str(source).into(),
+        ]);
+        sources.set_item(name, entry.into(), vm)?;
+    }
+    let scope = vm.new_scope_with_builtins();
+    scope.globals.set_item("SOURCES", sources.into(), vm)?;
+    let code = vm
+        .compile(FINDER, rustpython_vm::compiler::Mode::Exec, "<torchlet finder>".into())
+        .map_err(|e| vm.new_syntax_error(&e, Some(FINDER)))?;
+    vm.run_code_obj(code, scope)?;
+    Ok(())
+}

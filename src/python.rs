@@ -1,0 +1,77 @@
+//! `torchlet python`: PyTorch programs in Python, as `python` runs them: a file
+//! (`torchlet python FILE.py ARGS`, also `torchlet run FILE.py`), a snippet (`-c CODE`), or the
+//! Python REPL, whose indented blocks continue until a blank line as in CPython's.
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
+use torchlet_python::{Python, PythonError};
+
+/// Run `path` as `__main__` with `args` in `sys.argv`; exit code 1 (or `SystemExit`'s) on error.
+pub fn run_file(path: &Path, args: &[String]) -> Result<ExitCode, String> {
+    let python = Python::new()?;
+    Ok(exit_code(python.run_file(path, args)))
+}
+
+/// Run one snippet (`-c CODE`).
+pub fn run_code(code: &str) -> Result<ExitCode, String> {
+    let python = Python::new()?;
+    Ok(exit_code(python.run_source(code, "<string>", false)))
+}
+
+/// The Python REPL until Ctrl-D or `exit()`; standard input that is not a terminal runs as a file.
+pub fn repl() -> Result<ExitCode, String> {
+    let python = Python::new()?;
+    if !std::io::stdin().is_terminal() {
+        let mut code = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut code)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(exit_code(python.run_source(&code, "<stdin>", false)));
+    }
+    let mut editor = DefaultEditor::new().map_err(|e| format!("cannot open the line editor: {e}"))?;
+    println!("torchlet {} — Python with PyTorch's memory. Ctrl-D exits.", env!("CARGO_PKG_VERSION"));
+    let mut pending = String::new();
+    loop {
+        let prompt = if pending.is_empty() { ">>> " } else { "... " };
+        match editor.readline(prompt) {
+            Ok(line) => {
+                pending.push_str(&line);
+                pending.push('\n');
+                if python.needs_more(&pending) {
+                    continue;
+                }
+                let _ = editor.add_history_entry(pending.trim_end());
+                let input = std::mem::take(&mut pending);
+                if let Err(error) = python.run_source(&input, "<stdin>", true) {
+                    if let Some(status) = error.exit_status {
+                        return Ok(ExitCode::from(status as u8));
+                    }
+                    eprintln!("{}", error.traceback);
+                }
+            }
+            Err(ReadlineError::Interrupted) => {
+                pending.clear();
+                println!("KeyboardInterrupt");
+            }
+            Err(ReadlineError::Eof) => return Ok(ExitCode::SUCCESS),
+            Err(e) => return Err(format!("cannot read a line: {e}")),
+        }
+    }
+}
+
+/// The process's exit code for how a run ended, the traceback printed when it failed.
+fn exit_code(result: Result<(), PythonError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(PythonError {
+            exit_status: Some(status),
+            ..
+        }) => ExitCode::from(status as u8),
+        Err(error) => {
+            eprintln!("{}", error.traceback);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! `torchlet python` and `torchlet run FILE.py`: PyTorch's Python, its numbers, its errors.
+use crate::common;
+use common::{text, write_script};
+use std::process::Output;
+
+/// `torchlet --simulate-cuda python ARGS…` (the simulated GPU, so every machine runs these).
+fn python(args: &[&str]) -> Output {
+    common::torchlet()
+        .arg("--simulate-cuda")
+        .arg("python")
+        .args(args)
+        .output()
+        .expect("the torchlet binary runs")
+}
+
+#[test]
+fn the_articles_no_grad_snippet_runs_its_body_under_no_grad() {
+    let code = "import torch\n\
+                w = torch.randn(1000, 1000, device=\"cuda\", requires_grad=True)\n\
+                with torch.no_grad():\n    h = (w * 2).sum()\n\
+                print(torch.cuda.memory_allocated(), h.requires_grad)\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "4000768 False\n");
+}
+
+#[test]
+fn a_py_file_runs_with_run_and_sees_its_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(
+        dir.path(),
+        "args.py",
+        "import sys\nimport torch\nx = torch.zeros(int(sys.argv[1]), device='cuda')\n\
+         print(sys.argv[1:], torch.cuda.memory_allocated())\n",
+    );
+    let out = common::torchlet()
+        .args(["--simulate-cuda", "run", path.to_str().unwrap(), "256", "--flag"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "['256', '--flag'] 1024\n");
+}
+
+#[test]
+fn classes_keywords_comprehensions_and_fstrings_are_python() {
+    let code = r#"
+import torch
+import torch.nn as nn
+from dataclasses import dataclass
+
+@dataclass
+class Config:
+    width: int = 64
+    layers: int = 2
+
+class Net(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(config.width, config.width) for _ in range(config.layers)])
+
+    def forward(self, x, *, scale=1.0):
+        for block in self.blocks:
+            x = block(x).relu()
+        return x * scale
+
+net = Net(Config(layers=3)).cuda()
+out = net(torch.randn(8, 64, device="cuda"), scale=2.0)
+names = [name for name, _ in net.named_parameters()]
+values, indices = out.max(1)
+print(f"{len(names)} {names[0]} {tuple(out.shape)} {values.shape[0]} {indices.dtype}")
+"#;
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "6 blocks.0.weight (8, 64) 8 torch.int64\n"
+    );
+}
+
+#[test]
+fn out_of_memory_is_torch_out_of_memory_error_and_the_session_goes_on() {
+    let code = "import torch\nkeep = torch.ones(10, device='cuda')\n\
+                try:\n    torch.empty(1 << 40, device='cuda')\n\
+                except torch.OutOfMemoryError as e:\n    print('caught', type(e).__name__, isinstance(e, RuntimeError))\n\
+                print(keep.sum().item())\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "caught OutOfMemoryError True\n10.0\n");
+}
+
+#[test]
+fn an_unsupported_construct_names_itself_and_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(
+        dir.path(),
+        "step.py",
+        "import torch\nx = torch.arange(10)\ny = x[::2]\nprint('not reached')\n",
+    );
+    let out = python(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert!(err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("NotImplementedError: torchlet: slices with a step"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_syntax_error_gives_its_line_and_exit_status_one() {
+    let out = python(&["-c", "import torch\nx = torch.zeros(3\nprint(x)\n"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("SyntaxError"), "{err}");
+    assert!(err.contains("line 2") || err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn sys_exit_sets_the_exit_status() {
+    let out = python(&["-c", "import sys\nsys.exit(3)\n"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn standard_input_that_is_not_a_terminal_runs_as_a_program() {
+    use std::io::Write;
+    let mut child = common::torchlet()
+        .args(["--simulate-cuda", "python"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"import torch\nx = torch.randn(1000, 1000).cuda()\ndel x\nprint(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "0 20971520\n");
+}

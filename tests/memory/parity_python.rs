@@ -1,0 +1,172 @@
+//! The same `.py` file under PyTorch and under torchlet: every program of `tests/parity/` that
+//! torchlet's Python runs gives, event by event, the history PyTorch recorded for that very file.
+//!
+//! Each program runs in a fresh process (this binary again, `parity_python::run_one_program`),
+//! imports the real `tests/parity/harness.py`, whose `checkpoint()` reads torchlet's
+//! `torch.cuda.memory_stats()` and `_snapshot()` as it reads PyTorch's, and is compared with
+//! `tests/data/torch_traces/NAME.json` by the same code as the Rhai twins.
+use crate::common;
+use common::repo;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{json, Value};
+use torchlet_alloc::{HistoryMode, HistoryOptions};
+
+use super::parity::{compare_checkpoints, compare_events, kept_events, read_json, traces_dir};
+
+const PROGRAM_ENV: &str = "TORCHLET_PY_PARITY_PROGRAM";
+const RECORD_ENV: &str = "TORCHLET_PY_PARITY_RECORD";
+
+macro_rules! python_parity {
+    ($($name:ident),* $(,)?) => {
+        /// The programs torchlet's Python runs unchanged; each is compared with PyTorch's trace.
+        const RUNNABLE: &[&str] = &[$(stringify!($name)),*];
+        $(#[test] fn $name() { check(stringify!($name)); })*
+    };
+}
+
+python_parity!(
+    activations,
+    allocator_sizes,
+    article_del,
+    article_del_empty_cache,
+    article_empty_cache,
+    article_no_grad,
+    autograd_ops,
+    bare_statements,
+    batched_matmul,
+    chains,
+    comparisons,
+    compound_assign,
+    creation,
+    elementwise,
+    grad_accumulation,
+    half_roundtrip,
+    py_gpt_modules,
+    py_no_grad_function,
+    py_sequential_sgd,
+);
+
+/// Programs of the corpus that torchlet's Python does not run yet, each with the error it gives:
+/// the test below checks that each still fails so, and says to move it up when it runs.
+const NOT_YET: &[(&str, &str)] = &[];
+
+#[test]
+fn every_parity_program_is_run_or_named_as_not_yet() {
+    let dir = repo().join("tests/parity");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let is_program = path.extension().is_some_and(|e| e == "py")
+            && !["harness", "record"].contains(&name.as_str());
+        if is_program
+            && !RUNNABLE.contains(&name.as_str())
+            && !NOT_YET.iter().any(|(n, _)| *n == name)
+        {
+            missing.push(name);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "these parity programs are neither run under torchlet's Python nor listed in NOT_YET: {missing:?}"
+    );
+}
+
+#[test]
+fn the_programs_not_yet_run_still_fail_as_recorded() {
+    for &(name, error) in NOT_YET {
+        let out = run_child(name);
+        let text = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success(),
+            "{name}.py now runs under torchlet's Python: move it from NOT_YET to python_parity!"
+        );
+        assert!(
+            text.contains(error),
+            "{name}.py fails differently now; expected '{error}' in:\n{text}"
+        );
+    }
+}
+
+/// Run `name.py` in a fresh process and compare its events and checkpoints with PyTorch's.
+fn check(name: &str) {
+    let trace = traces_dir().join(format!("{name}.json"));
+    let torch: Value = read_json(&trace);
+    let out = run_child(name);
+    assert!(
+        out.status.success(),
+        "{name}.py failed under torchlet's Python:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = read_json(&record_path(name));
+    let lines: Vec<String> = std::fs::read_to_string(program(name))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let first_difference = compare_events(name, &torch, &ours, &lines, false);
+    compare_checkpoints(name, &torch, &ours, first_difference);
+}
+
+fn program(name: &str) -> PathBuf {
+    repo().join("tests/parity").join(format!("{name}.py"))
+}
+
+fn record_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("torchlet-py-parity-{}-{name}.json", std::process::id()))
+}
+
+fn run_child(name: &str) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "parity_python::run_one_program",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PROGRAM_ENV, program(name))
+        .env(RECORD_ENV, record_path(name))
+        .env_remove("TORCHLET_CUDA_ALLOC_CONF")
+        .env_remove("PYTORCH_CUDA_ALLOC_CONF")
+        .output()
+        .expect("the test binary starts again")
+}
+
+/// The child: run one `.py` with history on, write what happened.
+#[test]
+#[ignore = "started by the Python parity tests, one fresh process per program"]
+fn run_one_program() {
+    let (Ok(program), Ok(record)) = (std::env::var(PROGRAM_ENV), std::env::var(RECORD_ENV)) else {
+        println!("run_one_program runs one Python parity program for the parity tests; nothing to run");
+        return;
+    };
+    common::uses_gpu();
+    let allocator = torchlet_core::device::cuda_allocator(0).expect("cuda:0");
+    allocator.record_memory_history(HistoryOptions {
+        enabled: Some(HistoryMode::All),
+        max_entries: 10_000_000,
+        clear_history: true,
+    });
+    let python = torchlet_python::Python::new().expect("the interpreter starts");
+    if let Err(error) = python.run_file(std::path::Path::new(&program), &[]) {
+        panic!("{}", error.traceback);
+    }
+    let checkpoints = python
+        .eval_str("__import__('json').dumps(__import__('harness').CHECKPOINTS)")
+        .expect("the harness's checkpoints");
+    let checkpoints: Value = serde_json::from_str(&checkpoints).expect("checkpoints are JSON");
+    let trace = allocator.snapshot().device_traces[0].clone();
+    let events: Vec<Value> = kept_events(&trace)
+        .into_iter()
+        .map(|e| json!({"action": e.action.name(), "size": e.size, "line": null}))
+        .collect();
+    let record_json = json!({"events": events, "checkpoints": checkpoints});
+    std::fs::write(&record, record_json.to_string()).expect("the record is written");
+}
