@@ -50,7 +50,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             args(&path).unwrap(),
-            ["n_embd=1024", "n_layer=24", "tie=true", "torch_dtype=float32"]
+            [
+                "n_embd=1024",
+                "n_layer=24",
+                "tie=true",
+                "torch_dtype=float32"
+            ]
         );
         std::fs::write(&path, "[1, 2]").unwrap();
         assert!(args(&path).unwrap_err().contains("JSON object"));

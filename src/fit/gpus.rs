@@ -80,31 +80,44 @@ pub struct Gpu {
 impl Gpu {
     /// What the caching allocator can get from `cudaMalloc` (Note [usable memory]).
     pub fn usable(&self, cublas: bool) -> u64 {
-        let outside = if cublas { self.context_cublas } else { self.context };
+        let outside = if cublas {
+            self.context_cublas
+        } else {
+            self.context
+        };
         self.total.saturating_sub(outside + self.reserve)
     }
 
     /// The outside-the-allocator memory as the report explains it.
     pub fn why(&self, cublas: bool) -> String {
-        let outside = if cublas { self.context_cublas } else { self.context };
-        let mut why = format!(
-            "{} total{}; less {} held outside the allocator ({}{})",
+        let outside = if cublas {
+            self.context_cublas
+        } else {
+            self.context
+        };
+        let total = format!(
+            "{} total{}",
             super::size(self.total),
-            if self.measured { "" } else { " (estimated)" },
-            super::size(outside),
-            if cublas {
-                "CUDA context and cuBLAS"
-            } else {
-                "CUDA context; the run multiplied no matrices, so cuBLAS never loaded"
-            },
-            if outside == 0 {
-                ", --no-context"
-            } else if self.context_measured {
-                ", measured"
-            } else {
-                ", estimated from the H200's"
-            }
+            if self.measured { "" } else { " (estimated)" }
         );
+        let mut why = if outside == 0 {
+            format!("{total}; nothing held outside the allocator (--no-context)")
+        } else {
+            format!(
+                "{total}; less {} held outside the allocator ({}, {})",
+                super::size(outside),
+                if cublas {
+                    "CUDA context and cuBLAS"
+                } else {
+                    "CUDA context; the run multiplied no matrices, so cuBLAS never loaded"
+                },
+                if self.context_measured {
+                    "measured"
+                } else {
+                    "estimated from the H200's"
+                }
+            )
+        };
         if self.reserve > 0 {
             why += &format!("; less {} --reserve", super::size(self.reserve));
         }
@@ -241,9 +254,18 @@ mod tests {
         let gb = gpu("80GB", Options::default()).unwrap();
         assert_eq!(gib.total, 80 << 30);
         assert_eq!(gb.total, 80_000_000_000);
-        let bare = gpu("80GiB", Options { no_context: true, reserve: 1 << 30 }).unwrap();
+        let bare = gpu(
+            "80GiB",
+            Options {
+                no_context: true,
+                reserve: 1 << 30,
+            },
+        )
+        .unwrap();
         assert_eq!(bare.usable(true), (80 << 30) - (1 << 30));
-        assert!(gpu("80", Options::default()).unwrap_err().contains("H100-80GB"));
+        assert!(gpu("80", Options::default())
+            .unwrap_err()
+            .contains("H100-80GB"));
     }
 
     #[test]
@@ -252,6 +274,11 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(machine_name(&m), "2xH100-80GB");
         assert!(machine("0xH200", Options::default()).is_err());
-        assert_eq!(each("H200,RTX-4090,24GiB", Options::default()).unwrap().len(), 3);
+        assert_eq!(
+            each("H200,RTX-4090,24GiB", Options::default())
+                .unwrap()
+                .len(),
+            3
+        );
     }
 }

@@ -273,7 +273,14 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
                 conf_name(conf)
             );
         }
-        let v = verdict::judge(a, machine, conf, &a.args, a.json || machines.len() > 1, true)?;
+        let v = verdict::judge(
+            a,
+            machine,
+            conf,
+            &a.args,
+            a.json || machines.len() > 1,
+            true,
+        )?;
         if !a.json {
             print!("{}", v.usable_lines());
             print!("{}", describe(&v.report));

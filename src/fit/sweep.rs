@@ -19,7 +19,9 @@ enum Values {
 /// `NAME=a..b` or `NAME=a,b,c` → (NAME, values).
 fn parse(spec: &str) -> Result<(String, Values), String> {
     let bad = || {
-        format!("--sweep {spec}: expected NAME=a..b with integers a <= b (batch=1..64), or NAME=a,b,c")
+        format!(
+            "--sweep {spec}: expected NAME=a..b with integers a <= b (batch=1..64), or NAME=a,b,c"
+        )
     };
     let (name, values) = spec.split_once('=').ok_or_else(bad)?;
     if name.trim().is_empty() || values.trim().is_empty() {
@@ -74,7 +76,9 @@ pub fn run(a: &FitArgs, machines: &[Vec<Gpu>]) -> Result<ExitCode, String> {
         let answer = match specs.as_slice() {
             [(name, Values::Range(lo, hi))] => bisect(a, machine, conf, name, *lo, *hi)?,
             [(name, Values::List(values))] => each(a, machine, conf, name, values)?,
-            [first, second] => super::vary::grid(a, machine, conf, first_values(first), first_values(second))?,
+            [first, second] => {
+                super::vary::grid(a, machine, conf, first_values(first), first_values(second))?
+            }
             _ => return Err("--sweep: give one or two arguments to sweep".into()),
         };
         all &= answer.fits;
@@ -130,7 +134,14 @@ fn probe(
     name: &str,
     value: &str,
 ) -> Result<Verdict, String> {
-    let v = judge(a, machine, conf, &with_value(&a.args, name, value), true, false)?;
+    let v = judge(
+        a,
+        machine,
+        conf,
+        &with_value(&a.args, name, value),
+        true,
+        false,
+    )?;
     if !a.json {
         println!("  {name}={value}: {}", v.short_line());
     }
@@ -190,13 +201,18 @@ fn bisect(
         }
         Some(lo)
     };
-    let find = |value: i64| probes.iter().find(|(v, _)| *v == value.to_string()).map(|(_, v)| v);
+    let find = |value: i64| {
+        probes
+            .iter()
+            .find(|(v, _)| *v == value.to_string())
+            .map(|(_, v)| v)
+    };
     let said = match largest {
         Some(best) => {
             let spare = find(best).and_then(Verdict::spare).map_or(0, |s| s.0);
-            let next = find(best + 1).and_then(|v| v.needs.as_ref()).map(|n| {
-                format!("; {name}={} needs {} more", best + 1, size(n.more))
-            });
+            let next = find(best + 1)
+                .and_then(|v| v.needs.as_ref())
+                .map(|n| format!("; {name}={} needs {} more", best + 1, size(n.more)));
             format!(
                 "{best} on {gpu} ({} to spare{})",
                 short(spare),

@@ -25,7 +25,9 @@ fn rows(a: &FitArgs) -> Result<Vec<Row>, String> {
             .split_once('=')
             .filter(|(n, v)| !n.trim().is_empty() && !v.trim().is_empty())
             .ok_or_else(|| {
-                format!("--vary {spec}: expected NAME=a,b,c, e.g. ckpt=0,1 or dtype=float32,bfloat16")
+                format!(
+                    "--vary {spec}: expected NAME=a,b,c, e.g. ckpt=0,1 or dtype=float32,bfloat16"
+                )
             })?;
         for value in values.split(',') {
             let (name, value) = (name.trim(), value.trim());
@@ -66,7 +68,14 @@ pub fn run(a: &FitArgs, machines: &[Vec<Gpu>]) -> Result<ExitCode, String> {
     for row in &rows {
         let mut line = Vec::new();
         for machine in machines {
-            line.push(judge(a, machine, row.conf.as_deref(), &row.args, true, false)?);
+            line.push(judge(
+                a,
+                machine,
+                row.conf.as_deref(),
+                &row.args,
+                true,
+                false,
+            )?);
         }
         table.push(line);
     }
@@ -164,7 +173,10 @@ pub fn grid(
         }
     }
     if !a.json {
-        print!("{}", render_grid(&cols, &col_values, &rows, &row_values, &cells));
+        print!(
+            "{}",
+            render_grid(&cols, &col_values, &rows, &row_values, &cells)
+        );
     }
     Ok(Answer {
         name: gpus::machine_name(machine),

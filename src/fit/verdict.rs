@@ -71,10 +71,8 @@ impl Verdict {
     /// The device with the least to spare.
     fn tightest(&self) -> Option<usize> {
         let peaks = self.peaks();
-        (0..self.usable.len()).min_by_key(|&i| {
-            self.usable[i]
-                .saturating_sub(peaks.get(i).copied().unwrap_or(0))
-        })
+        (0..self.usable.len())
+            .min_by_key(|&i| self.usable[i].saturating_sub(peaks.get(i).copied().unwrap_or(0)))
     }
 
     /// Bytes to spare on the tightest device, and the share of its usable memory.

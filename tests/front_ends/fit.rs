@@ -31,7 +31,10 @@ fn each_gpu_asked_gets_its_own_verdict_with_the_memory_its_allocator_can_use() {
         "{report}"
     );
     assert!(report.contains("RTX-4090: fits, "), "{report}");
-    assert!(report.contains("(estimated)"), "other GPUs' totals are estimates: {report}");
+    assert!(
+        report.contains("(estimated)"),
+        "other GPUs' totals are estimates: {report}"
+    );
     let verdicts: Vec<&str> = report
         .lines()
         .filter(|l| l.contains(": fits, ") && !l.starts_with(' '))
@@ -40,7 +43,10 @@ fn each_gpu_asked_gets_its_own_verdict_with_the_memory_its_allocator_can_use() {
     // 1 GiB less the context, less the 256 MiB segment.
     let spare = (1u64 << 30) - 552_402_944 - (256 << 20);
     assert!(
-        report.contains(&format!("1GiB: fits, {:.2} MiB ({spare} B) to spare", spare as f64 / 1048576.0)),
+        report.contains(&format!(
+            "1GiB: fits, {:.2} MiB ({spare} B) to spare",
+            spare as f64 / 1048576.0
+        )),
         "{report}"
     );
 }
@@ -54,7 +60,9 @@ fn a_matrix_product_takes_cublas_memory_off_too() {
     assert!(ok, "{report}{err}");
     assert!(
         report.contains("the allocator can use 139.17 GiB (149431648256 B)")
-            && report.contains("(678232064 B) held outside the allocator (CUDA context and cuBLAS, measured)"),
+            && report.contains(
+                "(678232064 B) held outside the allocator (CUDA context and cuBLAS, measured)"
+            ),
         "{report}"
     );
 }
@@ -78,10 +86,19 @@ fn the_margin_and_the_shortfall_are_exact_and_say_where() {
         "{report}"
     );
     // --reserve holds memory for other tenants.
-    let (ok, report, _) = fit(&path, &["--gpu", "1GiB", "--no-context", "--reserve", "512MiB"]);
+    let (ok, report, _) = fit(
+        &path,
+        &["--gpu", "1GiB", "--no-context", "--reserve", "512MiB"],
+    );
     assert!(ok, "{report}");
-    assert!(report.contains("fits, 256.00 MiB (268435456 B) to spare (50.0%)"), "{report}");
-    assert!(report.contains("less 512.00 MiB (536870912 B) --reserve"), "{report}");
+    assert!(
+        report.contains("fits, 256.00 MiB (268435456 B) to spare (50.0%)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("less 512.00 MiB (536870912 B) --reserve"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -107,7 +124,10 @@ fn a_gpu_it_does_not_know_is_a_clear_error_listing_those_it_knows() {
         ("80", "nor a size with a unit (24GiB, 24GB)"),
     ] {
         let (ok, _, err) = fit(&path, &["--gpu", gpu]);
-        assert!(!ok && err.contains(says) && !err.contains("panicked"), "{gpu}: {err}");
+        assert!(
+            !ok && err.contains(says) && !err.contains("panicked"),
+            "{gpu}: {err}"
+        );
     }
     let (ok, _, err) = fit(&path, &[]);
     assert!(!ok && err.contains("say which GPU: --gpu H200"), "{err}");
@@ -119,15 +139,25 @@ fn vary_gives_one_table_with_the_default_row_first() {
     let path = write_script(dir.path(), "units.rhai", UNITS);
     let (ok, report, err) = fit(&path, &["--gpu", "1GiB", "--no-context", "--vary", "n=2,5"]);
     assert!(!ok, "n=5 does not fit: {report}{err}");
-    let table: Vec<&str> = report.lines().skip_while(|l| !l.starts_with("setting")).collect();
+    let table: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("setting"))
+        .collect();
     assert_eq!(table.len(), 4, "{report}");
     let verdict = table[0].find("1GiB verdict").unwrap();
     let cells: Vec<&str> = table[1..].iter().map(|l| &l[verdict..]).collect();
     assert_eq!(
         cells,
-        ["fits, 768.00 MiB spare (75.0%)", "fits, 512.00 MiB spare (50.0%)", "needs 256.00 MiB more"]
+        [
+            "fits, 768.00 MiB spare (75.0%)",
+            "fits, 512.00 MiB spare (50.0%)",
+            "needs 256.00 MiB more"
+        ]
     );
-    assert!(table[1].starts_with("default ") && table[3].starts_with("n=5 "), "{report}");
+    assert!(
+        table[1].starts_with("default ") && table[3].starts_with("n=5 "),
+        "{report}"
+    );
 }
 
 #[test]
@@ -136,17 +166,33 @@ fn two_sweeps_give_the_grid() {
     let path = write_script(dir.path(), "units.rhai", UNITS);
     let (_, report, err) = fit(
         &path,
-        &["--gpu", "1GiB", "--no-context", "--sweep", "n=1..4", "--sweep", "m=1,2"],
+        &[
+            "--gpu",
+            "1GiB",
+            "--no-context",
+            "--sweep",
+            "n=1..4",
+            "--sweep",
+            "m=1,2",
+        ],
     );
     let grid: Vec<Vec<&str>> = report
         .lines()
         .skip_while(|l| !l.starts_with("m \\ n"))
         .take(3)
-        .map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect())
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
         .collect();
     assert_eq!(grid.len(), 3, "{report}{err}");
     assert_eq!(grid[0], ["m \\ n", "1", "2", "4"]);
-    assert_eq!(grid[1], ["m=1", "yes 768.00 MiB", "yes 512.00 MiB", "yes 0.00 MiB"]);
+    assert_eq!(
+        grid[1],
+        ["m=1", "yes 768.00 MiB", "yes 512.00 MiB", "yes 0.00 MiB"]
+    );
     assert_eq!(grid[2], ["m=2", "yes 512.00 MiB", "yes 0.00 MiB", "no"]);
 }
 
@@ -157,9 +203,15 @@ fn config_fields_are_script_arguments_and_the_command_line_wins() {
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"n": 5, "architectures": ["X"]}"#).unwrap();
     let config = config.to_str().unwrap();
-    let (ok, report, _) = fit(&path, &["--gpu", "1GiB", "--no-context", "--config", config]);
+    let (ok, report, _) = fit(
+        &path,
+        &["--gpu", "1GiB", "--no-context", "--config", config],
+    );
     assert!(!ok && report.contains("needs 256.00 MiB"), "{report}");
-    let (ok, report, _) = fit(&path, &["n=1", "--gpu", "1GiB", "--no-context", "--config", config]);
+    let (ok, report, _) = fit(
+        &path,
+        &["n=1", "--gpu", "1GiB", "--no-context", "--config", config],
+    );
     assert!(ok, "{report}");
 }
 
@@ -167,8 +219,12 @@ fn config_fields_are_script_arguments_and_the_command_line_wins() {
 fn json_has_every_figure_of_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_script(dir.path(), "units.rhai", UNITS);
-    let (_, out, err) = fit(&path, &["--gpu", "1GiB,H200", "--no-context", "n=5", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let (_, out, err) = fit(
+        &path,
+        &["--gpu", "1GiB,H200", "--no-context", "n=5", "--json"],
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     let v = &doc["verdicts"];
     assert_eq!(v[0]["gpu"], "1GiB");
     assert_eq!(v[0]["fits"], false);

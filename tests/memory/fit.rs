@@ -149,12 +149,12 @@ loss.backward();
 fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_script(dir.path(), "mlp.rhai", MLP);
-    let (ok, report, _) = output(
-        torchlet()
-            .arg("fit")
-            .arg(&path)
-            .args(["n=100000", "--gpu", "1GiB", "--no-context"]),
-    );
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args([
+        "n=100000",
+        "--gpu",
+        "1GiB",
+        "--no-context",
+    ]));
     assert!(!ok, "exit status 1 when it does not fit");
     assert!(
         report.contains("does not fit: the first out-of-memory error, at "),
@@ -191,10 +191,17 @@ fn allocator_settings_are_compared_side_by_side() {
     };
     let table = fit(&["--alloc-conf", confs[0], "--alloc-conf", confs[1]]);
     let rows = table["rows"].as_array().expect("a comparison table");
-    let settings: Vec<&str> = rows.iter().map(|r| r["setting"].as_str().unwrap()).collect();
+    let settings: Vec<&str> = rows
+        .iter()
+        .map(|r| r["setting"].as_str().unwrap())
+        .collect();
     assert_eq!(
         settings,
-        ["default", "alloc conf expandable_segments:True", "alloc conf max_split_size_mb:64"]
+        [
+            "default",
+            "alloc conf expandable_segments:True",
+            "alloc conf max_split_size_mb:64"
+        ]
     );
     let reserved = |v: &serde_json::Value| v["peaks"][0]["peak_reserved"]["reserved"].as_u64();
     // Each row is what a run with that setting alone reports.
@@ -206,13 +213,25 @@ fn allocator_settings_are_compared_side_by_side() {
     }
     // The text form is one aligned table, the default row first.
     let (_, text, _) = output(torchlet().arg("fit").arg(&path).args([
-        "--gpu", "1GiB", "--no-context", "--alloc-conf", confs[0], "--alloc-conf", confs[1],
+        "--gpu",
+        "1GiB",
+        "--no-context",
+        "--alloc-conf",
+        confs[0],
+        "--alloc-conf",
+        confs[1],
     ]));
-    let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("setting")).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("setting"))
+        .collect();
     assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[1].starts_with("default "), "{text}");
     let column = lines[0].find("1GiB verdict").unwrap();
-    assert!(lines[1..].iter().all(|l| l[column..].starts_with("fits, ")), "{text}");
+    assert!(
+        lines[1..].iter().all(|l| l[column..].starts_with("fits, ")),
+        "{text}"
+    );
 }
 
 #[test]
