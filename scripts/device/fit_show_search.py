@@ -14,7 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STARTED = time.time()
-BUDGET_S = 165
+BUDGET_S = 120
 
 
 def probe(batch, limit, seen):
@@ -25,7 +25,7 @@ def probe(batch, limit, seen):
         return None
     try:
         p = subprocess.run([sys.executable, os.path.join(HERE, "fit_show.py"), str(batch), str(limit)],
-                           capture_output=True, text=True, timeout=45)
+                           capture_output=True, text=True, timeout=40)
         line = [l for l in p.stdout.splitlines() if l.startswith("{")]
         r = json.loads(line[-1]) if line else {"batch": batch, "limit": limit, "error": p.stderr[-800:]}
     except subprocess.TimeoutExpired:
