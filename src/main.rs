@@ -45,15 +45,33 @@ struct FitCliArgs {
     file: PathBuf,
     /// Arguments the script sees as `ARGS` (NAME=VALUE ones are read by `arg(name, default)`).
     args: Vec<String>,
-    /// The size of each simulated GPU, e.g. 80GiB or 80GiB,24GiB.
-    #[arg(long, value_name = "SIZE[,SIZE…]")]
-    gpu: String,
+    /// GPUs to answer for, one verdict each: H200, H100-80GB, RTX-4090, … or a size (24GiB, 24GB).
+    #[arg(long, value_name = "GPU[,GPU…]")]
+    gpu: Option<String>,
+    /// One machine of several GPUs, e.g. 2xH100-80GB or H200+H200 (repeat for more machines).
+    #[arg(long, value_name = "NxGPU")]
+    devices: Vec<String>,
+    /// Give a plain size (24GiB) all to the allocator: no CUDA context taken off.
+    #[arg(long)]
+    no_context: bool,
+    /// Memory held for other tenants on every GPU, e.g. 2GiB.
+    #[arg(long, value_name = "SIZE")]
+    reserve: Option<String>,
     /// Allocator settings to compare, in PyTorch's syntax (repeat the option for each).
     #[arg(long = "alloc-conf", value_name = "CONF")]
     alloc_conf: Vec<String>,
-    /// Find the largest value of argument NAME in a..b that fits.
+    /// The largest value of argument NAME in a..b that fits (NAME=a,b,c: each value); twice: the grid.
     #[arg(long, value_name = "NAME=a..b")]
-    sweep: Option<String>,
+    sweep: Vec<String>,
+    /// Compare values of a script argument in one table, e.g. ckpt=0,1 (repeatable).
+    #[arg(long, value_name = "NAME=a,b,c")]
+    vary: Vec<String>,
+    /// A HF-style config.json whose fields become script arguments (NAME=VALUE).
+    #[arg(long, value_name = "config.json")]
+    config: Option<PathBuf>,
+    /// Print every figure of the report as JSON (docs/fit-json.md).
+    #[arg(long)]
+    json: bool,
     /// Run with values (real math on simulated GPUs) instead of shapes only: slower and needs host
     /// memory for every tensor, but checks the shapes-only answer.
     #[arg(long)]
@@ -177,8 +195,14 @@ fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
         file: args.file,
         args: args.args,
         gpus: args.gpu,
+        devices: args.devices,
+        no_context: args.no_context,
+        reserve: args.reserve,
         alloc_confs: args.alloc_conf,
         sweep: args.sweep,
+        vary: args.vary,
+        config: args.config,
+        json: args.json,
         with_values: args.values,
     };
     match args.child_result {

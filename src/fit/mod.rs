@@ -1,19 +1,31 @@
-//! `torchlet fit FILE [ARGS] --gpu SIZE[,SIZE…] [--alloc-conf CONF]… [--sweep NAME=a..b]`: will a
-//! script fit a GPU? It runs shapes only (no math, no data) on simulated GPUs of those sizes,
-//! through PyTorch's allocator, and reports each device's peaks, where they were reached, and the
-//! first out-of-memory error.
+//! `torchlet fit FILE [ARGS] --gpu H200,RTX-4090,24GiB [--devices 2xH100-80GB] [--vary NAME=a,b]
+//! [--sweep NAME=a..b]…`: will a script fit a GPU? It runs shapes only (no math, no data) on
+//! simulated GPUs with the memory the allocator would get on each, through PyTorch's allocator,
+//! and answers once per GPU asked: fits with how much to spare, or how much more it needs, where.
 //!
 //! Each run is a child process (this program again, with `--child-result`): a fresh allocator per
-//! allocator setting and per swept value, exactly as a fresh Python process would have.
+//! GPU, allocator setting and swept value, exactly as a fresh Python process would have.
 //!
-//! Map: this file runs the children and prints the report; `sweep` finds the largest value of a
-//! script argument that fits, by bisection.
+//! Map: this file runs the children and prints the report; `gpus` is the table of GPUs by name
+//! and what their allocator can use; `verdict` turns a run into fits-with-margin or
+//! needs-more (finding the smallest memory that fits); `sweep` finds the largest value of a
+//! script argument that fits, or the grid over two; `vary` compares script arguments and
+//! allocator settings in one table; `config` reads `--config` files into script arguments;
+//! `json` is `--json`'s document.
+mod config;
+mod gpus;
+mod json;
 mod sweep;
+mod vary;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::Value;
+
+pub use gpus::Gpu;
+use verdict::Verdict;
 
 /// What `torchlet fit` was asked.
 #[derive(Clone, Debug, Default)]
@@ -22,12 +34,24 @@ pub struct FitArgs {
     pub file: PathBuf,
     /// Its arguments (`ARGS`; `NAME=VALUE` ones are read by `arg(name, default)`).
     pub args: Vec<String>,
-    /// The GPU sizes, e.g. `80GiB` or `80GiB,24GiB`.
-    pub gpus: String,
+    /// `--gpu`: the GPUs to answer for, one verdict each (in a child: the sizes to simulate).
+    pub gpus: Option<String>,
+    /// `--devices`: machines of several GPUs, one verdict each.
+    pub devices: Vec<String>,
+    /// `--no-context`: a plain size is all the allocator's.
+    pub no_context: bool,
+    /// `--reserve SIZE`: memory held for other tenants on every GPU.
+    pub reserve: Option<String>,
     /// Allocator settings to compare (PyTorch's `PYTORCH_CUDA_ALLOC_CONF` syntax).
     pub alloc_confs: Vec<String>,
-    /// `NAME=a..b`: the largest value of argument NAME that fits.
-    pub sweep: Option<String>,
+    /// `NAME=a..b` (or `NAME=a,b,c`), once or twice.
+    pub sweep: Vec<String>,
+    /// `NAME=a,b,c`: script arguments to compare.
+    pub vary: Vec<String>,
+    /// `--config FILE`: a HF-style config whose fields become script arguments.
+    pub config: Option<PathBuf>,
+    /// `--json`: print the report as JSON instead of text.
+    pub json: bool,
     /// Run with values on simulated GPUs instead of shapes only (`--values`).
     pub with_values: bool,
 }
@@ -41,23 +65,68 @@ impl FitArgs {
             "shapes only"
         }
     }
+
+    /// The machines asked: each `--gpu` name alone, then each `--devices` machine.
+    fn machines(&self) -> Result<Vec<Vec<Gpu>>, String> {
+        let reserve = match &self.reserve {
+            Some(r) => {
+                torchlet_session::fit::parse_size(r).map_err(|e| format!("--reserve: {e}"))?
+            }
+            None => 0,
+        };
+        let options = gpus::Options {
+            no_context: self.no_context,
+            reserve,
+        };
+        let mut machines = match &self.gpus {
+            Some(list) => gpus::each(list, options)?,
+            None => Vec::new(),
+        };
+        for spec in &self.devices {
+            machines.push(gpus::machine(spec, options)?);
+        }
+        if machines.is_empty() {
+            return Err(format!(
+                "say which GPU: --gpu H200 (or {}, or a size such as 24GiB), or --devices 2xH100-80GB",
+                gpus::names()
+            ));
+        }
+        Ok(machines)
+    }
 }
 
-/// One child run: the report `session::fit::run` wrote.
+/// Bytes as the report gives them: GiB to two decimals, and the exact count.
+pub fn size(bytes: u64) -> String {
+    format!("{} ({bytes} B)", short(bytes))
+}
+
+/// Bytes in the largest unit that keeps them readable.
+pub fn short(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.2} MiB", b / (1u64 << 20) as f64)
+    }
+}
+
+/// One child run on simulated GPUs of `sizes` bytes: the report `session::fit::run` wrote.
 fn run_child(
     a: &FitArgs,
+    sizes: &[u64],
     conf: Option<&str>,
     args: &[String],
     quiet: bool,
 ) -> Result<Value, String> {
     let result = std::env::temp_dir().join(format!("torchlet-fit-{}.json", std::process::id()));
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let spec: Vec<String> = sizes.iter().map(|s| format!("{s}B")).collect();
     let mut cmd = Command::new(exe);
     cmd.arg("fit")
         .arg(&a.file)
         .args(args)
         .arg("--gpu")
-        .arg(&a.gpus);
+        .arg(spec.join(","));
     cmd.arg("--child-result").arg(&result);
     if a.with_values {
         cmd.arg("--values");
@@ -85,10 +154,11 @@ fn run_child(
 
 /// `--child-result FILE`: run once here (shapes only unless `--values`) and write the report.
 pub fn child(a: &FitArgs, result: &Path, quiet: bool) -> Result<ExitCode, String> {
+    let sizes = a.gpus.as_deref().unwrap_or("");
     let devices = if a.with_values {
-        torchlet_session::fit::init_with_values(&a.gpus)
+        torchlet_session::fit::init_with_values(sizes)
     } else {
-        torchlet_session::fit::init_shapes_only(&a.gpus)
+        torchlet_session::fit::init_shapes_only(sizes)
     };
     devices.map_err(|e| format!("--gpu: {e}"))?;
     let text = std::fs::read_to_string(&a.file)
@@ -104,20 +174,12 @@ fn fits(report: &Value) -> bool {
     report["error"].is_null()
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
-}
-
-fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
 /// Where a peak was reached: `FILE:LINE:COL: statement`.
 fn site(m: &Value) -> String {
     m["site"].as_str().unwrap_or("(no statement)").to_string()
 }
 
-/// The report of one run, as a person reads it.
+/// The report of one run, as a person reads it: per device its peaks, then how the run ended.
 fn describe(report: &Value) -> String {
     let mut out = String::new();
     for d in report["devices"].as_array().into_iter().flatten() {
@@ -129,18 +191,10 @@ fn describe(report: &Value) -> String {
         out += &format!(
             "cuda:{} ({}):\n",
             d["index"],
-            gib(d["capacity"].as_u64().unwrap_or(0))
+            short(d["capacity"].as_u64().unwrap_or(0))
         );
-        out += &format!(
-            "  peak allocated: {alloc} B ({}), at {}\n",
-            mib(alloc),
-            site(pa)
-        );
-        out += &format!(
-            "  peak reserved:  {res} B ({}), at {}\n",
-            mib(res),
-            site(pr)
-        );
+        out += &format!("  peak allocated: {}, at {}\n", size(alloc), site(pa));
+        out += &format!("  peak reserved:  {}, at {}\n", size(res), site(pr));
         out += &format!(
             "  at the reserved peak: {} segment(s); {:.1}% of reserved memory held by no tensor\n",
             pr["segments"],
@@ -151,7 +205,7 @@ fn describe(report: &Value) -> String {
         "(the run, {}, took {:.2} s and at most {} of host memory)\n",
         report["mode"].as_str().unwrap_or("shapes only"),
         report["seconds"].as_f64().unwrap_or(0.0),
-        mib(report["max_rss_bytes"].as_u64().unwrap_or(0))
+        short(report["max_rss_bytes"].as_u64().unwrap_or(0))
     );
     match &report["error"] {
         Value::Null => out += "fits: the script ran to its end\n",
@@ -183,54 +237,94 @@ fn conf_name(conf: Option<&str>) -> String {
     )
 }
 
-/// `torchlet fit …`: one report per allocator setting (or a sweep per setting), then a comparison.
+/// The script's arguments: `--config`'s fields first, so that those given override them.
+fn script_args(a: &FitArgs) -> Result<Vec<String>, String> {
+    let mut args = match &a.config {
+        Some(path) => config::args(path)?,
+        None => Vec::new(),
+    };
+    args.extend(a.args.iter().cloned());
+    Ok(args)
+}
+
+/// `torchlet fit …`: one verdict per GPU asked (or a sweep, or a comparison table).
 pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
     // Say so before any run starts, rather than once per child.
     std::fs::metadata(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
-    let confs: Vec<Option<&str>> = if a.alloc_confs.is_empty() {
-        vec![None]
-    } else {
-        a.alloc_confs.iter().map(|c| Some(c.as_str())).collect()
-    };
-    let mut all_fit = true;
-    let mut rows = Vec::new();
-    for &conf in &confs {
-        println!(
-            "== {} on {} ({}, {})",
-            a.file.display(),
-            a.gpus,
-            a.mode(),
-            conf_name(conf)
-        );
-        let report = match &a.sweep {
-            Some(spec) => sweep::sweep(a, conf, spec)?,
-            None => {
-                let report = run_child(a, conf, &a.args, confs.len() > 1)?;
-                print!("{}", describe(&report));
-                report
-            }
-        };
-        all_fit &= fits(&report);
-        rows.push((conf_name(conf), report));
+    let machines = a.machines()?;
+    let mut a = a.clone();
+    a.args = script_args(&a)?;
+    let a = &a;
+    if !a.sweep.is_empty() {
+        return sweep::run(a, &machines);
     }
-    if rows.len() > 1 {
-        println!(
-            "\n{:<40} {:>18} {:>18}  fits",
-            "setting", "peak allocated", "peak reserved"
-        );
-        for (name, r) in &rows {
-            let d = &r["devices"][0];
+    if !a.vary.is_empty() || a.alloc_confs.len() > 1 {
+        return vary::run(a, &machines);
+    }
+    let conf = a.alloc_confs.first().map(String::as_str);
+    let mut verdicts = Vec::new();
+    for machine in &machines {
+        if !a.json {
             println!(
-                "{name:<40} {:>18} {:>18}  {}",
-                d["peak_allocated"]["allocated"],
-                d["peak_reserved"]["reserved"],
-                if fits(r) { "yes" } else { "no" }
+                "== {} on {} ({}, {})",
+                a.file.display(),
+                gpus::machine_name(machine),
+                a.mode(),
+                conf_name(conf)
             );
         }
+        let v = verdict::judge(
+            a,
+            machine,
+            conf,
+            &a.args,
+            a.json || machines.len() > 1,
+            true,
+        )?;
+        if !a.json {
+            print!("{}", v.usable_lines());
+            print!("{}", describe(&v.report));
+            println!("{}", v.line());
+        }
+        verdicts.push(v);
     }
-    Ok(if all_fit {
+    if a.json {
+        println!("{}", json::document(a, &verdicts));
+    } else if machines.len() > 1 {
+        println!();
+        print!("{}", summary(&verdicts));
+    }
+    Ok(exit(verdicts.iter().all(Verdict::fits)))
+}
+
+/// One line per GPU asked, aligned: usable memory, peak reserved, the verdict.
+fn summary(verdicts: &[Verdict]) -> String {
+    let width = verdicts
+        .iter()
+        .map(|v| v.name.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let mut out = format!(
+        "{:<width$}  {:>12}  {:>14}  verdict\n",
+        "GPU", "usable", "peak reserved"
+    );
+    for v in verdicts {
+        out += &format!(
+            "{:<width$}  {:>12}  {:>14}  {}\n",
+            v.name,
+            short(v.usable.iter().copied().min().unwrap_or(0)),
+            short(v.peak_reserved()),
+            v.short_line()
+        );
+    }
+    out
+}
+
+fn exit(all_fit: bool) -> ExitCode {
+    if all_fit {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }

@@ -4,6 +4,7 @@ mod common;
 
 mod browser;
 mod cli;
+mod fit;
 mod jupyter_venv;
 mod kernel_install;
 mod kernel_jupyter;

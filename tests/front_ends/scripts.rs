@@ -442,6 +442,7 @@ fn gpt2_will_it_fit_finds_the_largest_batch_for_24_gib() {
     let best: u32 = report
         .lines()
         .find_map(|l| l.strip_prefix("the largest batch that fits: "))
+        .and_then(|l| l.split(' ').next())
         .unwrap_or_else(|| panic!("{report}"))
         .parse()
         .unwrap();

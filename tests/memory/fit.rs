@@ -149,12 +149,12 @@ loss.backward();
 fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_script(dir.path(), "mlp.rhai", MLP);
-    let (ok, report, _) = output(
-        torchlet()
-            .arg("fit")
-            .arg(&path)
-            .args(["n=100000", "--gpu", "1GiB"]),
-    );
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args([
+        "n=100000",
+        "--gpu",
+        "1GiB",
+        "--no-context",
+    ]));
     assert!(!ok, "exit status 1 when it does not fit");
     assert!(
         report.contains("does not fit: the first out-of-memory error, at "),
@@ -178,38 +178,60 @@ fn a_script_that_does_not_fit_gets_pytorchs_message_its_line_and_holders() {
 fn allocator_settings_are_compared_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_script(dir.path(), "mlp.rhai", MLP);
-    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args([
+    let confs = ["expandable_segments:True", "max_split_size_mb:64"];
+    let fit = |extra: &[&str]| -> serde_json::Value {
+        let (_, report, err) = output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["--gpu", "1GiB", "--no-context", "--json"])
+                .args(extra),
+        );
+        serde_json::from_str(&report).unwrap_or_else(|e| panic!("{e}: {report}{err}"))
+    };
+    let table = fit(&["--alloc-conf", confs[0], "--alloc-conf", confs[1]]);
+    let rows = table["rows"].as_array().expect("a comparison table");
+    let settings: Vec<&str> = rows
+        .iter()
+        .map(|r| r["setting"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            "default",
+            "alloc conf expandable_segments:True",
+            "alloc conf max_split_size_mb:64"
+        ]
+    );
+    let reserved = |v: &serde_json::Value| v["peaks"][0]["peak_reserved"]["reserved"].as_u64();
+    // Each row is what a run with that setting alone reports.
+    for (row, conf) in rows[1..].iter().zip(confs) {
+        let verdict = &row["verdicts"][0];
+        assert_eq!(verdict["fits"], true, "{conf}: {verdict}");
+        let alone = fit(&["--alloc-conf", conf]);
+        assert_eq!(reserved(verdict), reserved(&alone["verdicts"][0]), "{conf}");
+    }
+    // The text form is one aligned table, the default row first.
+    let (_, text, _) = output(torchlet().arg("fit").arg(&path).args([
         "--gpu",
         "1GiB",
+        "--no-context",
         "--alloc-conf",
-        "expandable_segments:True",
+        confs[0],
         "--alloc-conf",
-        "max_split_size_mb:64",
+        confs[1],
     ]));
-    assert!(ok, "{report}{err}");
-    let table = report.split_once("setting").expect("a comparison table").1;
-    let rows: Vec<&str> = table.lines().skip(1).collect();
-    assert_eq!(rows.len(), 2, "{table}");
-    assert!(rows[0].starts_with("alloc conf expandable_segments:True") && rows[0].ends_with("yes"));
-    assert!(rows[1].starts_with("alloc conf max_split_size_mb:64") && rows[1].ends_with("yes"));
-    // Each row is what a run with that setting alone reports.
-    for (row, conf) in rows
-        .iter()
-        .zip(["expandable_segments:True", "max_split_size_mb:64"])
-    {
-        let (_, alone, _) =
-            output(
-                torchlet()
-                    .arg("fit")
-                    .arg(&path)
-                    .args(["--gpu", "1GiB", "--alloc-conf", conf]),
-            );
-        let reserved = row.split_whitespace().rev().nth(1).unwrap();
-        assert!(
-            alone.contains(&format!("peak reserved:  {reserved} B")),
-            "{conf}: {row}\n{alone}"
-        );
-    }
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("setting"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[1].starts_with("default "), "{text}");
+    let column = lines[0].find("1GiB verdict").unwrap();
+    assert!(
+        lines[1..].iter().all(|l| l[column..].starts_with("fits, ")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -364,7 +386,9 @@ fn every_script_peaks_shapes_only_where_it_peaks_with_values() {
         let copy = write_script(dir.path(), &name, &through_fit_value(&text));
         let fit = |values: bool| {
             let mut cmd = torchlet();
-            cmd.arg("fit").arg(&copy).args(["--gpu", "80GiB,80GiB"]);
+            cmd.arg("fit")
+                .arg(&copy)
+                .args(["--devices", "2x80GiB", "--no-context"]);
             if name.starts_with("11_") {
                 // GPT-2 small with values needs 17 GB of host memory: a smaller model, same code.
                 cmd.args([

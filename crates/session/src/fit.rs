@@ -9,6 +9,11 @@ use serde_json::{json, Value};
 use super::{Session, SessionOptions, StdioFrontend};
 use torchlet_alloc::PeakMoment;
 
+/// A byte size as `--gpu` and `--reserve` take it: "24GiB", "24GB", "512MiB".
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    torchlet_core::device::parse_size(s)
+}
+
 /// Simulate GPUs of `sizes` (`"80GiB,24GiB"`) shapes only; before anything else touches devices.
 pub fn init_shapes_only(sizes: &str) -> Result<(), String> {
     // The registry words its errors for --simulate-cuda; here the sizes came from --gpu.
@@ -46,6 +51,11 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
         })
     });
     // The report is taken before the session (and its tensors) goes.
+    let cublas: Vec<usize> = torchlet_core::device::blas_workspaces()
+        .into_iter()
+        .filter(|(_, w)| !w.is_empty())
+        .map(|(index, _)| index)
+        .collect();
     let devices: Vec<Value> = torchlet_core::device::started_cuda_allocators()
         .into_iter()
         .map(|(index, a)| {
@@ -56,6 +66,8 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
                 "capacity": total,
                 "peak_allocated": moment(&peaks.allocated),
                 "peak_reserved": moment(&peaks.reserved),
+                // Whether cuBLAS loaded (its handle's memory is outside the allocator).
+                "cublas": cublas.contains(&index),
             })
         })
         .collect();

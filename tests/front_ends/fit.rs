@@ -1,0 +1,239 @@
+//! `torchlet fit` answered the way users ask: GPUs by name with what their allocator can use, one
+//! verdict per GPU with its margin or its shortfall, machines of several GPUs, `--vary`, the
+//! two-argument grid, `--config`, `--json`, and clear errors for GPUs it does not know.
+use crate::common;
+use common::{text, torchlet, write_script};
+use std::path::Path;
+
+/// `torchlet fit SCRIPT ARGS…`: (success, stdout, stderr).
+fn fit(script: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = torchlet()
+        .arg("fit")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("torchlet runs");
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// 256 MiB of float32 per unit of `n` (and of `m`), on `dev` (cuda by default).
+const UNITS: &str = "let n = arg(\"n\", 1);\nlet m = arg(\"m\", 1);\nlet x = empty(n * m * 67108864, #{device: \"cuda\"});\n";
+
+#[test]
+fn each_gpu_asked_gets_its_own_verdict_with_the_memory_its_allocator_can_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let (ok, report, err) = fit(&path, &["--gpu", "h200,RTX-4090,1GiB"]);
+    assert!(ok, "{report}{err}");
+    // No matrix product: cuBLAS never loads, so only the CUDA context comes off (H200: measured).
+    assert!(
+        report.contains("cuda:0 (H200): the allocator can use 139.29 GiB (149557477376 B): 139.80 GiB (150109880320 B) total; less 526.81 MiB (552402944 B) held outside the allocator"),
+        "{report}"
+    );
+    assert!(report.contains("RTX-4090: fits, "), "{report}");
+    assert!(
+        report.contains("(estimated)"),
+        "other GPUs' totals are estimates: {report}"
+    );
+    let verdicts: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains(": fits, ") && !l.starts_with(' '))
+        .collect();
+    assert_eq!(verdicts.len(), 3, "one verdict per GPU asked: {report}");
+    // 1 GiB less the context, less the 256 MiB segment.
+    let spare = (1u64 << 30) - 552_402_944 - (256 << 20);
+    assert!(
+        report.contains(&format!(
+            "1GiB: fits, {:.2} MiB ({spare} B) to spare",
+            spare as f64 / 1048576.0
+        )),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_matrix_product_takes_cublas_memory_off_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "let a = randn(1024, 1024, #{device: \"cuda\"});\nlet b = a.matmul(a);\n";
+    let path = write_script(dir.path(), "mm.rhai", body);
+    let (ok, report, err) = fit(&path, &["--gpu", "H200"]);
+    assert!(ok, "{report}{err}");
+    assert!(
+        report.contains("the allocator can use 139.17 GiB (149431648256 B)")
+            && report.contains(
+                "(678232064 B) held outside the allocator (CUDA context and cuBLAS, measured)"
+            ),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_margin_and_the_shortfall_are_exact_and_say_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let (ok, report, _) = fit(&path, &["--gpu", "1GiB", "--no-context"]);
+    assert!(ok, "{report}");
+    assert!(
+        report.contains("1GiB: fits, 768.00 MiB (805306368 B) to spare (75.0%)"),
+        "{report}"
+    );
+    // 1.25 GiB in one request on 1 GiB: it needs 256 MiB more, not the peak before the error.
+    let (ok, report, _) = fit(&path, &["n=5", "--gpu", "1GiB", "--no-context"]);
+    assert!(!ok, "exit status 1 when it does not fit");
+    assert!(
+        report.contains("1GiB: does not fit: needs 256.00 MiB (268435456 B) more on cuda:0 at ")
+            && report.contains("units.rhai:3"),
+        "{report}"
+    );
+    // --reserve holds memory for other tenants.
+    let (ok, report, _) = fit(
+        &path,
+        &["--gpu", "1GiB", "--no-context", "--reserve", "512MiB"],
+    );
+    assert!(ok, "{report}");
+    assert!(
+        report.contains("fits, 256.00 MiB (268435456 B) to spare (50.0%)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("less 512.00 MiB (536870912 B) --reserve"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_machine_of_two_gpus_is_one_verdict_naming_the_device_that_ran_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "let a = empty(67108864, #{device: \"cuda:0\"});\nlet b = empty(335544320, #{device: \"cuda:1\"});\n";
+    let path = write_script(dir.path(), "two.rhai", body);
+    let (ok, report, err) = fit(&path, &["--devices", "2x1GiB", "--no-context"]);
+    assert!(!ok, "{report}{err}");
+    assert!(
+        report.contains("2x1GiB: does not fit: needs 256.00 MiB (268435456 B) more on cuda:1 at ")
+            && report.contains("two.rhai:2"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_gpu_it_does_not_know_is_a_clear_error_listing_those_it_knows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    for (gpu, says) in [
+        ("H300", "'H300': not a known GPU (H200, H100-80GB,"),
+        ("80", "nor a size with a unit (24GiB, 24GB)"),
+    ] {
+        let (ok, _, err) = fit(&path, &["--gpu", gpu]);
+        assert!(
+            !ok && err.contains(says) && !err.contains("panicked"),
+            "{gpu}: {err}"
+        );
+    }
+    let (ok, _, err) = fit(&path, &[]);
+    assert!(!ok && err.contains("say which GPU: --gpu H200"), "{err}");
+}
+
+#[test]
+fn vary_gives_one_table_with_the_default_row_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let (ok, report, err) = fit(&path, &["--gpu", "1GiB", "--no-context", "--vary", "n=2,5"]);
+    assert!(!ok, "n=5 does not fit: {report}{err}");
+    let table: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("setting"))
+        .collect();
+    assert_eq!(table.len(), 4, "{report}");
+    let verdict = table[0].find("1GiB verdict").unwrap();
+    let cells: Vec<&str> = table[1..].iter().map(|l| &l[verdict..]).collect();
+    assert_eq!(
+        cells,
+        [
+            "fits, 768.00 MiB spare (75.0%)",
+            "fits, 512.00 MiB spare (50.0%)",
+            "needs 256.00 MiB more"
+        ]
+    );
+    assert!(
+        table[1].starts_with("default ") && table[3].starts_with("n=5 "),
+        "{report}"
+    );
+}
+
+#[test]
+fn two_sweeps_give_the_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let (_, report, err) = fit(
+        &path,
+        &[
+            "--gpu",
+            "1GiB",
+            "--no-context",
+            "--sweep",
+            "n=1..4",
+            "--sweep",
+            "m=1,2",
+        ],
+    );
+    let grid: Vec<Vec<&str>> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("m \\ n"))
+        .take(3)
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(grid.len(), 3, "{report}{err}");
+    assert_eq!(grid[0], ["m \\ n", "1", "2", "4"]);
+    assert_eq!(
+        grid[1],
+        ["m=1", "yes 768.00 MiB", "yes 512.00 MiB", "yes 0.00 MiB"]
+    );
+    assert_eq!(grid[2], ["m=2", "yes 512.00 MiB", "yes 0.00 MiB", "no"]);
+}
+
+#[test]
+fn config_fields_are_script_arguments_and_the_command_line_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"n": 5, "architectures": ["X"]}"#).unwrap();
+    let config = config.to_str().unwrap();
+    let (ok, report, _) = fit(
+        &path,
+        &["--gpu", "1GiB", "--no-context", "--config", config],
+    );
+    assert!(!ok && report.contains("needs 256.00 MiB"), "{report}");
+    let (ok, report, _) = fit(
+        &path,
+        &["n=1", "--gpu", "1GiB", "--no-context", "--config", config],
+    );
+    assert!(ok, "{report}");
+}
+
+#[test]
+fn json_has_every_figure_of_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "units.rhai", UNITS);
+    let (_, out, err) = fit(
+        &path,
+        &["--gpu", "1GiB,H200", "--no-context", "n=5", "--json"],
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let v = &doc["verdicts"];
+    assert_eq!(v[0]["gpu"], "1GiB");
+    assert_eq!(v[0]["fits"], false);
+    assert_eq!(v[0]["needs_more"]["bytes"], 268435456u64);
+    assert_eq!(v[0]["devices"][0]["usable"]["bytes"], 1u64 << 30);
+    assert_eq!(v[1]["gpu"], "H200");
+    assert_eq!(v[1]["devices"][0]["total"]["bytes"], 150109880320u64);
+    assert_eq!(v[1]["devices"][0]["total_measured"], true);
+    let spare = 150109880320u64 - 552402944 - (1280 << 20);
+    assert_eq!(v[1]["spare"]["bytes"], spare);
+    assert_eq!(v[1]["peaks"][0]["peak_reserved"]["reserved"], 1280u64 << 20);
+}
