@@ -123,7 +123,7 @@ pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
 fn call_traceback(error: &ScriptError, count: usize) -> Vec<String> {
     let mut lines = vec!["Traceback (most recent call last):".to_string()];
     for (i, frame) in error.frames.iter().enumerate() {
-        // Cells are all named `<cell>`: the input's own frame says which cell it was.
+        // The input's own frame is shown as IPython shows a cell; earlier cells keep their `In[n]`.
         let place = match (i, frame.line, frame.column) {
             (0, Some(l), Some(c)) => format!("Cell In[{count}], line {l}, column {c}, in <module>"),
             _ => frame.location(),
