@@ -955,7 +955,9 @@ async fn a_python_block_is_refused_whole_and_its_body_never_runs_alone() {
     let asks = [
         ("with torch.no_grad():", "incomplete"),
         ("with torch.no_grad():\n    h = (w * 2).sum()", "incomplete"),
-        ("with torch.no_grad():\n    h = (w * 2).sum()\n", "invalid"),
+        ("with torch.no_grad():\n    h = (w * 2).sum()\n", "incomplete"),
+        ("with torch.no_grad():\n    h = (w * 2).sum()\n\n", "invalid"),
+        ("with torch.no_grad():\n    h = (w * 2).sum()\n    ", "invalid"),
         ("for i in range(3):\n    runs += 1\nprint(runs)", "invalid"),
     ];
     for (code, expected) in asks {

@@ -45,6 +45,8 @@ pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, Display
 // What a front end asks of the language's syntax: the call open at a cursor, a name's characters.
 pub use torchlet_rhai::source::callee;
 pub use torchlet_rhai::source::tokens::is_word;
+// Whether an input holds a Python `:` block, which the Rhai language reads whole and refuses.
+pub use torchlet_rhai::source::hints::python_block;
 pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;
