@@ -191,7 +191,7 @@ fn memplot_draws_the_chart_in_the_running_input_after_every_input() {
     let mem = s.run_command(":mem").unwrap().value.unwrap().plain;
     let spark = mem.lines().last().unwrap();
     assert!(
-        spark.starts_with("allocated after each of the last"),
+        spark.starts_with("allocated after each of the last") && spark.contains("between inputs"),
         "{mem}"
     );
     assert!(spark.chars().any(|c| ('▁'..='█').contains(&c)), "{spark}");

@@ -83,11 +83,15 @@ pub(crate) fn switch(state: &RefCell<MemPlot>, on: bool) -> Result<String, Strin
 /// `:mem`'s last line: allocated bytes after each recent input, as a sparkline.
 pub(crate) fn sparkline(state: &RefCell<MemPlot>) -> Option<String> {
     let samples: Vec<u64> = state.borrow().samples.iter().copied().collect();
-    let peak = samples.iter().copied().max()?;
+    let most = samples.iter().copied().max()?;
+    let inputs = match samples.len() {
+        1 => "the last input".to_string(),
+        n => format!("each of the last {n} inputs"),
+    };
+    // Not called a peak: the table's peak counts what was allocated while an input ran too.
     Some(format!(
-        "allocated after each of the last {} inputs: {} (peak {})",
-        samples.len(),
+        "allocated after {inputs}: {} (at most {} between inputs)",
         torchlet_explain::memory_plot::sparkline(&samples),
-        torchlet_alloc::format_size(peak)
+        torchlet_alloc::format_size(most)
     ))
 }
