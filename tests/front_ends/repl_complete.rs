@@ -41,7 +41,14 @@ fn a_tensor_variable_offers_what_dir_of_a_tensor_would() {
         assert!(offered.iter().any(|m| m == member), "{member}: {offered:?}");
     }
     // Functions Rhai could call with a tensor first are not its members.
-    for other in ["exit", "print", "__discard", "memory_allocated", "twice", "type_of"] {
+    for other in [
+        "exit",
+        "print",
+        "__discard",
+        "memory_allocated",
+        "twice",
+        "type_of",
+    ] {
         assert!(!offered.iter().any(|m| m == other), "{other}: {offered:?}");
     }
     assert!(offered.iter().all(|m| !m.starts_with("__")), "{offered:?}");

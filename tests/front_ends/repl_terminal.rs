@@ -287,7 +287,10 @@ fn a_python_block_reads_its_body_and_is_refused_whole() {
     r.expect("torchlet run FILE.py");
     r.expect(">>> ");
     let out = r.run("print(`h defined: ${is_def_var(\"h\")}`)");
-    assert!(out.contains("h defined: false"), "the body did not run: {out}");
+    assert!(
+        out.contains("h defined: false"),
+        "the body did not run: {out}"
+    );
     // A body typed after a refused header is refused as its body, not run at top level.
     r.send("for i in range(3):\r");
     r.expect("... ");

@@ -156,7 +156,9 @@ fn every_missing_semicolon_of_a_cell_is_reported_at_once() {
     let e = error_of("import torch\na = torch.ones(2)\nb = a * 2\nc = b + 1;\nd = c.sum()\nd");
     assert_eq!(
         e.hint.as_deref(),
-        Some("end the statements on lines 2, 3 and 5 with ; (a line break does not end a statement)"),
+        Some(
+            "end the statements on lines 2, 3 and 5 with ; (a line break does not end a statement)"
+        ),
         "{e}"
     );
     // With them added, the cell runs.
@@ -238,8 +240,14 @@ fn a_python_block_reads_its_body_then_is_refused() {
     let (s, _) = Session::captured("<test>");
     // A Python block reads its indented body, as Python's REPL does; a blank or unindented
     // line ends it, and the whole block is then refused.
-    assert_eq!(s.is_complete("for i in range(3):"), Completeness::Incomplete);
-    assert_eq!(s.is_complete("for i in range(3):\n"), Completeness::Incomplete);
+    assert_eq!(
+        s.is_complete("for i in range(3):"),
+        Completeness::Incomplete
+    );
+    assert_eq!(
+        s.is_complete("for i in range(3):\n"),
+        Completeness::Incomplete
+    );
     assert_eq!(
         s.is_complete("for i in range(3):\n    print(i)\n"),
         Completeness::Incomplete

@@ -218,7 +218,13 @@ fn the_chart_scales_names_lists_and_shows_the_cell_on_its_axis() {
     assert_eq!(root.attribute("viewBox"), Some("0 0 960 480"), "{svg}");
     assert_eq!(root.attribute("width"), Some("100%"), "{svg}");
     let texts = svg_texts(svg);
-    assert!(texts.iter().any(|t| t == "xs"), "the list's tensors under its name: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "xs"),
+        "the list's tensors under its name: {texts:?}"
+    );
     assert!(!texts.iter().any(|t| t == "(no variable)"), "{texts:?}");
-    assert!(texts.iter().any(|t| t == "[5] L3"), "the cell and line on the axis: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "[5] L3"),
+        "the cell and line on the axis: {texts:?}"
+    );
 }

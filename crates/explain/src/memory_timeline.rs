@@ -123,7 +123,9 @@ fn replay(trace: &[TraceEntry], allocator: &dyn DeviceAllocator, device: usize) 
     let mut previous = None;
     for e in trace {
         if starts_step(e, previous) {
-            let label = namer.name(e.tag.as_deref()).map_or("?".into(), |n| place(&n));
+            let label = namer
+                .name(e.tag.as_deref())
+                .map_or("?".into(), |n| place(&n));
             steps.push((
                 Step {
                     label,

@@ -96,7 +96,10 @@ impl Debugger {
 
     /// setBreakpoints' body: every breakpoint kept but unverified, saying why (see the Note).
     fn set_breakpoints(&self, arguments: &Value) -> Value {
-        let path = arguments["source"]["path"].as_str().unwrap_or("").to_string();
+        let path = arguments["source"]["path"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let lines: Vec<i64> = arguments["breakpoints"]
             .as_array()
             .into_iter()
@@ -114,7 +117,11 @@ impl Debugger {
 
     /// The breakpoints as debugInfo lists them, so a reloaded page shows them again.
     fn listed_breakpoints(&self) -> Value {
-        let table = self.breakpoints.lock().map(|t| t.clone()).unwrap_or_default();
+        let table = self
+            .breakpoints
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
         let listed: Vec<Value> = table
             .into_iter()
             .map(|(source, lines)| {

@@ -57,7 +57,10 @@ const REPL_ONLY: [&str; 2] = ["prompt", "quit"];
 fn notebook_help(index: &str) -> String {
     let mut out = String::new();
     for line in index.lines() {
-        let command = line.trim_start().strip_prefix('%').and_then(|l| l.split(' ').next());
+        let command = line
+            .trim_start()
+            .strip_prefix('%')
+            .and_then(|l| l.split(' ').next());
         if command.is_some_and(|c| REPL_ONLY.contains(&c)) {
             continue;
         }

@@ -253,7 +253,11 @@ pub fn continuation_indent(code: &str) -> String {
         // A Python block's body (read whole, then refused): indent under its header.
         let last = code.lines().last().unwrap_or("");
         let indent = &last[..last.len() - last.trim_start().len()];
-        let deeper = if last.trim_end().ends_with(':') { "    " } else { "" };
+        let deeper = if last.trim_end().ends_with(':') {
+            "    "
+        } else {
+            ""
+        };
         return format!("{indent}{deeper}");
     }
     "    ".repeat(depth)
@@ -266,7 +270,10 @@ mod tests {
     #[test]
     fn a_python_block_indents_under_its_header() {
         assert_eq!(continuation_indent("with torch.no_grad():"), "    ");
-        assert_eq!(continuation_indent("for i in range(3):\n    print(i)"), "    ");
+        assert_eq!(
+            continuation_indent("for i in range(3):\n    print(i)"),
+            "    "
+        );
         assert_eq!(continuation_indent("let m = #{a: 1,"), "    ");
     }
 

@@ -50,7 +50,9 @@ impl Session {
             error.hint = hints::hint(typed, compiled, &site, &self.known_names());
         }
         let missing = hints::missing_semicolon_at(compiled, &site);
-        if let Some(first) = missing.filter(|&(l, _)| error.hint == Some(hints::semicolon_hint(&[l]))) {
+        if let Some(first) =
+            missing.filter(|&(l, _)| error.hint == Some(hints::semicolon_hint(&[l])))
+        {
             let lines = self.missing_semicolons(compiled, first);
             error.hint = Some(hints::semicolon_hint(&lines));
             // The caret goes where the `;` is missing, not under the next statement.

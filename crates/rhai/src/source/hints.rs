@@ -96,9 +96,7 @@ fn block_header(code: &str, toks: &[Token], line: usize) -> Option<String> {
             | "finally"
             | "class"
     );
-    let braces = on
-        .iter()
-        .any(|t| matches!(t.text(code), "{" | "#{" | "}"));
+    let braces = on.iter().any(|t| matches!(t.text(code), "{" | "#{" | "}"));
     (last.is(code, ":")
         && header
         && first.kind == Kind::Ident
@@ -635,7 +633,9 @@ pub fn missing_semicolon_at(translated: &str, site: &ErrorSite) -> Option<(usize
     let toks = tokens::code_tokens(translated);
     let line = site.line? - 1;
     let first = toks.iter().position(|t| t.line == line)?;
-    let line_start = translated[..toks[first].start].rfind('\n').map_or(0, |nl| nl + 1);
+    let line_start = translated[..toks[first].start]
+        .rfind('\n')
+        .map_or(0, |nl| nl + 1);
     let column = translated[line_start..toks[first].start].chars().count() + 1;
     if site.column != Some(column) || first == 0 {
         return None;
