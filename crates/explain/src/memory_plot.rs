@@ -34,8 +34,8 @@ pub fn svg(t: &Timeline) -> Result<String, String> {
 fn scalable(svg: &str) -> String {
     let (w, h) = SIZE;
     let fixed = format!("width=\"{w}\" height=\"{h}\"");
-    let scaled = format!("width=\"100%\" preserveAspectRatio=\"xMinYMin meet\"");
-    let svg = svg.replacen(&fixed, &scaled, 1);
+    let scaled = "width=\"100%\" preserveAspectRatio=\"xMinYMin meet\"";
+    let svg = svg.replacen(&fixed, scaled, 1);
     if svg.contains("viewBox") {
         return svg;
     }
