@@ -53,12 +53,16 @@ async function plotOutput(page) {
     const img = o.querySelector('img');
     const svg = o.querySelector('svg');
     const box = o.getBoundingClientRect();
+    const picture = (img || svg)?.getBoundingClientRect();
+    // What shows the notebook: the chart is cut where it runs past the notebook's visible area.
+    const area = o.closest('.jp-WindowedPanel-outer, .jp-Notebook')?.getBoundingClientRect() ?? box;
     return {
       found: true,
       // JupyterLab shows an SVG output either inline or as an <img> of a data URL.
       rendered: Boolean((img && img.complete && img.naturalWidth > 0) || svg),
-      width: Math.round(box.width),
-      height: Math.round(box.height),
+      width: Math.round(picture ? picture.width : box.width),
+      height: Math.round(picture ? picture.height : box.height),
+      cut: Math.max(0, Math.round((picture ? picture.right : 0) - Math.min(box.right, area.right))),
     };
   });
 }
@@ -80,7 +84,8 @@ async function main() {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: env('CHROMIUM'),
     headless: true,
-    viewport: { width: 1400, height: 1000 },
+    // The screen: 1280×800, the debugger's sidebar open beside the notebook.
+    viewport: { width: 1280, height: 800 },
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });

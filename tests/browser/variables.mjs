@@ -24,10 +24,26 @@ export async function variablesPanel(page, { out }) {
     names,
     { timeout: STEP_MS, polling: 100 }
   );
-  const rows = await page.$$eval('.jp-DebuggerVariables-body .jp-TreeItem', items => items.map(i => ({
-    name: i.querySelector('.jp-DebuggerVariables-name')?.textContent ?? null,
-    detail: i.querySelector('.jp-DebuggerVariables-detail')?.textContent ?? null,
-  })));
+  const rows = await page.$$eval('.jp-DebuggerVariables-body .jp-TreeItem', items => items.map(i => {
+    const detail = i.querySelector('.jp-DebuggerVariables-detail');
+    // Whether the size in the row is on screen: its text's box ends inside the row's and the panel's.
+    let sizeVisible = null;
+    const text = detail?.firstChild;
+    const size = text && /\d+(\.\d+)? (B|KiB|MiB|GiB)/.exec(detail.textContent);
+    if (size && text.nodeType === Node.TEXT_NODE) {
+      const range = document.createRange();
+      range.setStart(text, size.index);
+      range.setEnd(text, size.index + size[0].length);
+      const right = range.getBoundingClientRect().right;
+      const panel = i.closest('.jp-DebuggerVariables-body').getBoundingClientRect().right;
+      sizeVisible = right <= Math.min(panel, detail.getBoundingClientRect().right) + 0.5;
+    }
+    return {
+      name: i.querySelector('.jp-DebuggerVariables-name')?.textContent ?? null,
+      detail: detail?.textContent ?? null,
+      sizeVisible,
+    };
+  }));
   await page.screenshot({ path: join(out, 'variables.png') });
   const x = page.locator('.jp-DebuggerVariables-body .jp-TreeItem', {
     has: page.locator('.jp-DebuggerVariables-name', { hasText: /^x$/ }),

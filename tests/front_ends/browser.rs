@@ -224,6 +224,8 @@ fn inline_plot(plot: &Value) {
     assert_eq!(plot["rendered"], true, "the browser drew it: {plot}");
     let width = plot["width"].as_u64().unwrap_or(0);
     assert!(width >= 400, "a readable width: {plot}");
+    // At 1280×800 with the sidebar open, none of it (the newest statements) is cut off.
+    assert_eq!(plot["cut"], 0, "the chart fits the output area: {plot}");
 }
 
 /// The Variables panel lists x with its shape, dtype and device; its rich view draws its block in its segment.
@@ -237,6 +239,9 @@ fn variables_panel(r: &Value) {
     for part in ["[1000, 1000]", "float32", "cuda:0", "3.81 MiB"] {
         assert!(detail.contains(part), "x's row shows {part}: {x}");
     }
+    // The size leads, and the panel's default width shows it.
+    assert!(detail.starts_with("3.81 MiB"), "{x}");
+    assert_eq!(x["sizeVisible"], true, "x's size is on screen: {x}");
     assert!(
         rows.iter().any(|row| row["name"] == "ran_after_error"),
         "{r}"

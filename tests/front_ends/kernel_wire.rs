@@ -465,6 +465,7 @@ async fn debug(
 async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
     let kernel = start_kernel();
     let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
     let info = request(&mut shell, KernelInfoRequest {}.into()).await;
     assert_eq!(
         serde_json::to_value(&info.content).unwrap()["debugger"],
@@ -491,7 +492,9 @@ async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
     let listed = debug(&mut control, 9, "inspectVariables", serde_json::json!({})).await;
     let t = &listed["body"]["variables"][0];
     assert_eq!(t["name"], "t", "{listed}");
-    assert_eq!(t["value"], "[2, 3] float32 cpu 24 B", "{listed}");
+    // The size first: the panel's default width cuts the end of the line.
+    assert_eq!(t["value"], "24 B Tensor [2, 3] float32 cpu", "{listed}");
+    assert_eq!(t["type"], t["value"], "{listed}");
     let fields = debug(
         &mut control,
         10,
@@ -513,6 +516,48 @@ async fn debug_requests_serve_the_variables_panel_and_refuse_stepping() {
     let stack = debug(&mut control, 12, "stackTrace", serde_json::json!({})).await;
     assert_eq!(stack["success"], false, "{stack}");
     assert!(stack["message"].is_string(), "{stack}");
+
+    // A breakpoint is kept but unverified, and the cell it is in says it was not used.
+    let cell = "let b = 1;\nlet c = b + 1;";
+    let dumped = debug(
+        &mut control,
+        13,
+        "dumpCell",
+        serde_json::json!({"code": cell}),
+    )
+    .await;
+    let path = dumped["body"]["sourcePath"].clone();
+    assert!(
+        path.as_str().is_some_and(|p| p.ends_with(".rhai")),
+        "{dumped}"
+    );
+    let set = serde_json::json!({"source": {"path": path}, "breakpoints": [{"line": 2}]});
+    let set = debug(&mut control, 14, "setBreakpoints", set).await;
+    let mark = &set["body"]["breakpoints"][0];
+    assert_eq!(mark["verified"], false, "{set}");
+    assert!(mark["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("cannot stop at breakpoints"));
+    let state = debug(&mut control, 15, "debugInfo", serde_json::json!({})).await;
+    assert_eq!(state["body"]["breakpoints"][0]["source"], path, "{state}");
+    let shown = published_for(
+        &mut shell,
+        &mut iopub,
+        ExecuteRequest::new(cell.into()).into(),
+    )
+    .await;
+    let said: String = shown
+        .iter()
+        .filter_map(|m| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.contains("the breakpoint on line 2 is not used"),
+        "the cell says so: {said:?}"
+    );
 
     // A debug_request sent on shell by mistake is answered, as failed.
     let inspect = DebugRequest {
@@ -908,4 +953,63 @@ async fn an_iopub_subscriber_that_stops_reading_does_not_stall_the_replies() {
         ["status", "execute_input", "stream", "status"],
         "{seen:?}"
     );
+}
+
+/// The error name of an execute_reply that failed.
+fn failed_with(reply: &JupyterMessage) -> String {
+    let (status, name) = reply_status(reply);
+    assert_eq!(status, ReplyStatus::Error, "{reply:?}");
+    name.unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_block_is_refused_whole_and_its_body_never_runs_alone() {
+    let kernel = start_kernel();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let ready = execute(
+        &mut shell,
+        "let w = ones(2, #{requires_grad: true}); let runs = 0;",
+    )
+    .await;
+    assert_eq!(reply_status(&ready).0, ReplyStatus::Ok);
+    // A console asks before it sends: the header waits for its body, a blank line ends it.
+    let asks = [
+        ("with torch.no_grad():", "incomplete"),
+        ("with torch.no_grad():\n    h = (w * 2).sum()", "incomplete"),
+        (
+            "with torch.no_grad():\n    h = (w * 2).sum()\n",
+            "incomplete",
+        ),
+        (
+            "with torch.no_grad():\n    h = (w * 2).sum()\n\n",
+            "invalid",
+        ),
+        (
+            "with torch.no_grad():\n    h = (w * 2).sum()\n    ",
+            "invalid",
+        ),
+        ("for i in range(3):\n    runs += 1\nprint(runs)", "invalid"),
+    ];
+    for (code, expected) in asks {
+        let reply = request(
+            &mut shell,
+            jupyter_protocol::IsCompleteRequest { code: code.into() }.into(),
+        )
+        .await;
+        let content = serde_json::to_value(&reply.content).unwrap();
+        assert_eq!(content["status"], expected, "{code:?}: {content}");
+    }
+    let block = "for i in range(3):\n    runs += 1\n";
+    assert_eq!(
+        failed_with(&execute(&mut shell, block).await),
+        "SyntaxError"
+    );
+    // The next cell, indented as the body, is refused too: nothing of the block runs at top level.
+    let body = execute(&mut shell, "    runs += 1").await;
+    assert_eq!(failed_with(&body), "IndentationError");
+    let with = execute(&mut shell, "with torch.no_grad():\n    h = (w * 2).sum()").await;
+    assert_eq!(failed_with(&with), "SyntaxError");
+    let after = execute(&mut shell, "if runs != 0 { throw \"a body ran\" }").await;
+    assert_eq!(reply_status(&after).0, ReplyStatus::Ok, "{after:?}");
+    assert_eq!(failed_with(&execute(&mut shell, "h").await), "NameError");
 }

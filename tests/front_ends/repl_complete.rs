@@ -33,6 +33,28 @@ fn tensor_members_complete_after_a_dot() {
 }
 
 #[test]
+fn a_tensor_variable_offers_what_dir_of_a_tensor_would() {
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("let x = zeros(2, 2); fn twice(a) { a * 2 }");
+    let offered = complete(&s, "x.").matches();
+    for member in ["shape", "sum", "cuda", "backward", "requires_grad", "grad"] {
+        assert!(offered.iter().any(|m| m == member), "{member}: {offered:?}");
+    }
+    // Functions Rhai could call with a tensor first are not its members.
+    for other in [
+        "exit",
+        "print",
+        "__discard",
+        "memory_allocated",
+        "twice",
+        "type_of",
+    ] {
+        assert!(!offered.iter().any(|m| m == other), "{other}: {offered:?}");
+    }
+    assert!(offered.iter().all(|m| !m.starts_with("__")), "{offered:?}");
+}
+
+#[test]
 fn a_known_receiver_gets_its_own_type_methods() {
     let (mut s, _) = Session::captured("<test>");
     s.execute("let words = \"a b\";");

@@ -274,6 +274,35 @@ fn a_no_grad_block_spans_continuation_lines_and_keeps_its_variables() {
 }
 
 #[test]
+fn a_python_block_reads_its_body_and_is_refused_whole() {
+    let mut r = Repl::start();
+    r.run("let w = ones(2, #{requires_grad: true}); let runs = 0;");
+    // The article's snippet as typed: the header continues into its indented body.
+    r.send("with torch.no_grad():\r");
+    r.expect("... ");
+    r.send("    h = (w * 2).sum()\r");
+    r.expect("... ");
+    r.send("\r");
+    r.expect("opens a Python block");
+    r.expect("torchlet run FILE.py");
+    r.expect(">>> ");
+    let out = r.run("print(`h defined: ${is_def_var(\"h\")}`)");
+    assert!(
+        out.contains("h defined: false"),
+        "the body did not run: {out}"
+    );
+    // A body typed after a refused header is refused as its body, not run at top level.
+    r.send("for i in range(3):\r");
+    r.expect("... ");
+    r.send("\r");
+    r.expect("opens a Python block");
+    let out = r.run("    runs += 1");
+    assert!(out.contains("IndentationError"), "{out}");
+    let out = r.run("print(`runs=${runs}`)");
+    assert!(out.contains("runs=0"), "{out}");
+}
+
+#[test]
 fn vars_before_and_after_del() {
     let mut r = Repl::start();
     r.run("let doomed = randn(10, 10).cuda(); let flat = doomed.view(-1); let n = 6;");

@@ -51,10 +51,18 @@ fn keyword_arguments_are_an_object_map() {
     assert!(h.starts_with("print takes no keyword arguments"), "{h}");
 }
 
+/// The Rhai spelling a refused Python block's hint gives before naming the Python front end.
+fn rhai_spelling_of(code: &str) -> String {
+    let h = hint_of(code);
+    let (rhai, python) = h.split_once("; ").unwrap_or((&h, ""));
+    assert!(python.contains("torchlet run FILE.py"), "{h}");
+    rhai.to_string()
+}
+
 #[test]
 fn def_lambda_elif_and_colon_blocks_get_braces() {
     assert_eq!(
-        hint_of("def step(w, lr=0.1):\n    return w - lr"),
+        rhai_spelling_of("def step(w, lr=0.1):\n    return w - lr"),
         "functions are written with fn and braces: fn step(w, lr) { … }"
     );
     assert_eq!(
@@ -63,11 +71,11 @@ fn def_lambda_elif_and_colon_blocks_get_braces() {
     );
     assert!(hint_of("if 1 > 2 { 1 } elif 2 > 1 { 2 }").starts_with("write else if"));
     assert_eq!(
-        hint_of("for i in range(3):\n    print(i)"),
+        rhai_spelling_of("for i in range(3):\n    print(i)"),
         "blocks are written with braces: for i in range(3) { … }"
     );
     assert_eq!(
-        hint_of("while learning_rate > 1:\n    learning_rate /= 2"),
+        rhai_spelling_of("while learning_rate > 1:\n    learning_rate /= 2"),
         "blocks are written with braces: while learning_rate > 1 { … }"
     );
     assert!(hint_of("try:\n    x.foo()").contains("try { … } catch (e) { … }"));
@@ -120,6 +128,43 @@ fn a_line_break_does_not_end_a_statement() {
         hint_of("let a = 1\nlet b = 2"),
         "end the statement on line 1 with ; (a line break does not end a statement)"
     );
+}
+
+#[test]
+fn a_missing_semicolon_names_its_own_line_in_pytorch_spelling() {
+    // `import torch` is blanked before compiling: it is not the statement before `x.shape`.
+    let e = error_of("import torch\ny = torch.randn(3)\ny.shape");
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("end the statement on line 2 with ; (a line break does not end a statement)"),
+        "{e}"
+    );
+    // `torch.cuda.x` is `cuda::x` compiled: the statement still starts at the line's start.
+    let e = error_of("x2 = torch.randn(3)\ntorch.cuda.memory_allocated()");
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("end the statement on line 1 with ; (a line break does not end a statement)"),
+        "{e}"
+    );
+    // The caret is where the `;` goes, at the end of the line that lacks it.
+    assert_eq!((e.line, e.column), (Some(1), Some(20)), "{e}");
+    assert_eq!(e.source_line.as_deref(), Some("x2 = torch.randn(3)"));
+}
+
+#[test]
+fn every_missing_semicolon_of_a_cell_is_reported_at_once() {
+    let e = error_of("import torch\na = torch.ones(2)\nb = a * 2\nc = b + 1;\nd = c.sum()\nd");
+    assert_eq!(
+        e.hint.as_deref(),
+        Some(
+            "end the statements on lines 2, 3 and 5 with ; (a line break does not end a statement)"
+        ),
+        "{e}"
+    );
+    // With them added, the cell runs.
+    let (mut s, _) = Session::captured("<test>");
+    let ok = s.execute("import torch\na = torch.ones(2);\nb = a * 2;\nc = b + 1;\nd = c.sum();\nd");
+    assert!(ok.error.is_none(), "{:?}", ok.error);
 }
 
 #[test]
@@ -190,11 +235,31 @@ fn no_message_names_a_rust_type() {
 }
 
 #[test]
-fn a_python_block_header_is_reported_at_once_in_the_repl() {
+fn a_python_block_reads_its_body_then_is_refused() {
     common::uses_gpu();
     let (s, _) = Session::captured("<test>");
-    assert_eq!(s.is_complete("for i in range(3):"), Completeness::Invalid);
-    assert_eq!(s.is_complete("def f(x):"), Completeness::Invalid);
+    // A Python block reads its indented body, as Python's REPL does; a blank or unindented
+    // line ends it, and the whole block is then refused.
+    assert_eq!(
+        s.is_complete("for i in range(3):"),
+        Completeness::Incomplete
+    );
+    assert_eq!(
+        s.is_complete("for i in range(3):\n"),
+        Completeness::Incomplete
+    );
+    assert_eq!(
+        s.is_complete("for i in range(3):\n    print(i)\n"),
+        Completeness::Incomplete
+    );
+    assert_eq!(
+        s.is_complete("for i in range(3):\n    print(i)\n\n"),
+        Completeness::Invalid
+    );
+    assert_eq!(
+        s.is_complete("def f(x):\n    return x\nprint(1)"),
+        Completeness::Invalid
+    );
     assert_eq!(s.is_complete("let m = #{a:"), Completeness::Incomplete);
     assert_eq!(
         s.is_complete("for i in range(3) {"),
@@ -215,7 +280,9 @@ fn the_script_runner_prints_the_hint_under_the_error() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "<-e>:2:18: SyntaxError: Expecting '{' to start a statement block\n\
-         hint: blocks are written with braces: for i in range(3) { … }\n"
+        "<-e>:2:1: SyntaxError: `for i in range(3):` opens a Python block, which the Rhai \
+         language cannot run: none of this input ran, its indented body included\n\
+         hint: blocks are written with braces: for i in range(3) { … }; Python runs as written \
+         with torchlet run FILE.py (a Python REPL is coming)\n"
     );
 }

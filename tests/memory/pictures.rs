@@ -1,5 +1,5 @@
 //! Memory pictures in a session: `plot_memory()` as an SVG chart (bands by variable, reserved line,
-//! legend), `:memplot on` redrawing one chart in place, `:mem`'s sparkline, and the clear errors of
+//! legend), `:memplot on` drawing the chart after every input, `:mem`'s sparkline, and the clear errors of
 //! `plot_memory()` and `cuda::dump_snapshot()` that leave the session usable.
 use crate::common;
 
@@ -146,8 +146,25 @@ fn dump_snapshot_errors_say_what_to_do_and_the_session_goes_on() {
     assert_eq!(alloc["frames"][0]["filename"], "<pictures>");
 }
 
+/// The polygons of an SVG chart that have an area: more than one distinct x among their points.
+fn drawn_areas(svg: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG parses as XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("polygon"))
+        .filter(|n| {
+            let xs: std::collections::BTreeSet<&str> = n
+                .attribute("points")
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|p| p.split(',').next())
+                .collect();
+            xs.len() > 1
+        })
+        .count()
+}
+
 #[test]
-fn memplot_redraws_one_chart_in_place_after_every_input() {
+fn memplot_draws_the_chart_in_the_running_input_after_every_input() {
     let (_g, _a) = common::gpu();
     let (mut s, out) = session();
     let on = s.run_command(":memplot on").unwrap();
@@ -157,11 +174,12 @@ fn memplot_redraws_one_chart_in_place_after_every_input() {
     let shown = pictures(&out);
     assert_eq!(shown.len(), 2, "{:?}", out.events());
     let id = shown[0].display_id.clone().expect("a display id");
-    assert!(
-        !shown[0].update && shown[1].update,
-        "shown once, then updated"
-    );
+    // Each in the output of the input that ran, none an update of an earlier cell's chart.
+    assert!(!shown[0].update && !shown[1].update, "shown where it ran");
     assert_eq!(shown[1].display_id.as_deref(), Some(id.as_str()));
+    // The first chart already shows `a`: one statement run is drawn one step wide.
+    assert!(svg_texts(&shown[0].svg).iter().any(|t| t == "a"));
+    assert!(drawn_areas(&shown[0].svg) > 0, "{}", shown[0].svg);
     assert!(svg_texts(&shown[1].svg).iter().any(|t| t == "b"));
     s.run_command(":memplot off").unwrap();
     out.clear();
@@ -173,8 +191,40 @@ fn memplot_redraws_one_chart_in_place_after_every_input() {
     let mem = s.run_command(":mem").unwrap().value.unwrap().plain;
     let spark = mem.lines().last().unwrap();
     assert!(
-        spark.starts_with("allocated after each of the last"),
+        spark.starts_with("allocated after each of the last") && spark.contains("between inputs"),
         "{mem}"
     );
     assert!(spark.chars().any(|c| ('▁'..='█').contains(&c)), "{spark}");
+}
+
+#[test]
+fn the_chart_scales_names_lists_and_shows_the_cell_on_its_axis() {
+    let (_g, _a) = common::gpu();
+    common::uses_gpu();
+    let (mut s, out) = Session::captured("In[5]");
+    ok(
+        &mut s,
+        "let gpu = #{device: \"cuda\"}; cuda::record_memory_history(()); cuda::empty_cache();",
+    );
+    ok(
+        &mut s,
+        "cuda::record_memory_history();\nlet xs = [];\nxs.push(empty([1000, 1000], gpu));\nxs.push(empty([1000, 1000], gpu));\nplot_memory();\ncuda::record_memory_history(());",
+    );
+    let shown = pictures(&out);
+    let svg = &shown.last().expect("a chart").svg;
+    let doc = roxmltree::Document::parse(svg).expect("the SVG parses as XML");
+    let root = doc.root_element();
+    // It scales to the output area: a viewBox, no width in pixels.
+    assert_eq!(root.attribute("viewBox"), Some("0 0 960 480"), "{svg}");
+    assert_eq!(root.attribute("width"), Some("100%"), "{svg}");
+    let texts = svg_texts(svg);
+    assert!(
+        texts.iter().any(|t| t == "xs"),
+        "the list's tensors under its name: {texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t == "(no variable)"), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "[5] L3"),
+        "the cell and line on the axis: {texts:?}"
+    );
 }

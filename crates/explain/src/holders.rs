@@ -298,10 +298,11 @@ pub fn table(device: usize, blocks: &[BlockHolders]) -> DisplayData {
         );
     }
     let html = format!(
-        "<p>cuda:{device}: {} live blocks, {total} B allocated</p><table><thead><tr><th>bytes</th>\
+        "<p>cuda:{device}: {} live block{}, {total} B allocated</p><table><thead><tr><th>bytes</th>\
          <th>block</th><th>segment</th><th>segment size</th><th>held by</th><th>made by</th></tr>\
          </thead><tbody>{rows}</tbody></table>",
-        blocks.len()
+        blocks.len(),
+        if blocks.len() == 1 { "" } else { "s" }
     );
     DisplayData {
         plain: plain.trim_end().to_string(),

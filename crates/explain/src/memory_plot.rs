@@ -19,11 +19,27 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(186, 176, 172),
 ];
 
+/// The chart's drawing size; the document scales to whatever shows it (see [`scalable`]).
+const SIZE: (u32, u32) = (960, 480);
+
 /// The chart as an SVG document.
 pub fn svg(t: &Timeline) -> Result<String, String> {
     let mut out = String::new();
     draw(t, &mut out).map_err(|e| format!("plot_memory: cannot draw the chart: {e}"))?;
-    Ok(out)
+    Ok(scalable(&out))
+}
+
+/// The document with a `viewBox` and no fixed size, so it fills the width of a notebook's
+/// output area (a fixed 960 px lost its right end, the newest statements, beside a sidebar).
+fn scalable(svg: &str) -> String {
+    let (w, h) = SIZE;
+    let fixed = format!("width=\"{w}\" height=\"{h}\"");
+    let scaled = "width=\"100%\" preserveAspectRatio=\"xMinYMin meet\"";
+    let svg = svg.replacen(&fixed, scaled, 1);
+    if svg.contains("viewBox") {
+        return svg;
+    }
+    svg.replacen("<svg ", &format!("<svg viewBox=\"0 0 {w} {h}\" "), 1)
 }
 
 fn totals(t: &Timeline) -> Vec<u64> {
@@ -47,8 +63,9 @@ fn draw(t: &Timeline, out: &mut String) -> Result<(), Box<dyn std::error::Error>
             t.device
         )
     };
-    let root = SVGBackend::with_string(out, (960, 480)).into_drawing_area();
+    let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
+    // One statement run would be a single point, an area with no width: draw it one step wide.
     let n = t.steps.len().max(2) as f64 - 1.0;
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 18))
@@ -59,11 +76,11 @@ fn draw(t: &Timeline, out: &mut String) -> Result<(), Box<dyn std::error::Error>
     let label = |x: &f64| {
         t.steps
             .get(x.round() as usize)
-            .map_or(String::new(), |s| format!("L{}", s.label))
+            .map_or(String::new(), |s| s.label.clone())
     };
     chart
         .configure_mesh()
-        .x_desc("statement run (source line)")
+        .x_desc("statement run (cell and line)")
         .y_desc("MiB")
         .x_label_formatter(&label)
         .y_label_formatter(&|y| format!("{y:.0}"))
@@ -89,7 +106,7 @@ type Chart<'a, 'b> = ChartContext<
 /// One band per variable: each drawn from zero to its running sum, topmost first, so lower bands cover it.
 fn stack(t: &Timeline, chart: &mut Chart) -> Result<(), Box<dyn std::error::Error>> {
     for v in (0..t.variables.len()).rev() {
-        let points: Vec<(f64, f64)> = t
+        let mut points: Vec<(f64, f64)> = t
             .steps
             .iter()
             .enumerate()
@@ -100,6 +117,9 @@ fn stack(t: &Timeline, chart: &mut Chart) -> Result<(), Box<dyn std::error::Erro
                 )
             })
             .collect();
+        if let [(_, only)] = points[..] {
+            points.push((1.0, only));
+        }
         let color = COLORS[v % COLORS.len()];
         chart
             .draw_series(AreaSeries::new(points, 0.0, color.mix(0.75)).border_style(color))?
@@ -116,9 +136,12 @@ fn lines(
     capacity: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let reserved = |x: usize| t.steps[x].reserved as f64 / MIB;
-    let line: Vec<(f64, f64)> = (0..t.steps.len())
+    let mut line: Vec<(f64, f64)> = (0..t.steps.len())
         .map(|x| (x as f64, reserved(x)))
         .collect();
+    if let [(_, only)] = line[..] {
+        line.push((1.0, only));
+    }
     chart
         .draw_series(LineSeries::new(line, BLACK.stroke_width(2)))?
         .label("reserved")

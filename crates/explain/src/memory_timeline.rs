@@ -17,7 +17,8 @@ const BANDS: usize = 8;
 /// Memory after one statement run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Step {
-    /// `LINE` of the statement (`?` for untagged allocations).
+    /// Where the statement is: `L12`, or `[5] L2` for line 2 of a notebook's cell `In[5]` (`?`
+    /// for untagged allocations).
     pub label: String,
     /// Allocated bytes per variable, in [`Timeline::variables`] order.
     pub by_variable: Vec<u64>,
@@ -86,6 +87,14 @@ fn starts_step(e: &TraceEntry, previous: Option<&TraceEntry>) -> bool {
     previous.is_none_or(|p| p.tag != e.tag || (freeing(e) && !freeing(p)))
 }
 
+/// A statement's place on the chart's axis: the cell (`In[5]` is `[5]`) and the line.
+fn place(n: &crate::statement_names::Named) -> String {
+    match n.file.strip_prefix("In[") {
+        Some(cell) => format!("[{cell} L{}", n.line),
+        None => format!("L{}", n.line),
+    }
+}
+
 /// The timeline of cuda:`device` from its recorded history.
 pub fn of_device(device: usize) -> Result<Timeline, TimelineError> {
     if device >= torchlet_core::device::cuda_device_count() {
@@ -116,7 +125,7 @@ fn replay(trace: &[TraceEntry], allocator: &dyn DeviceAllocator, device: usize) 
         if starts_step(e, previous) {
             let label = namer
                 .name(e.tag.as_deref())
-                .map_or("?".into(), |n| n.line.to_string());
+                .map_or("?".into(), |n| place(&n));
             steps.push((
                 Step {
                     label,

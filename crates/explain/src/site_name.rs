@@ -75,15 +75,43 @@ pub fn assigned_name(statement: &str) -> Option<&str> {
         .unwrap_or(s.len());
     let (name, rest) = s.split_at(end);
     let rest = rest.trim_start();
+    let word = name.starts_with(|c: char| c.is_alphabetic() || c == '_');
+    if let Some(list) = grown_container(name, rest).filter(|_| word) {
+        return Some(list);
+    }
     let rest = rest.strip_prefix(['+', '-', '*', '/', '%']).unwrap_or(rest);
     let assigns = rest.starts_with('=') && !rest.starts_with("==");
-    let word = name.starts_with(|c: char| c.is_alphabetic() || c == '_');
     (assigns && word && !name.ends_with('.')).then_some(name)
+}
+
+/// The list or map a statement puts its value into (`xs.push(t)`, `xs.append(t)`, `d[k] = t`):
+/// what holds the tensors it makes, so they are drawn under the container's name.
+fn grown_container<'a>(name: &'a str, rest: &str) -> Option<&'a str> {
+    let grows = [".push", ".append", ".insert", ".extend"]
+        .iter()
+        .find_map(|m| name.strip_suffix(m))
+        .filter(|list| !list.is_empty() && rest.starts_with('('));
+    if grows.is_some() {
+        return grows;
+    }
+    let close = rest.strip_prefix('[').and_then(|r| r.find(']'))?;
+    let after = rest[close + 2..].trim_start();
+    (after.starts_with('=') && !after.starts_with("==") && !name.contains('.')).then_some(name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_that_fills_a_container_names_the_container() {
+        assert_eq!(assigned_name("xs.push(randn(3).cuda())"), Some("xs"));
+        assert_eq!(assigned_name("acts.append(h)"), Some("acts"));
+        assert_eq!(assigned_name("cache[step] = h.detach()"), Some("cache"));
+        assert_eq!(assigned_name("cache[step] == h"), None);
+        assert_eq!(assigned_name("print(xs)"), None);
+        assert_eq!(assigned_name("let y = xs.push(1)"), Some("y"));
+    }
 
     #[test]
     fn a_name_splits_even_when_the_file_holds_colons() {

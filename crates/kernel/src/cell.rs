@@ -44,13 +44,15 @@ impl ExecuteDone {
     }
 }
 
-/// Run `code`, then, if it succeeded, evaluate `expressions` for their values alone.
+/// Run `code` as cell `In[count]`, then, if it succeeded, evaluate `expressions` for their
+/// values alone.
 pub fn run(
     session: &mut Session,
     publisher: &Publisher,
-    code: &str,
+    (code, count): (&str, usize),
     expressions: &HashMap<String, String>,
 ) -> ExecuteDone {
+    session.set_source_name(&format!("In[{count}]"));
     let (mut outcome, page) = magics::run_cell(session, code);
     if let Some(error) = outcome.error.as_mut().filter(|e| e.kind == "SystemExit") {
         // A notebook's kernel outlives its cells: exit() stops this cell only.

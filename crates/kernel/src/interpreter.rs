@@ -144,7 +144,7 @@ fn serve(
         interrupt: RefCell::new(None),
     });
     let options = SessionOptions {
-        source_name: Some("<cell>".into()),
+        source_name: Some("In[0]".into()),
         ..Default::default()
     };
     let mut session = Session::new(options, frontend.clone());

@@ -35,7 +35,12 @@ pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) 
     if name == "time" && !matches!(args, "on" | "off") {
         return (time(session, &format!("{args}\n{rest}")), None);
     }
-    let outcome = magic(session, name, args);
+    let mut outcome = magic(session, name, args);
+    if name == "help" && args.is_empty() {
+        if let Some(value) = outcome.value.as_mut() {
+            value.plain = notebook_help(&value.plain);
+        }
+    }
     if rest.trim().is_empty() || outcome.error.is_some() {
         return (outcome, None);
     }
@@ -43,6 +48,34 @@ pub fn run_cell(session: &mut Session, code: &str) -> (Outcome, Option<String>) 
         session.frontend().display(value);
     }
     (session.execute(rest), None)
+}
+
+/// The REPL commands that mean nothing in a notebook: its prompt, and leaving it.
+const REPL_ONLY: [&str; 2] = ["prompt", "quit"];
+
+/// `%help`'s index as a notebook has it: no REPL-only command, and the cell magics added.
+fn notebook_help(index: &str) -> String {
+    let mut out = String::new();
+    for line in index.lines() {
+        let command = line
+            .trim_start()
+            .strip_prefix('%')
+            .and_then(|l| l.split(' ').next());
+        if command.is_some_and(|c| REPL_ONLY.contains(&c)) {
+            continue;
+        }
+        out += line;
+        out.push('\n');
+        if command == Some("ledger") {
+            let usage = "%%ledger (first line)";
+            out += &format!("  {usage:<22} run the rest of the cell with the per-line ledger\n");
+        }
+        if command == Some("time") {
+            let usage = "%time CODE";
+            out += &format!("  {usage:<22} run CODE and print its wall time\n");
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// `%name args`: the REPL's `:name args`, with its messages speaking of `%` magics.
@@ -157,6 +190,19 @@ mod tests {
             as_magics("see cuda::memory_allocated", "mem"),
             "see cuda::memory_allocated"
         );
+    }
+
+    #[test]
+    fn help_in_a_notebook_lists_only_what_a_notebook_runs() {
+        let (mut session, _) = Session::captured("<test>");
+        let (outcome, _) = run_cell(&mut session, "%help");
+        let text = outcome.value.expect("the index").plain;
+        assert!(text.contains("  %mem "), "{text}");
+        assert!(text.contains("  %%ledger "), "{text}");
+        assert!(text.contains("  %time CODE "), "{text}");
+        for repl_only in ["%prompt", "%quit", ":prompt", ":quit"] {
+            assert!(!text.contains(repl_only), "{repl_only}: {text}");
+        }
     }
 
     #[test]

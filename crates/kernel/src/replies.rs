@@ -123,7 +123,7 @@ pub fn traceback(error: &ScriptError, count: usize) -> Vec<String> {
 fn call_traceback(error: &ScriptError, count: usize) -> Vec<String> {
     let mut lines = vec!["Traceback (most recent call last):".to_string()];
     for (i, frame) in error.frames.iter().enumerate() {
-        // Cells are all named `<cell>`: the input's own frame says which cell it was.
+        // The input's own frame is shown as IPython shows a cell; earlier cells keep their `In[n]`.
         let place = match (i, frame.line, frame.column) {
             (0, Some(l), Some(c)) => format!("Cell In[{count}], line {l}, column {c}, in <module>"),
             _ => frame.location(),
@@ -249,12 +249,33 @@ pub fn continuation_indent(code: &str) -> String {
             },
         }
     }
+    if depth == 0 && torchlet_session::python_block(code).is_some() {
+        // A Python block's body (read whole, then refused): indent under its header.
+        let last = code.lines().last().unwrap_or("");
+        let indent = &last[..last.len() - last.trim_start().len()];
+        let deeper = if last.trim_end().ends_with(':') {
+            "    "
+        } else {
+            ""
+        };
+        return format!("{indent}{deeper}");
+    }
     "    ".repeat(depth)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_python_block_indents_under_its_header() {
+        assert_eq!(continuation_indent("with torch.no_grad():"), "    ");
+        assert_eq!(
+            continuation_indent("for i in range(3):\n    print(i)"),
+            "    "
+        );
+        assert_eq!(continuation_indent("let m = #{a: 1,"), "    ");
+    }
 
     #[test]
     fn cursors_count_characters_not_bytes() {

@@ -59,19 +59,21 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
     tokio::spawn(forward_sigint(interrupt.clone()));
 
     let (shutdown_tx, shutdown_rx) = tmpsc::unbounded_channel();
+    // Control sets breakpoints; shell says, when a cell runs, that they do not stop it.
+    let debugger = Arc::new(Debugger::default());
     tokio::spawn(run_control(
         control,
         publisher.clone(),
         interrupt.clone(),
         interpreter.clone(),
-        shutdown_tx.clone(),
+        (shutdown_tx.clone(), debugger.clone()),
     ));
     let shell = Shell::new(
         shell,
         publisher.clone(),
         interpreter,
         interrupt,
-        shutdown_tx,
+        (shutdown_tx, debugger),
     );
     tokio::spawn(shell.run());
     wait_for_shutdown(shutdown_rx).await;
@@ -217,11 +219,10 @@ async fn run_control(
     publisher: Publisher,
     interrupt: Arc<OnceLock<InterruptHandle>>,
     interpreter: Interpreter,
-    shutdown: tmpsc::UnboundedSender<()>,
+    (shutdown, debugger): (tmpsc::UnboundedSender<()>, Arc<Debugger>),
 ) {
     let (send, mut recv) = control.split();
     let send = Arc::new(tokio::sync::Mutex::new(send));
-    let debugger = Arc::new(Debugger::default());
     loop {
         let incoming = match wire::read(&mut recv).await {
             Ok(incoming) => incoming,

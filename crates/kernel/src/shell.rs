@@ -13,6 +13,7 @@ use jupyter_zmq_client::{KernelShellConnection, RouterRecvConnection, RouterSend
 use tokio::sync::mpsc as tmpsc;
 
 use super::cell::{self, ExecuteDone};
+use super::debugger::Debugger;
 use super::history::History;
 use super::interpreter::{Interpreter, Unanswered};
 use super::introspect;
@@ -110,17 +111,19 @@ pub struct Shell {
     history: History,
     /// A cell failed with stop_on_error: the execute requests sent before that are aborted.
     abort: Option<Abort>,
+    /// The breakpoints control has set, which a cell that runs says it does not stop at.
+    debugger: Arc<Debugger>,
 }
 
 impl Shell {
     /// Serve `socket` (its reading starts now, on its own task), asking `interpreter` whatever
-    /// needs the session; a shutdown_request signals `shutdown`.
+    /// needs the session; a shutdown_request signals `shutdown`; `debugger` holds the breakpoints.
     pub fn new(
         socket: KernelShellConnection,
         publisher: Publisher,
         interpreter: Interpreter,
         interrupt: Arc<OnceLock<InterruptHandle>>,
-        shutdown: tmpsc::UnboundedSender<()>,
+        (shutdown, debugger): (tmpsc::UnboundedSender<()>, Arc<Debugger>),
     ) -> Shell {
         let (send, recv) = socket.split();
         let (tx, arrivals) = tmpsc::unbounded_channel();
@@ -134,6 +137,7 @@ impl Shell {
             count: 0,
             history: History::default(),
             abort: None,
+            debugger,
         }
     }
 
@@ -299,6 +303,9 @@ impl Shell {
             self.publisher.send(input, message);
         }
         self.publisher.begin(message, silent);
+        if let Some(note) = self.debugger.unused_breakpoints(&request.code) {
+            self.publisher.stream(true, &note);
+        }
         let done = self
             .run_cell(request, message)
             .await
@@ -345,14 +352,14 @@ impl Shell {
         request: &ExecuteRequest,
         message: &JupyterMessage,
     ) -> Result<ExecuteDone, Unanswered> {
-        let code = request.code.clone();
+        let (code, count) = (request.code.clone(), self.count);
         let expressions = request.user_expressions.clone().unwrap_or_default();
         let parent = request.allow_stdin.then(|| message.clone());
         let (publisher, input) = (self.publisher.clone(), self.interpreter.input().clone());
         self.interpreter
             .ask(move |session| {
                 let _open = parent.map(|parent| input.open(parent));
-                cell::run(session, &publisher, &code, &expressions)
+                cell::run(session, &publisher, (&code, count), &expressions)
             })
             .await
     }

@@ -251,6 +251,11 @@ impl Session {
                 CompletionKind::Method,
             );
         }
+        // A variable known to be a tensor offers what `dir(tensor)` would: its documented
+        // members, not every function Rhai could call with it first (`print`, `exit`, hooks).
+        if is_tensor && receiver.is_some() {
+            return names;
+        }
         let dynamic = TypeId::of::<rhai::Dynamic>();
         let native = self.registered_functions(true, |f| {
             let first = f.metadata.param_types.first();

@@ -11,7 +11,8 @@
 //! kernel's inspect; `commands` runs the `:commands` with `vars` (the `:vars` table), `memory`
 //! (every device's figures) and `trace` (`:trace on`, `:time on`); `memplot` keeps `:memplot on`'s
 //! chart and `:mem`'s sparkline; `variables_panel` is what the kernel's variables panel lists;
-//! `fit` is one run of a script for `torchlet fit`, as JSON. The output sink, display data and
+//! `fit` is one run of a script for `torchlet fit`, as JSON; `python_blocks` refuses a Python
+//! `:` block whole, with the indented inputs after it. The output sink, display data and
 //! interrupt flag are the language's (`torchlet_rhai`), re-exported for front ends.
 
 mod commands;
@@ -22,6 +23,7 @@ pub mod memory;
 mod memplot;
 mod oom_notes;
 mod outcome;
+mod python_blocks;
 mod spelling;
 mod trace;
 mod traceback;
@@ -43,6 +45,8 @@ pub use torchlet_explain::{explain_free, holders, ledger, snapshot_dump, Display
 // What a front end asks of the language's syntax: the call open at a cursor, a name's characters.
 pub use torchlet_rhai::source::callee;
 pub use torchlet_rhai::source::tokens::is_word;
+// Whether an input holds a Python `:` block, which the Rhai language reads whole and refuses.
+pub use torchlet_rhai::source::hints::python_block;
 pub use torchlet_rhai::{CapturedOutput, Frontend, InterruptHandle, OutputEvent, StdioFrontend};
 
 use std::rc::Rc;
@@ -96,6 +100,8 @@ pub struct Session {
     /// The names the debugger's variables panel listed last; a tensor's variablesReference is
     /// its position here plus one (0 means "no children" in the protocol).
     panel_listed: std::cell::RefCell<Vec<String>>,
+    /// The Python block refused last, whose indented body is refused with it.
+    python_block: python_blocks::RefusedBlock,
 }
 
 impl Session {
@@ -121,6 +127,7 @@ impl Session {
             state,
             memplot: Default::default(),
             panel_listed: Default::default(),
+            python_block: Default::default(),
         }
     }
 
@@ -186,6 +193,7 @@ impl Session {
     // One error per failed input, moved once into its `Outcome`: boxing it would buy nothing.
     #[allow(clippy::result_large_err)]
     fn run(&mut self, typed: &str) -> Result<Option<DisplayData>, ScriptError> {
+        self.python_block.check(typed)?;
         let spelled = self.spell(typed);
         let scope = &self.scope;
         let rewritten = torchlet_rhai::surface::output::rewrite_help_query_in(&spelled, |name| {
@@ -204,7 +212,11 @@ impl Session {
         };
         let result = self
             .run_code(code, shown)
-            .map_err(|e| self.as_typed(e, typed, code));
+            .map_err(|e| self.as_typed(e, typed, code))
+            .map_err(|e| self.python_block.refuse(e, typed));
+        if result.is_ok() {
+            self.python_block.clear();
+        }
         // No compiled code is running now, so `del`'s tombstones can go without shifting anything.
         torchlet_rhai::runtime::syntax::compact_deleted(&mut self.scope);
         // As in IPython, a `;` at the end of an input keeps its value from being shown.
@@ -301,9 +313,13 @@ impl Session {
         }
         match self.engine.compile_with_scope(&self.scope, code) {
             Ok(_) => Completeness::Complete,
-            // `for i in range(3):` waits for no body: its hint is due at once.
-            Err(_) if torchlet_rhai::source::hints::opens_python_block(typed) => {
-                Completeness::Invalid
+            // Note [Python blocks]: `with torch.no_grad():` reads its indented body, as Python's
+            // REPL does, and the whole block is then refused at once; no line of it runs alone.
+            Err(_) if torchlet_rhai::source::hints::python_block(typed).is_some() => {
+                match torchlet_rhai::source::hints::python_block_continues(typed) {
+                    true => Completeness::Incomplete,
+                    false => Completeness::Invalid,
+                }
             }
             // `print(n // 2)` waits for a `)` the comment ate: run it and show the hint instead.
             Err(_) if !self.floordiv_suspects(code).is_empty() => Completeness::Invalid,
@@ -355,6 +371,12 @@ impl Session {
             .map(|a| rhai::Dynamic::from(a.clone()))
             .collect();
         self.set_variable("ARGS", array.into());
+    }
+
+    /// Name later inputs `name` in error positions and allocation sites (a notebook names each
+    /// cell `In[5]`, so the memory chart's axis shows the cell).
+    pub fn set_source_name(&mut self, name: &str) {
+        self.options.source_name = Some(name.to_string());
     }
 
     /// Define (or replace) a variable, e.g. the script's `ARGS`.

@@ -1,5 +1,6 @@
-//! `:memplot on|off` (`%memplot on`): one memory chart redrawn in place after every input; and the
-//! session's allocated bytes after each input, which `:mem` draws as a sparkline.
+//! `:memplot on|off` (`%memplot on`): the memory chart drawn again after every input, in the
+//! output of the input that just ran; and the session's allocated bytes after each input, which
+//! `:mem` draws as a sparkline.
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
@@ -13,8 +14,10 @@ const SAMPLES: usize = 60;
 #[derive(Default)]
 pub(crate) struct MemPlot {
     samples: VecDeque<u64>,
-    /// The chart's display id, and whether it has been shown (later ones update it).
-    plot: Option<(String, bool)>,
+    /// The chart's display id while the chart is on.
+    plot: Option<String>,
+    /// Whether `:memplot on` started the history (so `:memplot off` stops it again).
+    started_history: bool,
 }
 
 /// An input finished: sample the current device, and redraw the chart when it is on.
@@ -32,20 +35,33 @@ pub(crate) fn after_input(state: &RefCell<MemPlot>, frontend: &dyn Frontend) {
         s.samples.push_back(allocator.memory_allocated());
         s.plot.clone()
     };
-    let Some((id, shown)) = plot else { return };
+    let Some(id) = plot else { return };
     // Before the first allocation there is nothing to draw; the chart appears with the first one.
+    // Note [Chart in the running cell]: each chart is a new display in the output of the input
+    // that just ran, where the reader is; updating the first one in place would redraw a cell
+    // scrolled out of sight. The shared display id keeps the earlier copies current too.
     if let Ok(mut picture) = torchlet_rhai::surface::plot_api::picture(index) {
-        picture.display_id = Some(id.clone());
-        picture.update = shown;
+        picture.display_id = Some(id);
+        picture.update = false;
         frontend.picture(&picture);
-        state.borrow_mut().plot = Some((id, true));
     }
 }
 
 /// Turn the chart on (recording history on the current device if it was off) or off.
 pub(crate) fn switch(state: &RefCell<MemPlot>, on: bool) -> Result<String, String> {
     if !on {
-        state.borrow_mut().plot = None;
+        let mut s = state.borrow_mut();
+        s.plot = None;
+        if std::mem::take(&mut s.started_history) {
+            if let Some(allocator) = device::started_cuda_allocator(device::current_device()) {
+                let stop = torchlet_alloc::HistoryOptions {
+                    enabled: None,
+                    ..Default::default()
+                };
+                allocator.record_memory_history(stop);
+                return Ok("memory plot off (and the memory history it recorded)".into());
+            }
+        }
         return Ok("memory plot off".into());
     }
     let index = device::current_device();
@@ -53,24 +69,29 @@ pub(crate) fn switch(state: &RefCell<MemPlot>, on: bool) -> Result<String, Strin
         "memplot: there is no CUDA device; start torchlet with --simulate-cuda to use a simulated one"
             .to_string()
     })?;
-    let mut text = format!("memory plot on: cuda:{index}'s chart redraws after every input");
+    let mut text = format!("memory plot on: cuda:{index}'s chart is drawn after every input");
+    let mut s = state.borrow_mut();
     if !allocator.history_enabled() {
         allocator.record_memory_history(torchlet_alloc::HistoryOptions::default());
-        text += " (memory history is now recorded: cuda::record_memory_history(()) stops it)";
+        s.started_history = true;
+        text += " (memory history is recorded from now on; memplot off stops it)";
     }
-    let id = format!("torchlet-memplot-{}", uuid::Uuid::new_v4());
-    state.borrow_mut().plot = Some((id, false));
+    s.plot = Some(format!("torchlet-memplot-{}", uuid::Uuid::new_v4()));
     Ok(text)
 }
 
 /// `:mem`'s last line: allocated bytes after each recent input, as a sparkline.
 pub(crate) fn sparkline(state: &RefCell<MemPlot>) -> Option<String> {
     let samples: Vec<u64> = state.borrow().samples.iter().copied().collect();
-    let peak = samples.iter().copied().max()?;
+    let most = samples.iter().copied().max()?;
+    let inputs = match samples.len() {
+        1 => "the last input".to_string(),
+        n => format!("each of the last {n} inputs"),
+    };
+    // Not called a peak: the table's peak counts what was allocated while an input ran too.
     Some(format!(
-        "allocated after each of the last {} inputs: {} (peak {})",
-        samples.len(),
+        "allocated after {inputs}: {} (at most {} between inputs)",
         torchlet_explain::memory_plot::sparkline(&samples),
-        torchlet_alloc::format_size(peak)
+        torchlet_alloc::format_size(most)
     ))
 }

@@ -49,7 +49,50 @@ impl Session {
         if error.hint.is_none() {
             error.hint = hints::hint(typed, compiled, &site, &self.known_names());
         }
+        let missing = hints::missing_semicolon_at(compiled, &site);
+        if let Some(first) =
+            missing.filter(|&(l, _)| error.hint == Some(hints::semicolon_hint(&[l])))
+        {
+            let lines = self.missing_semicolons(compiled, first);
+            error.hint = Some(hints::semicolon_hint(&lines));
+            // The caret goes where the `;` is missing, not under the next statement.
+            let (line, end) = first;
+            let start = compiled[..end].rfind('\n').map_or(0, |nl| nl + 1);
+            error.line = Some(line);
+            error.column = Some(compiled[start..end].chars().count() + 1);
+            error.source_line = typed.lines().nth(line - 1).map(str::to_string);
+        }
         error
+    }
+
+    /// Every line of `compiled` whose statement lacks its `;`, from the first one (`first`, as
+    /// [`hints::missing_semicolon_at`] gives it): each found is mended and the text parsed again,
+    /// so a cell with several reports them all at once.
+    fn missing_semicolons(&self, compiled: &str, first: (usize, usize)) -> Vec<usize> {
+        let mut text = compiled.to_string();
+        let mut found = vec![first];
+        // Each round mends one statement; a cell has few, and the bound keeps a bad case short.
+        while found.len() < 50 {
+            let (_, end) = *found.last().unwrap();
+            text.insert(end, ';');
+            let Err(e) = self.engine.compile_with_scope(&self.scope, &text) else {
+                break;
+            };
+            let message = e.err_type().to_string();
+            let site = ErrorSite {
+                kind: "SyntaxError",
+                message: &message,
+                line: e.position().line(),
+                column: e.position().position(),
+            };
+            match hints::missing_semicolon_at(&text, &site) {
+                Some(next) => found.push(next),
+                None => break,
+            }
+        }
+        let mut lines: Vec<usize> = found.into_iter().map(|(line, _)| line).collect();
+        lines.dedup();
+        lines
     }
 
     /// What a misspelt name may have meant: variables, functions, `cuda::` members, tensor members.

@@ -15,13 +15,9 @@ pub fn inspect_variables(session: &Session) -> Value {
         .iter()
         .enumerate()
         .map(|(i, (name, value))| match value.read_lock::<Tensor>() {
-            // JupyterLab's tree view shows a name and its type: the type carries the summary.
-            Some(t) => variable(
-                name,
-                &summary(&t),
-                &format!("Tensor {}", summary(&t)),
-                i + 1,
-            ),
+            // JupyterLab's tree view shows a name and its type, cut at the sidebar's edge: the
+            // type carries the summary, the size first so the default width still shows it.
+            Some(t) => variable(name, &summary(&t), &summary(&t), i + 1),
             None => variable(name, &value.to_string(), value.type_name(), 0),
         })
         .collect();
@@ -89,14 +85,14 @@ fn variable(name: &str, value: &str, kind: &str, reference: usize) -> Value {
     })
 }
 
-/// `[1000, 1000] float32 cuda:0 3.81 MiB`: what the panel's value column shows for a tensor.
-fn summary(t: &Tensor) -> String {
+/// `3.81 MiB Tensor [1000, 1000] float32 cuda:0`: what the panel shows for a tensor, size first.
+pub fn summary(t: &Tensor) -> String {
     format!(
-        "{:?} {} {} {}",
+        "{} Tensor {:?} {} {}",
+        human(t.nbytes() as u64),
         t.shape(),
         t.dtype().name(),
         t.device(),
-        human(t.nbytes() as u64)
     )
 }
 

@@ -42,16 +42,46 @@ pub fn hint(code: &str, translated: &str, site: &ErrorSite, known: &Known) -> Op
     }
 }
 
-/// Whether the input ends with a Python block header (`for i in range(3):`, `def f(x):`, `else:`):
-/// no body can make it parse, so a front end should report it rather than wait for more lines.
+/// Whether the input ends with a Python block header (`for i in range(3):`, `def f(x):`, `else:`).
 pub fn opens_python_block(code: &str) -> bool {
     let toks = tokens::code_tokens(code);
-    let Some(last) = toks.last().filter(|t| t.is(code, ":")) else {
+    toks.last()
+        .is_some_and(|last| block_header(code, &toks, last.line).is_some())
+}
+
+/// The first Python block header of `code` (`with torch.no_grad():`): its 0-based line and text.
+pub fn python_block(code: &str) -> Option<(usize, String)> {
+    let toks = tokens::code_tokens(code);
+    let mut lines: Vec<usize> = toks.iter().map(|t| t.line).collect();
+    lines.dedup();
+    lines.into_iter().find_map(|line| {
+        let header = block_header(code, &toks, line)?;
+        Some((line, header))
+    })
+}
+
+/// Whether a Python block that `code` opens may still get body lines: nothing after its header
+/// but indented lines, and no blank line ending them (as Python's REPL reads a block).
+pub fn python_block_continues(code: &str) -> bool {
+    let Some((header, _)) = python_block(code) else {
         return false;
     };
-    let line = on_line(&toks, last.line);
-    let first = line[0];
-    let first_index = toks.len() - line.len();
+    // A front end's line ends with a newline of its own; a blank line after it ends the block.
+    let text = code.strip_suffix('\n').unwrap_or(code);
+    let after: Vec<&str> = text.split('\n').skip(header + 1).collect();
+    let ended = after.last().is_some_and(|l| l.trim().is_empty())
+        || after
+            .iter()
+            .any(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']));
+    !ended
+}
+
+/// The text of `line` when it is a Python block header: a statement keyword first, `:` last,
+/// and no braces (so a Rhai map such as `#{a:` is not one).
+fn block_header(code: &str, toks: &[Token], line: usize) -> Option<String> {
+    let on = on_line(toks, line);
+    let (first, last) = (on.first()?, on.last()?);
+    let first_index = toks.iter().position(|t| t == first)?;
     let header = matches!(
         first.text(code),
         "for"
@@ -66,10 +96,13 @@ pub fn opens_python_block(code: &str) -> bool {
             | "finally"
             | "class"
     );
-    let braces = line
-        .iter()
-        .any(|t| matches!(t.text(code), "{" | "#{" | "}"));
-    header && first.kind == Kind::Ident && starts_statement(code, &toks, first_index) && !braces
+    let braces = on.iter().any(|t| matches!(t.text(code), "{" | "#{" | "}"));
+    (last.is(code, ":")
+        && header
+        && first.kind == Kind::Ident
+        && starts_statement(code, toks, first_index)
+        && !braces)
+        .then(|| span(code, first, last))
 }
 
 fn syntax_hint(code: &str, translated: &str, site: &ErrorSite) -> Option<String> {
@@ -77,9 +110,11 @@ fn syntax_hint(code: &str, translated: &str, site: &ErrorSite) -> Option<String>
     let line = site.line.map(|l| l - 1);
     // A construct on the error's own line explains it best; one elsewhere may still be the cause
     // (a `def` line's error shows up on its body's line).
+    // A statement that starts a line where Rhai wanted a `;` is the missing `;` itself, however
+    // Pythonic the rest of the input (an `import torch` line above it is no cause).
     line.and_then(|l| construct(code, translated, &toks, Some(l)))
+        .or_else(|| missing_semicolon(translated, site))
         .or_else(|| construct(code, translated, &toks, None))
-        .or_else(|| missing_semicolon(code, &toks, site))
         .or_else(|| tuple(code, site))
 }
 
@@ -580,24 +615,46 @@ fn split_arguments(code: &str, args: &[Token]) -> (Vec<String>, Vec<String>) {
 }
 
 /// "Expecting ';'" at the start of a line: the statement on the line before needs its `;`.
-fn missing_semicolon(code: &str, toks: &[Token], site: &ErrorSite) -> Option<String> {
+fn missing_semicolon(translated: &str, site: &ErrorSite) -> Option<String> {
+    let (line, _) = missing_semicolon_at(translated, site)?;
+    Some(semicolon_hint(&[line]))
+}
+
+/// Where the `;` that Rhai's "Expecting ';'" at the start of a statement wants goes: the 1-based
+/// line of the statement before it and the byte offset just past its last token.
+///
+/// Read from the compiled text, where `torch.cuda.x` is `     cuda::x` and `import torch` is
+/// blank: the typed text would put the statement's start in the middle of a name, or take the
+/// blanked import for the statement before.
+pub fn missing_semicolon_at(translated: &str, site: &ErrorSite) -> Option<(usize, usize)> {
     if !site.message.starts_with("Expecting ';'") {
         return None;
     }
+    let toks = tokens::code_tokens(translated);
     let line = site.line? - 1;
     let first = toks.iter().position(|t| t.line == line)?;
-    let column = code.lines().nth(line)?[..]
-        .chars()
-        .take_while(|c| c.is_whitespace())
-        .count()
-        + 1;
+    let line_start = translated[..toks[first].start]
+        .rfind('\n')
+        .map_or(0, |nl| nl + 1);
+    let column = translated[line_start..toks[first].start].chars().count() + 1;
     if site.column != Some(column) || first == 0 {
         return None;
     }
-    Some(format!(
-        "end the statement on line {} with ; (a line break does not end a statement)",
-        toks[first - 1].line + 1
-    ))
+    let before = &toks[first - 1];
+    Some((before.line + 1, before.end))
+}
+
+/// The hint for statements on `lines` (1-based, in order) that lack their `;`.
+pub fn semicolon_hint(lines: &[usize]) -> String {
+    let listed = match lines {
+        [one] => format!("the statement on line {one}"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(usize::to_string).collect();
+            format!("the statements on lines {} and {last}", init.join(", "))
+        }
+        [] => "the statement".into(),
+    };
+    format!("end {listed} with ; (a line break does not end a statement)")
 }
 
 /// Python's builtins and modules that have another spelling here.
