@@ -283,6 +283,6 @@ fn the_script_runner_prints_the_hint_under_the_error() {
         "<-e>:2:1: SyntaxError: `for i in range(3):` opens a Python block, which the Rhai \
          language cannot run: none of this input ran, its indented body included\n\
          hint: blocks are written with braces: for i in range(3) { … }; Python runs as written \
-         with torchlet run FILE.py (a Python REPL is coming)\n"
+         with torchlet run FILE.py, or in the Python REPL: torchlet python\n"
     );
 }

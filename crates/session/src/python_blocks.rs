@@ -11,7 +11,7 @@ use torchlet_rhai::source::hints;
 
 /// How a Python block runs as written: the Python front end.
 const AS_PYTHON: &str =
-    "Python runs as written with torchlet run FILE.py (a Python REPL is coming)";
+    "Python runs as written with torchlet run FILE.py, or in the Python REPL: torchlet python";
 
 /// The block refused last: its header and hint, until an unindented input arrives.
 #[derive(Default)]
