@@ -120,7 +120,17 @@ fn a_tensor_is_offered_what_dir_of_a_tensor_lists() {
     for name in ["sum", "shape", "backward", "cuda", "grad", "numel"] {
         assert!(offered.contains(&name.to_string()), "{name} in {offered:?}");
     }
-    for name in ["exit", "print", "__discard", "memory_allocated", "type_of", "step"] {
-        assert!(!offered.contains(&name.to_string()), "{name} in {offered:?}");
+    for name in [
+        "exit",
+        "print",
+        "__discard",
+        "memory_allocated",
+        "type_of",
+        "step",
+    ] {
+        assert!(
+            !offered.contains(&name.to_string()),
+            "{name} in {offered:?}"
+        );
     }
 }

@@ -274,32 +274,67 @@ fn explanations_reach_attributes_items_and_optimizer_state() {
         ("opt.state[w].exp_avg", 1048576),
     ] {
         let shown = run(&mut s, &format!("explain_free({path})"));
-        assert!(shown.starts_with(&format!("what freeing `{path}` would do now:")), "{shown}");
-        assert!(shown.contains(&format!("{bytes} B that only `{path}` holds")), "{shown}");
+        assert!(
+            shown.starts_with(&format!("what freeing `{path}` would do now:")),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("{bytes} B that only `{path}` holds")),
+            "{shown}"
+        );
         let why = s.run_command(&format!(":why {path}")).unwrap();
         assert!(why.error.is_none(), "{:?}", why.error);
-        assert_eq!(why.value.unwrap().plain, shown, ":why {path} says what explain_free says");
+        assert_eq!(
+            why.value.unwrap().plain,
+            shown,
+            ":why {path} says what explain_free says"
+        );
     }
     let vars = s.run_command(":vars").unwrap().value.unwrap().plain;
-    for path in ["l1.weight", "l1.bias", "model.blocks[0].fc.weight", "opt.state[w].exp_avg_sq"] {
-        assert!(vars.lines().any(|l| l.starts_with(path)), "{path} in\n{vars}");
+    for path in [
+        "l1.weight",
+        "l1.bias",
+        "model.blocks[0].fc.weight",
+        "opt.state[w].exp_avg_sq",
+    ] {
+        assert!(
+            vars.lines().any(|l| l.starts_with(path)),
+            "{path} in\n{vars}"
+        );
     }
     let holders = s.run_command(":holders").unwrap().value.unwrap().plain;
     assert!(holders.contains("opt.state[w].exp_avg"), "{holders}");
-    let missing = s.execute("explain_free(l1.nothing)").error.expect("no such member");
+    let missing = s
+        .execute("explain_free(l1.nothing)")
+        .error
+        .expect("no such member");
     assert!(!missing.message.is_empty());
     let expr = s.execute("explain_free(w + 1)").error.expect("not a path");
-    assert!(expr.message.contains("a variable or a path"), "{}", expr.message);
+    assert!(
+        expr.message.contains("a variable or a path"),
+        "{}",
+        expr.message
+    );
 }
 
 #[test]
 fn containers_and_optimizers_print_as_pytorch_prints_them() {
     let (_guard, _) = common::gpu();
     let mut s = fresh(CONTAINERS);
-    for code in ["l1", "[w, w]", "#{w: w, opt: opt}", "opt", "opt.state", "model"] {
+    for code in [
+        "l1",
+        "[w, w]",
+        "#{w: w, opt: opt}",
+        "opt",
+        "opt.state",
+        "model",
+    ] {
         let shown = run(&mut s, code);
         assert!(!shown.contains("::"), "{code} shows a Rust type: {shown}");
-        assert!(!shown.contains("Tensor"), "{code} shows a type name: {shown}");
+        assert!(
+            !shown.contains("Tensor"),
+            "{code} shows a type name: {shown}"
+        );
     }
     assert!(run(&mut s, "opt").starts_with("Adam (\nParameter Group 0\n"));
     assert!(run(&mut s, "opt.state").starts_with("defaultdict(<class 'dict'>, {tensor([["));

@@ -67,7 +67,9 @@ fn one_warning(code: &str, line: usize, advice: &str) -> String {
 #[test]
 fn a_list_of_losses_is_named_with_its_advice() {
     let (_guard, _) = common::gpu();
-    let code = format!("{SETUP}let losses = [];\nfor i in 0..6 {{\n    {LOSS}\n    losses.push(loss);\n}}");
+    let code = format!(
+        "{SETUP}let losses = [];\nfor i in 0..6 {{\n    {LOSS}\n    losses.push(loss);\n}}"
+    );
     one_warning(
         &code,
         7,
@@ -98,7 +100,11 @@ fn a_cache_keyed_by_step_is_named_with_its_advice() {
     let code = format!(
         "{SETUP}let cache = #{{}};\nfor step in 0..6 {{\n    {LOSS}\n    cache[`step${{step}}`] = loss;\n}}"
     );
-    one_warning(&code, 7, "`cache` keeps each iteration's graph under a new key");
+    one_warning(
+        &code,
+        7,
+        "`cache` keeps each iteration's graph under a new key",
+    );
 }
 
 #[test]

@@ -112,7 +112,8 @@ let y = x.matmul(x);";
     if first_matmul {
         assert_eq!(lines[&5].workspace, 33554432);
         assert!(
-            table.contains("line 5: 33554432 (32.00 MiB) of its Δallocated is the cuBLAS workspace"),
+            table
+                .contains("line 5: 33554432 (32.00 MiB) of its Δallocated is the cuBLAS workspace"),
             "{table}"
         );
     }

@@ -209,17 +209,37 @@ cuda::dump_snapshot({:?}); cuda::record_memory_history(());",
     assert_eq!(free["frames"][0]["line"], 4, "{free}");
     // The workspace the matmul took is no variable's, whatever its statement assigns.
     let workspaces = torchlet_core::device::blas_workspaces();
-    let ws = workspaces.iter().flat_map(|(_, w)| w).next().expect("a workspace");
+    let ws = workspaces
+        .iter()
+        .flat_map(|(_, w)| w)
+        .next()
+        .expect("a workspace");
     let labelled = |e: &serde_json::Value| {
-        e["addr"] == ws.ptr && e["user_metadata"].as_str().is_some_and(|m| m.contains("cuBLAS workspace"))
+        e["addr"] == ws.ptr
+            && e["user_metadata"]
+                .as_str()
+                .is_some_and(|m| m.contains("cuBLAS workspace"))
     };
-    let blocks = doc["segments"].as_array().unwrap().iter().flat_map(|g| g["blocks"].as_array().unwrap().clone());
+    let blocks = doc["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["blocks"].as_array().unwrap().clone());
     let block_labelled = blocks
         .filter(|b| b["address"] == ws.ptr && b["state"] == "active_allocated")
-        .all(|b| b["user_metadata"].as_str().is_some_and(|m| m.contains("cuBLAS workspace")));
+        .all(|b| {
+            b["user_metadata"]
+                .as_str()
+                .is_some_and(|m| m.contains("cuBLAS workspace"))
+        });
     assert!(block_labelled);
-    let first_workspace = trace.iter().any(|e| e["action"] == "alloc" && e["addr"] == ws.ptr);
+    let first_workspace = trace
+        .iter()
+        .any(|e| e["action"] == "alloc" && e["addr"] == ws.ptr);
     if first_workspace {
-        assert!(trace.iter().any(labelled), "the workspace's alloc is labelled");
+        assert!(
+            trace.iter().any(labelled),
+            "the workspace's alloc is labelled"
+        );
     }
 }

@@ -90,7 +90,10 @@ impl HolderMap {
         if storage.bytes() == 0 {
             return;
         }
-        let (holders, bytes) = self.held.entry((storage.device(), storage.ptr())).or_default();
+        let (holders, bytes) = self
+            .held
+            .entry((storage.device(), storage.ptr()))
+            .or_default();
         *bytes = storage.bytes() as u64;
         if holders.contains(&holder) {
             return;

@@ -157,15 +157,19 @@ impl LeakWatch {
     }
 
     /// The input ended: the warnings of every suspect whose graph `variables` still hold.
-    pub fn finish<'a>(&mut self, variables: impl Iterator<Item = (&'a str, &'a Value)>) -> Vec<String> {
+    pub fn finish<'a>(
+        &mut self,
+        variables: impl Iterator<Item = (&'a str, &'a Value)>,
+    ) -> Vec<String> {
         let weights = weigh(variables);
         self.check(|_| true, &weights)
     }
 
     /// Settle the suspects `pick` chooses: a warning for each whose graph is still held.
     fn check(&mut self, pick: impl Fn(&Suspect) -> bool, weights: &[Weighed]) -> Vec<String> {
-        let (now, later): (Vec<Suspect>, Vec<Suspect>) =
-            std::mem::take(&mut self.suspects).into_iter().partition(|s| pick(s));
+        let (now, later): (Vec<Suspect>, Vec<Suspect>) = std::mem::take(&mut self.suspects)
+            .into_iter()
+            .partition(|s| pick(s));
         self.suspects = later;
         // A culprit no longer in scope (a function's local) may have handed its graph on:
         // what every variable's graph holds then stands for it.
@@ -256,9 +260,9 @@ fn message(s: &Suspect) -> String {
     );
     let name = &s.name;
     let advice = match s.kind {
-        Kind::Scalar => format!(
-            "`{name}` holds each iteration's graph; keep a number instead (`loss.item()`)"
-        ),
+        Kind::Scalar => {
+            format!("`{name}` holds each iteration's graph; keep a number instead (`loss.item()`)")
+        }
         Kind::Tensor => format!(
             "`{name}` carries the graph of every earlier iteration; detach it once per \
              iteration (`{name} = {name}.detach()`)"

@@ -152,7 +152,11 @@ pub fn table(lines: &BTreeMap<usize, LineStats>, code: &str) -> DisplayData {
     let header = ["runs", "Δallocated", "Δreserved", "peak", "+seg", "-seg"];
     let widths: Vec<usize> = (0..6)
         .map(|i| {
-            let widest = cells.iter().map(|c| c.1[i].chars().count()).max().unwrap_or(0);
+            let widest = cells
+                .iter()
+                .map(|c| c.1[i].chars().count())
+                .max()
+                .unwrap_or(0);
             widest.max(header[i].chars().count())
         })
         .collect();

@@ -133,7 +133,11 @@ pub fn resolve<'a>(
     let Step::Member(name) = first else {
         return None;
     };
-    let mut value = variables.clone().find(|(n, _)| *n == name.as_str())?.1.clone();
+    let mut value = variables
+        .clone()
+        .find(|(n, _)| *n == name.as_str())?
+        .1
+        .clone();
     for step in rest {
         value = step_into(&value, step, variables.clone())?;
     }
@@ -171,12 +175,17 @@ fn step_into<'a>(
 ) -> Option<Value> {
     match (value, step) {
         (Value::List(items), Step::Index(i)) => items.get(*i).cloned(),
-        (Value::Map(members), Step::Member(key)) => {
-            members.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
-        }
+        (Value::Map(members), Step::Member(key)) => members
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone()),
         (Value::Keyed(entries), Step::Index(i)) => entries.get(*i).map(|(_, v)| v.clone()),
         (Value::Keyed(entries), Step::Key(name)) => {
-            let key = variables.clone().find(|(n, _)| *n == name.as_str())?.1.as_tensor()?;
+            let key = variables
+                .clone()
+                .find(|(n, _)| *n == name.as_str())?
+                .1
+                .as_tensor()?;
             let found = entries.iter().find(|(k, _)| k.same_tensor(key));
             found.map(|(_, v)| v.clone())
         }

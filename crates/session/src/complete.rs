@@ -256,9 +256,7 @@ impl Session {
         });
         if is_tensor {
             let on_tensor = |name: &str| {
-                !known_tensor
-                    || native.contains(name)
-                    || native.contains(&format!("get${name}"))
+                !known_tensor || native.contains(name) || native.contains(&format!("get${name}"))
             };
             names.extend(
                 help::of_kind(Kind::Property)

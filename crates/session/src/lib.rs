@@ -391,7 +391,11 @@ impl Session {
     /// `None` when no such variable exists.
     /// `name` may be a path into a variable (`l1.weight`, `model.blocks[0].fc.weight`,
     /// `opt.state[w].exp_avg`); the ways come back with the path as the explanations spell it.
-    pub fn explain_free(&self, name: &str, device: usize) -> Option<(String, Vec<explain_free::Way>)> {
+    pub fn explain_free(
+        &self,
+        name: &str,
+        device: usize,
+    ) -> Option<(String, Vec<explain_free::Way>)> {
         let path = torchlet_explain::value::canonical_path(name)?;
         let variables = self.named_values();
         let all = variables.iter().map(|(n, v)| (n.as_str(), v));

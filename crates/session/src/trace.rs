@@ -206,11 +206,17 @@ mod tests {
     #[test]
     fn unchanged_memory_says_so() {
         let same = [device(512, 2_097_152, 1, 0)];
-        assert_eq!(change(&same, &same), "[trace] no net change in device memory");
+        assert_eq!(
+            change(&same, &same),
+            "[trace] no net change in device memory"
+        );
         // A temporary made and freed raises only the peak: the same net change, the same words.
         let mut peaked = same[0].clone();
         peaked.peak_allocated += 4096;
-        assert_eq!(change(&same, &[peaked]), "[trace] no net change in device memory");
+        assert_eq!(
+            change(&same, &[peaked]),
+            "[trace] no net change in device memory"
+        );
     }
 
     #[test]

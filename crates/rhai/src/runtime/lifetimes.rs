@@ -76,7 +76,9 @@ pub(crate) fn register(engine: &mut Engine, state: &super::state::State) {
 /// Register `__line(line, column)`, which the rewrite puts before each statement when lines
 /// are marked; `hook` gets the line.
 pub fn register_line_hook(engine: &mut Engine, hook: impl Fn(usize) + 'static) {
-    engine.register_fn(LINE, move |line: rhai::INT, _column: rhai::INT| hook(line as usize));
+    engine.register_fn(LINE, move |line: rhai::INT, _column: rhai::INT| {
+        hook(line as usize)
+    });
 }
 
 /// Drop a value as CPython would: an array's items last to first, recursively.

@@ -19,10 +19,14 @@ pub fn of_value(value: &rhai::Dynamic) -> Option<DisplayData> {
 /// PyTorch prints them inside a list or a map, never a Rust type's name (which is what
 /// `Dynamic`'s own `Display` falls back to for a type it does not know).
 pub fn repr(value: &rhai::Dynamic) -> String {
-    if let Some(s) = value.read_lock::<rhai::ImmutableString>() {
-        return s.to_string();
+    let composite = value.is::<Tensor>()
+        || value.is_array()
+        || value.is_map()
+        || super::optim_module::repr(value).is_some();
+    match composite {
+        true => item(value),
+        false => value.to_string(),
     }
-    item(value)
 }
 
 /// A value inside a container: strings quoted, as Rhai's `to_debug` does.
@@ -53,7 +57,11 @@ fn item(value: &rhai::Dynamic) -> String {
     if let Some(e) = value.read_lock::<Exception>() {
         return e.to_string();
     }
-    value.to_string()
+    if value.is_fnptr() {
+        return value.to_string();
+    }
+    // Numbers, `()` and booleans as Rhai's `to_debug` writes them inside a container (`-0.0`, `()`).
+    format!("{value:?}")
 }
 
 /// How a value echoes when it has a richer form than Rhai's `to_string`.

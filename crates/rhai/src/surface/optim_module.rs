@@ -240,7 +240,9 @@ fn describe_state(state: &OptimizerState) -> String {
     let params: Vec<Tensor> = state.0.borrow().params().to_vec();
     let mut entries = Vec::new();
     for p in &params {
-        let Ok(map) = state_of(state, p) else { continue };
+        let Ok(map) = state_of(state, p) else {
+            continue;
+        };
         if map.is_empty() {
             continue;
         }
