@@ -344,7 +344,7 @@ pub fn groups(blocks: &[BlockHolders]) -> Vec<HolderGroup> {
             }
         })
         .collect();
-    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.bytes));
     groups
 }
 
