@@ -133,3 +133,26 @@ fn every_candidate_says_what_it_names() {
     assert_eq!(kind_of(&s, ":me", ":mem").0, Magic);
     assert_eq!(CompletionKind::Property.name(), "property");
 }
+
+#[test]
+fn a_tensor_is_offered_what_dir_of_a_tensor_lists() {
+    let (mut s, _) = Session::captured("<test>");
+    s.execute("let x = randn(2, 2);");
+    let offered = complete(&s, "x.").matches();
+    for name in ["sum", "shape", "backward", "cuda", "grad", "numel"] {
+        assert!(offered.contains(&name.to_string()), "{name} in {offered:?}");
+    }
+    for name in [
+        "exit",
+        "print",
+        "__discard",
+        "memory_allocated",
+        "type_of",
+        "step",
+    ] {
+        assert!(
+            !offered.contains(&name.to_string()),
+            "{name} in {offered:?}"
+        );
+    }
+}

@@ -53,7 +53,7 @@ fn explain_free_predicts_what_each_way_does() {
     for (setup, name) in SCENARIOS {
         let s = fresh(setup);
         let before = (a.memory_allocated(), a.memory_reserved(), a.memory_stats());
-        let ways: Vec<Way> = s.explain_free(name, 0).expect("a variable");
+        let ways: Vec<Way> = s.explain_free(name, 0).expect("a variable").1;
         let after = (a.memory_allocated(), a.memory_reserved(), a.memory_stats());
         assert_eq!(before, after, "explain_free changed nothing");
         drop(s);
@@ -83,7 +83,7 @@ fn explain_free_predicts_what_each_way_does() {
 
 fn why(setup: &str, name: &str, code: &str) -> Way {
     let s = fresh(setup);
-    let ways = s.explain_free(name, 0).unwrap();
+    let ways = s.explain_free(name, 0).unwrap().1;
     ways.into_iter().find(|w| w.code == code).unwrap()
 }
 
@@ -253,4 +253,90 @@ fn every_allocation_names_the_statement_that_made_it() {
     );
     let made = run(&mut s, "memory_holders().map(|b| b.made_by)");
     assert!(made.contains("<holders>:3:9: let t = x * 2;"), "{made}");
+}
+
+/// A module's parameters in a map, a nested model, and an Adam that has taken a step.
+const CONTAINERS: &str = "manual_seed(0);
+let l1 = nn::linear_params(256, 256, #{device: \"cuda\"});
+let model = #{blocks: [#{fc: nn::linear_params(128, 128, #{device: \"cuda\"})}]};
+let w = randn(512, 512, #{device: \"cuda\", requires_grad: true});
+let opt = optim::Adam([w]);
+(w * 2).sum().backward();
+opt.step();";
+
+#[test]
+fn explanations_reach_attributes_items_and_optimizer_state() {
+    let (_guard, _) = common::gpu();
+    let mut s = fresh(CONTAINERS);
+    for (path, bytes) in [
+        ("l1.weight", 262144),
+        ("model.blocks[0].fc.weight", 65536),
+        ("opt.state[w].exp_avg", 1048576),
+    ] {
+        let shown = run(&mut s, &format!("explain_free({path})"));
+        assert!(
+            shown.starts_with(&format!("what freeing `{path}` would do now:")),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("{bytes} B that only `{path}` holds")),
+            "{shown}"
+        );
+        let why = s.run_command(&format!(":why {path}")).unwrap();
+        assert!(why.error.is_none(), "{:?}", why.error);
+        assert_eq!(
+            why.value.unwrap().plain,
+            shown,
+            ":why {path} says what explain_free says"
+        );
+    }
+    let vars = s.run_command(":vars").unwrap().value.unwrap().plain;
+    for path in [
+        "l1.weight",
+        "l1.bias",
+        "model.blocks[0].fc.weight",
+        "opt.state[w].exp_avg_sq",
+    ] {
+        assert!(
+            vars.lines().any(|l| l.starts_with(path)),
+            "{path} in\n{vars}"
+        );
+    }
+    let holders = s.run_command(":holders").unwrap().value.unwrap().plain;
+    assert!(holders.contains("opt.state[w].exp_avg"), "{holders}");
+    let missing = s
+        .execute("explain_free(l1.nothing)")
+        .error
+        .expect("no such member");
+    assert!(!missing.message.is_empty());
+    let expr = s.execute("explain_free(w + 1)").error.expect("not a path");
+    assert!(
+        expr.message.contains("a variable or a path"),
+        "{}",
+        expr.message
+    );
+}
+
+#[test]
+fn containers_and_optimizers_print_as_pytorch_prints_them() {
+    let (_guard, _) = common::gpu();
+    let mut s = fresh(CONTAINERS);
+    for code in [
+        "l1",
+        "[w, w]",
+        "#{w: w, opt: opt}",
+        "opt",
+        "opt.state",
+        "model",
+    ] {
+        let shown = run(&mut s, code);
+        assert!(!shown.contains("::"), "{code} shows a Rust type: {shown}");
+        assert!(
+            !shown.contains("Tensor"),
+            "{code} shows a type name: {shown}"
+        );
+    }
+    assert!(run(&mut s, "opt").starts_with("Adam (\nParameter Group 0\n"));
+    assert!(run(&mut s, "opt.state").starts_with("defaultdict(<class 'dict'>, {tensor([["));
+    assert!(run(&mut s, "l1").starts_with("#{\"bias\": tensor(["));
 }

@@ -85,3 +85,36 @@ fn run_with_ledger_prints_it_after_the_output() {
     assert!(row.contains("4000256") && row.contains("20971520"), "{row}");
     assert!(row.ends_with("let x = randn(1000, 1000).cuda();"), "{row}");
 }
+
+#[test]
+fn a_line_runs_once_per_execution_and_its_workspace_is_named() {
+    let (_guard, _) = common::gpu();
+    let a = torchlet_core::device::cuda_allocator(0).unwrap();
+    a.empty_cache();
+    let (mut s, _) = Session::captured("<ledger>");
+    let code = "let a = 1;
+print(`${a} ${a}`); let b = 2;
+for i in 0..3 { a += 1; }
+let x = randn(256, 256).cuda();
+let y = x.matmul(x);";
+    let first_matmul = torchlet_core::device::blas_workspaces()
+        .iter()
+        .all(|(_, w)| w.is_empty());
+    let (outcome, lines) = s.execute_with_ledger(code);
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    // Two statements and a string's two `${…}` on line 2 are one execution of it; a one-line
+    // loop's body runs three times.
+    assert_eq!(lines[&2].runs, 1);
+    assert_eq!(lines[&3].runs, 3);
+    let table = torchlet_session::ledger::table(&lines, code).plain;
+    assert!(table.contains("262144 (256.00 KiB)"), "{table}");
+    assert!(table.contains("summed over a line's runs"), "{table}");
+    if first_matmul {
+        assert_eq!(lines[&5].workspace, 33554432);
+        assert!(
+            table
+                .contains("line 5: 33554432 (32.00 MiB) of its Δallocated is the cuBLAS workspace"),
+            "{table}"
+        );
+    }
+}

@@ -228,3 +228,68 @@ fn the_chart_scales_names_lists_and_shows_the_cell_on_its_axis() {
         "the cell and line on the axis: {texts:?}"
     );
 }
+
+#[test]
+fn snapshot_frees_carry_the_freeing_statement_and_workspaces_say_what_they_are() {
+    let (_g, _a) = common::gpu();
+    let (mut s, _out) = session();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("frees.json");
+    ok(
+        &mut s,
+        &format!(
+            "cuda::record_memory_history();
+let temp = empty([1000], gpu);
+let other = 1;
+del temp;
+let a = ones([64, 64], gpu);
+let loss = a.matmul(a).sum();
+cuda::dump_snapshot({:?}); cuda::record_memory_history(());",
+            path.to_str().unwrap()
+        ),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let trace = doc["device_traces"][0].as_array().unwrap();
+    let alloc = trace.iter().find(|e| e["action"] == "alloc").unwrap();
+    let free = trace
+        .iter()
+        .find(|e| e["action"] == "free_requested" && e["addr"] == alloc["addr"])
+        .expect("temp's free");
+    assert_eq!(alloc["frames"][0]["line"], 2);
+    assert_eq!(free["frames"][0]["line"], 4, "{free}");
+    // The workspace the matmul took is no variable's, whatever its statement assigns.
+    let workspaces = torchlet_core::device::blas_workspaces();
+    let ws = workspaces
+        .iter()
+        .flat_map(|(_, w)| w)
+        .next()
+        .expect("a workspace");
+    let labelled = |e: &serde_json::Value| {
+        e["addr"] == ws.ptr
+            && e["user_metadata"]
+                .as_str()
+                .is_some_and(|m| m.contains("cuBLAS workspace"))
+    };
+    let blocks = doc["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["blocks"].as_array().unwrap().clone());
+    let block_labelled = blocks
+        .filter(|b| b["address"] == ws.ptr && b["state"] == "active_allocated")
+        .all(|b| {
+            b["user_metadata"]
+                .as_str()
+                .is_some_and(|m| m.contains("cuBLAS workspace"))
+        });
+    assert!(block_labelled);
+    let first_workspace = trace
+        .iter()
+        .any(|e| e["action"] == "alloc" && e["addr"] == ws.ptr);
+    if first_workspace {
+        assert!(
+            trace.iter().any(labelled),
+            "the workspace's alloc is labelled"
+        );
+    }
+}

@@ -457,7 +457,10 @@ impl<M: RawMemory> Inner<M> {
         self.stats.allocation.decrease(kind, 1);
         self.stats.allocated_bytes.decrease(kind, size);
         if self.history.enabled {
-            let tag = self.arena.tag(idx);
+            // The statement that frees it, as PyTorch's "all" context records the stack of the
+            // free; the block's own statement when no script statement runs.
+            let current = crate::site::current();
+            let tag = current.as_ref().or(self.arena.tag(idx));
             self.history.record(
                 TraceAction::FreeRequested,
                 ptr,
@@ -488,12 +491,13 @@ impl<M: RawMemory> Inner<M> {
             (b.pool, b.size, b.requested, b.stream, b.ptr);
         let (prev, next, expandable) = (b.prev, b.next, b.expandable != NIL);
         if self.history.enabled {
+            let current = crate::site::current();
             self.history.record(
                 TraceAction::FreeCompleted,
                 ptr,
                 requested as u64,
                 stream,
-                tag.as_ref(),
+                current.as_ref().or(tag.as_ref()),
             );
         }
         let (mut net_count, mut net_bytes) = (0i64, 0i64);

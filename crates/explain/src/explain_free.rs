@@ -26,7 +26,10 @@ pub struct Way {
     pub why: String,
 }
 
-/// The four ways for variable `name` (holding `value`) on cuda:`device`, given every variable.
+/// The four ways for `name` (holding `value`) on cuda:`device`, given every variable. `name` is
+/// a variable or a path into one (`l1.weight`, `opt.state[w].exp_avg`, spelled as
+/// [`canonical_path`](crate::value::canonical_path) spells it): the others are everything else
+/// that reaches its blocks.
 pub fn explain_free<'a>(
     name: &str,
     value: &Value,
@@ -35,7 +38,7 @@ pub fn explain_free<'a>(
 ) -> Vec<Way> {
     let dev = Device::Cuda(device);
     let mine = HolderMap::of_variables(std::iter::once((name, value)));
-    let others = HolderMap::of_variables(variables.filter(|(n, _)| *n != name));
+    let all = HolderMap::of_variables(variables);
     let segments = torchlet_core::device::cuda_allocator(device)
         .map(|a| a.snapshot().segments)
         .unwrap_or_default();
@@ -48,7 +51,7 @@ pub fn explain_free<'a>(
             if mine.get(dev, block.address).is_empty() {
                 continue;
             }
-            match others.get(dev, block.address).first() {
+            match all.other_than(dev, block.address, name) {
                 None => {
                     freed.insert(block.address);
                 }
@@ -86,13 +89,13 @@ pub fn explain_free<'a>(
             code: "empty_cache()".into(),
             allocated: 0,
             reserved: -(idle.bytes as i64),
-            why: idle.sentence(&others, &mine, dev, name, false),
+            why: idle.sentence(&all, &mine, dev, name, false),
         },
         Way {
             code: format!("del {name}; empty_cache()"),
             allocated: -(freed_bytes as i64),
             reserved: -(after_del.bytes as i64),
-            why: after_del.sentence(&others, &mine, dev, name, true),
+            why: after_del.sentence(&all, &mine, dev, name, true),
         },
     ]
 }
@@ -175,7 +178,7 @@ fn release<'a>(segments: &'a [SegmentInfo], freed: &HashSet<DevicePtr>) -> Relea
 impl Release<'_> {
     fn sentence(
         &self,
-        others: &HolderMap,
+        all: &HolderMap,
         mine: &HolderMap,
         dev: Device,
         name: &str,
@@ -202,9 +205,8 @@ impl Release<'_> {
         match of_x {
             Some(_) if !del => why = format!("{why}; `{name}` is alive, so its segment stays"),
             Some((_, pin, size)) => {
-                let holder = others
-                    .get(dev, *pin)
-                    .first()
+                let holder = all
+                    .other_than(dev, *pin, name)
                     .cloned()
                     .unwrap_or_else(|| "a block no variable holds".into());
                 why = match mine.get(dev, *pin).is_empty() {

@@ -15,7 +15,7 @@ use torchlet_core::device::{Device, Storage};
 use torchlet_core::tensor::Tensor;
 
 use crate::display::{html_escape as escape, DisplayData};
-use crate::value::Value;
+use crate::value::{key_name, member_path, Value};
 
 /// One live block and what keeps it alive.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,28 +39,49 @@ pub struct BlockHolders {
 
 /// What each storage is held by, keyed by (device, address).
 #[derive(Default)]
-pub struct HolderMap(HashMap<(Device, DevicePtr), (Vec<String>, u64)>);
+pub struct HolderMap {
+    held: HashMap<(Device, DevicePtr), (Vec<String>, u64)>,
+    /// The top-level tensors, which spell the keys of a [`Value::Keyed`] (`opt.state[w]`).
+    names: Vec<(String, Tensor)>,
+}
 
 impl HolderMap {
     /// Walk `variables` (name, value) and everything their tensors keep alive.
-    pub fn of_variables<'a>(variables: impl Iterator<Item = (&'a str, &'a Value)>) -> HolderMap {
-        let mut map = HolderMap::default();
+    pub fn of_variables<'a>(
+        variables: impl Iterator<Item = (&'a str, &'a Value)> + Clone,
+    ) -> HolderMap {
+        let names = variables
+            .clone()
+            .filter_map(|(n, v)| Some((n.to_string(), v.as_tensor()?.clone())))
+            .collect();
+        let mut map = HolderMap {
+            held: HashMap::new(),
+            names,
+        };
         for (name, value) in variables {
             map.value(name, value);
         }
         map
     }
 
+    /// The first holder of the storage at `address` that is not `path` or under it (its
+    /// members, `.grad`, graph): what would still hold the block were `path` gone.
+    pub fn other_than(&self, device: Device, address: DevicePtr, path: &str) -> Option<&String> {
+        self.get(device, address)
+            .iter()
+            .find(|h| !is_under(owner(h), path))
+    }
+
     /// The holders of the storage at `address` on `device`.
     pub fn get(&self, device: Device, address: DevicePtr) -> &[String] {
-        self.0
+        self.held
             .get(&(device, address))
             .map_or(&[], |(h, _)| h.as_slice())
     }
 
     /// Every storage found: (device, address), its holders, its bytes.
     pub fn entries(&self) -> impl Iterator<Item = ((Device, DevicePtr), &[String], u64)> {
-        self.0
+        self.held
             .iter()
             .map(|(key, (h, bytes))| (*key, h.as_slice(), *bytes))
     }
@@ -69,7 +90,10 @@ impl HolderMap {
         if storage.bytes() == 0 {
             return;
         }
-        let (holders, bytes) = self.0.entry((storage.device(), storage.ptr())).or_default();
+        let (holders, bytes) = self
+            .held
+            .entry((storage.device(), storage.ptr()))
+            .or_default();
         *bytes = storage.bytes() as u64;
         if holders.contains(&holder) {
             return;
@@ -95,18 +119,23 @@ impl HolderMap {
             }
             Value::Map(members) => {
                 for (key, item) in members {
-                    let is_ident = key.chars().all(|c| c.is_alphanumeric() || c == '_');
-                    let path = if is_ident {
-                        format!("{path}.{key}")
-                    } else {
-                        format!("{path}[{key:?}]")
-                    };
-                    self.value(&path, item);
+                    self.value(&member_path(path, key), item);
                 }
             }
             Value::Holds(tensors) => {
                 for (sub, t) in tensors {
                     self.add(t.storage(), format!("{path}.{sub}"));
+                }
+            }
+            Value::Keyed(entries) => {
+                for (i, (key, item)) in entries.iter().enumerate() {
+                    let at = format!("{path}[{}]", key_name(key, i, &self.names));
+                    self.value(&at, item);
+                }
+            }
+            Value::Function(captured) => {
+                for (i, item) in captured.iter().enumerate() {
+                    self.value(&format!("{path}.__closure__[{i}]"), item);
                 }
             }
             Value::Other => {}
@@ -152,6 +181,24 @@ impl HolderMap {
 /// Whether a holder is a variable path (`x`, `keep[2]`, `w.grad`) rather than a phrase.
 pub fn is_name(holder: &str) -> bool {
     !holder.contains(' ')
+}
+
+/// The variable path a holder names: the name itself, or the owner of the graph it speaks of.
+pub fn owner(holder: &str) -> &str {
+    if is_name(holder) {
+        return holder;
+    }
+    match holder.split_once('`') {
+        Some((_, rest)) => rest.split_once('`').map_or(rest, |(o, _)| o),
+        None => holder,
+    }
+}
+
+/// Whether `owner` is `path` or a member, item or `.grad` under it.
+pub fn is_under(owner: &str, path: &str) -> bool {
+    owner
+        .strip_prefix(path)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 /// The (node, owner) of a graph's save, the holder "saved by MulBackward0 of `loss`".
@@ -219,6 +266,98 @@ fn listing<S: AsRef<str>>(items: &[S]) -> String {
             format!("{} and {}", head.join(", "), last.as_ref())
         }
     }
+}
+
+/// Blocks held the same way, added up: one line of the out-of-memory notes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HolderGroup {
+    /// What holds them, as a phrase ("12 tensors the graphs of `x` and `h` save (SoftmaxBackward0)").
+    pub phrase: String,
+    /// How many blocks.
+    pub blocks: usize,
+    /// Their bytes, added up.
+    pub bytes: u64,
+}
+
+/// What holds a block, with the items of a list told apart only by their position
+/// (`layers[3].fc_w` is `layers[…].fc_w`) and a graph's saves by the nodes that save it: blocks
+/// with the same key are held the same way.
+fn group_key(holders: &[String]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    let mut nodes: Vec<&str> = Vec::new();
+    for holder in holders {
+        match saved_by(holder) {
+            Some((node, _)) => nodes.push(node),
+            None if is_name(holder) => names.push(without_indices(holder)),
+            None => names.push(holder.clone()),
+        }
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    match names.first() {
+        Some(name) => name.clone(),
+        None => format!("saved by {}", nodes.join(", ")),
+    }
+}
+
+/// `layers[3].fc_w` as `layers[…].fc_w`.
+fn without_indices(path: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..].find(']').map_or(rest.len(), |c| open + c + 1);
+        let inner = &rest[open + 1..close.saturating_sub(1).max(open + 1)];
+        out += &rest[..open];
+        out += if inner.chars().all(|c| c.is_ascii_digit()) {
+            "[…]"
+        } else {
+            &rest[open..close]
+        };
+        rest = &rest[close..];
+    }
+    out + rest
+}
+
+/// `blocks` grouped by what holds them, biggest total first (the first block's order among
+/// equals): three blocks that the same nodes of a graph save are one line with their sum.
+pub fn groups(blocks: &[BlockHolders]) -> Vec<HolderGroup> {
+    let mut keyed: Vec<(String, Vec<&BlockHolders>)> = Vec::new();
+    for b in blocks {
+        let key = group_key(&b.holders);
+        match keyed.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(b),
+            None => keyed.push((key, vec![b])),
+        }
+    }
+    let mut groups: Vec<HolderGroup> = keyed
+        .into_iter()
+        .map(|(key, members)| {
+            let bytes = members.iter().map(|b| b.size).sum();
+            let phrase = match members.as_slice() {
+                [one] => phrase(&one.holders),
+                many => group_phrase(&key, many),
+            };
+            HolderGroup {
+                phrase,
+                blocks: members.len(),
+                bytes,
+            }
+        })
+        .collect();
+    groups.sort_by_key(|g| std::cmp::Reverse(g.bytes));
+    groups
+}
+
+/// "12 tensors the graphs of `x` and `h` save (BmmBackward0, SoftmaxBackward0)", "12 of `layers[…].fc_w`".
+fn group_phrase(key: &str, members: &[&BlockHolders]) -> String {
+    let n = members.len();
+    if !key.starts_with("saved by ") {
+        return format!("{n} blocks of `{key}`");
+    }
+    let all: Vec<String> = members.iter().flat_map(|b| b.holders.clone()).collect();
+    let one = phrase(&all);
+    let rest = one.strip_prefix("a tensor ").unwrap_or(&one);
+    format!("{n} tensors {rest}")
 }
 
 /// Every live block of cuda:`device`, biggest first, with what holds it.
@@ -360,6 +499,56 @@ mod tests {
 
     fn phrase_of(holders: &[&str]) -> String {
         phrase(&holders.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+    }
+
+    fn block(size: u64, holders: &[String]) -> BlockHolders {
+        BlockHolders {
+            address: size,
+            size,
+            requested: size,
+            segment: 0,
+            segment_size: 0,
+            holders: holders.to_vec(),
+            made_by: None,
+        }
+    }
+
+    #[test]
+    fn blocks_held_the_same_way_are_one_group_with_their_sum() {
+        let probs = |owners: &[&str]| -> Vec<String> {
+            owners
+                .iter()
+                .flat_map(|o| {
+                    ["BmmBackward0", "SoftmaxBackward0"].map(|n| format!("saved by {n} of `{o}`"))
+                })
+                .collect()
+        };
+        let blocks = vec![
+            block(536870912, &probs(&["x", "h"])),
+            block(536870912, &probs(&["x", "q"])),
+            block(536870912, &probs(&["x"])),
+            block(1000, &["layers[0].fc_w".into()]),
+            block(1000, &["layers[1].fc_w".into()]),
+            block(700, &["w".into()]),
+        ];
+        let groups = groups(&blocks);
+        let lines: Vec<(String, usize, u64)> = groups
+            .into_iter()
+            .map(|g| (g.phrase, g.blocks, g.bytes))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                (
+                    "3 tensors the graphs of `x`, `h` and `q` save (BmmBackward0, SoftmaxBackward0)"
+                        .to_string(),
+                    3,
+                    3 * 536870912
+                ),
+                ("2 blocks of `layers[…].fc_w`".to_string(), 2, 2000),
+                ("`w`".to_string(), 1, 700),
+            ]
+        );
     }
 
     #[test]

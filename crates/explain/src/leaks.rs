@@ -1,18 +1,31 @@
-//! Leak warnings: a loop whose every iteration leaves more GPU memory allocated than the one
-//! before is named once, with the variable that grows and why.
+//! Leak warnings: a loop whose iterations each leave more autograd graph held by a variable,
+//! still held once the step that ran the loop is over, is named once, with the variable that
+//! holds it and what to write instead.
 //!
 //! The language marks the top of every loop body; each pass reports `memory_allocated()` to the
 //! loop's [`LeakWatch`] entry. After three growths in a row the variables are weighed (the bytes
-//! each reaches, its graph's included) and compared with the weights taken one growth earlier:
-//! the one that gained is the culprit. A tensor whose graph gained is the classic
-//! `total = total + loss`, which keeps every iteration's graph.
+//! each reaches, and how many of those only its graph holds) and compared with the weights taken
+//! one growth earlier. See Note [what a leak is] for when that makes a warning.
+//!
+//! Note [what a leak is]: growth alone is no leak. A loop that builds a model or a data set grows
+//! on purpose, and what it keeps is held directly (parameters, tensors in a list), not through a
+//! graph: such growth never makes a warning. A forward pass over the layers grows the graph on
+//! every iteration, but backward releases it later in the same step. So a graph that grew is
+//! only a suspect, checked when the step is over: when a loop around the loop starts its next
+//! pass, or when the input ends. A suspect whose graph is still held then is the classic leak
+//! (`total = total + loss`, a list of losses, a hidden state never detached, a cache of outputs,
+//! closures that captured a loss); one whose graph is gone said nothing.
+//!
+//! Nothing here iterates a hash map to decide what is said: the variables are weighed in the
+//! order the language lists them, and the first of equal culprits is named, so a program gets
+//! the same warning on every run.
 use std::collections::{HashMap, HashSet};
 
 use crate::bytes::human_bytes;
 use crate::holders::HolderMap;
 use crate::value::Value;
 
-/// Growths in a row before a loop is reported.
+/// Growths in a row before a loop is suspected.
 const GROWTHS: u32 = 3;
 
 /// A loop, by the line and column of its body.
@@ -20,16 +33,23 @@ pub type LoopKey = (i64, i64);
 
 /// The loops of one input, each watched for growth.
 #[derive(Default)]
-pub struct LeakWatch(HashMap<LoopKey, Watch>);
+pub struct LeakWatch {
+    loops: HashMap<LoopKey, Watch>,
+    /// The loops running now, outermost first, as their passes reveal them.
+    running: Vec<LoopKey>,
+    /// Loops whose graph grew, waiting for the end of their step.
+    suspects: Vec<Suspect>,
+}
 
 #[derive(Default)]
 struct Watch {
     last: Option<u64>,
     growths: u32,
     growth: u64,
-    /// Each variable's weight one growth before the report.
-    weights: Option<HashMap<String, Weight>>,
-    warned: bool,
+    /// Each variable's weight one growth before the suspicion.
+    weights: Option<Vec<Weighed>>,
+    /// Suspected (or cleared) once: the loop is not weighed again.
+    settled: bool,
 }
 
 #[derive(Clone, Copy, Default, PartialEq)]
@@ -38,51 +58,164 @@ struct Weight {
     graph_bytes: u64,
 }
 
+/// What a culprit is, which decides the advice.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A one-element tensor (a running loss).
+    Scalar,
+    /// A bigger tensor (a hidden state).
+    Tensor,
+    /// A list that gains an item.
+    List,
+    /// A map (a dict) that gains a key.
+    Map,
+    /// Functions that captured tensors.
+    Function,
+}
+
+struct Weighed {
+    name: String,
+    weight: Weight,
+    kind: Option<Kind>,
+}
+
+struct Suspect {
+    key: LoopKey,
+    growth: u64,
+    name: String,
+    kind: Kind,
+    graph_bytes: u64,
+    /// The step of the loop is over: check it at the next weighing.
+    due: bool,
+}
+
 impl LeakWatch {
     /// Forget every loop (a new input starts).
     pub fn clear(&mut self) {
-        self.0.clear();
+        *self = LeakWatch::default();
     }
 
     /// Whether the next pass of `key` at `allocated` bytes needs the variables weighed;
     /// records the pass. When true, call [`LeakWatch::weighed`] with the variables.
     pub fn pass(&mut self, key: LoopKey, allocated: u64) -> bool {
-        let watch = self.0.entry(key).or_default();
+        match self.running.iter().position(|k| *k == key) {
+            // A new pass of a running loop: the loops inside it have ended their step.
+            Some(at) => {
+                let ended: Vec<LoopKey> = self.running.drain(at + 1..).collect();
+                for suspect in &mut self.suspects {
+                    suspect.due |= ended.contains(&suspect.key);
+                }
+            }
+            None => self.running.push(key),
+        }
+        let watch = self.loops.entry(key).or_default();
         let grew = watch.last.is_some_and(|last| allocated > last);
         watch.growth = watch.last.map_or(0, |last| allocated.saturating_sub(last));
         watch.last = Some(allocated);
         watch.growths = if grew { watch.growths + 1 } else { 0 };
-        !watch.warned && watch.growths >= GROWTHS - 1
+        let weigh_loop = !watch.settled && watch.growths >= GROWTHS - 1;
+        weigh_loop || self.suspects.iter().any(|s| s.due)
     }
 
-    /// Take the variables' weights for loop `key`; the warning, once the loop has grown enough.
+    /// Take the variables' weights for loop `key`: the warnings of the suspects whose step is
+    /// over and whose graph is still held.
     pub fn weighed<'a>(
         &mut self,
         key: LoopKey,
         variables: impl Iterator<Item = (&'a str, &'a Value)>,
-    ) -> Option<String> {
+    ) -> Vec<String> {
         let weights = weigh(variables);
-        let watch = self.0.get_mut(&key)?;
+        let warnings = self.check(|s| s.due, &weights);
+        let Some(watch) = self.loops.get_mut(&key) else {
+            return warnings;
+        };
+        if watch.settled || watch.growths < GROWTHS - 1 {
+            return warnings;
+        }
         if watch.growths < GROWTHS {
             watch.weights = Some(weights);
-            return None;
+            return warnings;
         }
-        watch.warned = true;
+        watch.settled = true;
         let before = watch.weights.take().unwrap_or_default();
-        Some(message(key.0, watch.growth, &before, &weights))
+        if let Some((name, kind, graph_bytes)) = culprit(&before, &weights) {
+            self.suspects.push(Suspect {
+                key,
+                growth: watch.growth,
+                name,
+                kind,
+                graph_bytes,
+                due: false,
+            });
+        }
+        warnings
+    }
+
+    /// Whether [`LeakWatch::finish`] has anything to check.
+    pub fn has_suspects(&self) -> bool {
+        !self.suspects.is_empty()
+    }
+
+    /// The input ended: the warnings of every suspect whose graph `variables` still hold.
+    pub fn finish<'a>(
+        &mut self,
+        variables: impl Iterator<Item = (&'a str, &'a Value)>,
+    ) -> Vec<String> {
+        let weights = weigh(variables);
+        self.check(|_| true, &weights)
+    }
+
+    /// Settle the suspects `pick` chooses: a warning for each whose graph is still held.
+    fn check(&mut self, pick: impl Fn(&Suspect) -> bool, weights: &[Weighed]) -> Vec<String> {
+        let (now, later): (Vec<Suspect>, Vec<Suspect>) = std::mem::take(&mut self.suspects)
+            .into_iter()
+            .partition(|s| pick(s));
+        self.suspects = later;
+        // A culprit no longer in scope (a function's local) may have handed its graph on:
+        // what every variable's graph holds then stands for it.
+        let all_graphs: u64 = weights.iter().map(|w| w.weight.graph_bytes).sum();
+        now.into_iter()
+            .filter(|s| {
+                let held = weights
+                    .iter()
+                    .find(|w| w.name == s.name)
+                    .map_or(all_graphs, |w| w.weight.graph_bytes);
+                held >= s.graph_bytes
+            })
+            .map(|s| message(&s))
+            .collect()
     }
 }
 
-/// What each variable reaches on the GPU: its own memory and its graph's.
-fn weigh<'a>(variables: impl Iterator<Item = (&'a str, &'a Value)>) -> HashMap<String, Weight> {
-    let mut weights = HashMap::new();
+/// The variable whose graph gained the most over the last growth (the first of equals), its
+/// kind and its graph's bytes; `None` when no graph grew (the loop built something).
+fn culprit(before: &[Weighed], now: &[Weighed]) -> Option<(String, Kind, u64)> {
+    let mut best: Option<(&Weighed, Kind, u64)> = None;
+    for w in now {
+        let Some(kind) = w.kind else { continue };
+        let was = before
+            .iter()
+            .find(|b| b.name == w.name)
+            .map_or(0, |b| b.weight.graph_bytes);
+        let gained = w.weight.graph_bytes.saturating_sub(was);
+        if gained > 0 && best.is_none_or(|(_, _, most)| gained > most) {
+            best = Some((w, kind, gained));
+        }
+    }
+    best.map(|(w, kind, _)| (w.name.clone(), kind, w.weight.graph_bytes))
+}
+
+/// What each variable reaches on the GPU, its graph's share, and what kind of holder it is.
+fn weigh<'a>(variables: impl Iterator<Item = (&'a str, &'a Value)>) -> Vec<Weighed> {
+    let mut weights: Vec<Weighed> = Vec::new();
     for (name, value) in variables {
-        if weights.contains_key(name) {
+        if weights.iter().any(|w| w.name == name) {
             continue;
         }
         let map = HolderMap::of_variables(std::iter::once((name, value)));
         let mut weight = Weight::default();
         let mut seen = HashSet::new();
+        // A sum over the blocks: the order of the walk changes nothing.
         for (key, holders, bytes) in map.entries() {
             if !key.0.is_cuda() || !seen.insert(key) {
                 continue;
@@ -95,34 +228,57 @@ fn weigh<'a>(variables: impl Iterator<Item = (&'a str, &'a Value)>) -> HashMap<S
                 weight.graph_bytes += bytes;
             }
         }
-        weights.insert(name.to_string(), weight);
+        weights.push(Weighed {
+            name: name.to_string(),
+            weight,
+            kind: kind_of(value),
+        });
     }
     weights
 }
 
-fn message(
-    line: i64,
-    growth: u64,
-    before: &HashMap<String, Weight>,
-    now: &HashMap<String, Weight>,
-) -> String {
-    let head = format!(
-        "warning: line {line}: GPU memory grows by {growth} B ({}) on every iteration of this loop",
-        human_bytes(growth)
-    );
-    let culprit = now
-        .iter()
-        .filter_map(|(name, w)| {
-            let was = before.get(name).copied().unwrap_or_default();
-            (w.bytes > was.bytes)
-                .then(|| (name, w.bytes - was.bytes, w.graph_bytes > was.graph_bytes))
-        })
-        .max_by_key(|(_, gained, _)| *gained);
-    match culprit {
-        Some((name, _, true)) => format!(
-            "{head}: `{name}` holds each iteration's graph; keep a number instead (`loss.item()`)"
-        ),
-        Some((name, _, false)) => format!("{head}: `{name}` keeps more of it on every pass"),
-        None => format!("{head}; no variable holds the growth (a temporary, or memory held outside the session)"),
+fn kind_of(value: &Value) -> Option<Kind> {
+    if value.holds_function() {
+        return Some(Kind::Function);
     }
+    match value {
+        Value::Tensor(t) if t.numel() == 1 => Some(Kind::Scalar),
+        Value::Tensor(_) => Some(Kind::Tensor),
+        Value::List(_) => Some(Kind::List),
+        Value::Map(_) | Value::Keyed(_) | Value::Holds(_) => Some(Kind::Map),
+        Value::Function(_) => Some(Kind::Function),
+        Value::Other => None,
+    }
+}
+
+fn message(s: &Suspect) -> String {
+    let head = format!(
+        "warning: line {}: GPU memory grows by {} B ({}) on every iteration of this loop",
+        s.key.0,
+        s.growth,
+        human_bytes(s.growth)
+    );
+    let name = &s.name;
+    let advice = match s.kind {
+        Kind::Scalar => {
+            format!("`{name}` holds each iteration's graph; keep a number instead (`loss.item()`)")
+        }
+        Kind::Tensor => format!(
+            "`{name}` carries the graph of every earlier iteration; detach it once per \
+             iteration (`{name} = {name}.detach()`)"
+        ),
+        Kind::List => format!(
+            "`{name}` keeps each iteration's graph in a new item; keep a number (`loss.item()`) \
+             or a detached tensor (`.detach()`) instead"
+        ),
+        Kind::Map => format!(
+            "`{name}` keeps each iteration's graph under a new key; store a detached tensor \
+             (`.detach()`) or a number (`.item()`) instead"
+        ),
+        Kind::Function => format!(
+            "`{name}` keeps functions that captured each iteration's graph; capture a number \
+             (`loss.item()`) or a detached tensor (`.detach()`) instead"
+        ),
+    };
+    format!("{head}: {advice}")
 }

@@ -3,7 +3,8 @@
 //!
 //! The allocator's own snapshot carries one tag per block and event, the statement that asked; the
 //! viewer wants `frames` (file, line, name) and shows `user_metadata` in every tooltip, so each tag
-//! becomes one frame of its statement and the variable the statement assigns.
+//! becomes one frame of its statement and the variable the statement assigns. A free carries the
+//! statement that freed it (`del temp`), and a cuBLAS workspace is labelled as one.
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -104,15 +105,37 @@ pub fn viewer_document(snapshots: &[(usize, Snapshot)]) -> Value {
     let devices = snapshots.iter().map(|(d, _)| d + 1).max().unwrap_or(1);
     let mut traces = vec![Vec::new(); devices];
     let mut segments = Vec::new();
+    let workspaces = device::blas_workspaces();
     for (device, snapshot) in snapshots {
+        let ws: Vec<(u64, &'static str)> = workspaces
+            .iter()
+            .filter(|(i, _)| i == device)
+            .flat_map(|(_, w)| w.iter().map(|w| (w.ptr, w.handle.user())))
+            .collect();
         segments.extend(
             snapshot
                 .segments
                 .iter()
-                .map(|g| segment_value(g, &mut namer)),
+                .map(|g| segment_value(g, &ws, &mut namer)),
         );
-        let entries = snapshot.device_traces.iter().flatten();
-        traces[*device].extend(entries.map(|e| entry_value(e, &mut namer)));
+        let entries: Vec<&TraceEntry> = snapshot.device_traces.iter().flatten().collect();
+        // A workspace is never freed: its block's allocation is the last one at its address.
+        let last_alloc = |addr: u64| {
+            entries
+                .iter()
+                .rposition(|e| e.action == TraceAction::Alloc && e.addr == addr)
+        };
+        let of_workspace: Vec<(usize, &'static str)> = ws
+            .iter()
+            .filter_map(|(ptr, user)| Some((last_alloc(*ptr)?, *user)))
+            .collect();
+        for (i, e) in entries.iter().enumerate() {
+            let mut value = entry_value(e, &mut namer);
+            if let Some((_, user)) = of_workspace.iter().find(|(at, _)| *at == i) {
+                label_workspace(&mut value, user);
+            }
+            traces[*device].push(value);
+        }
     }
     let settings = snapshots
         .first()
@@ -136,7 +159,22 @@ fn provenance(tag: Option<&str>, namer: &mut Namer, into: &mut Map<String, Value
     }
 }
 
-fn segment_value(segment: &torchlet_alloc::SegmentInfo, namer: &mut Namer) -> Value {
+/// A cuBLAS workspace is no variable's: say what it is, not what the statement that first
+/// needed it assigns (`loss`).
+fn label_workspace(value: &mut Value, user: &str) {
+    if let Value::Object(m) = value {
+        m.insert(
+            "user_metadata".into(),
+            Value::String(format!("cuBLAS workspace of {user} (held by no tensor)")),
+        );
+    }
+}
+
+fn segment_value(
+    segment: &torchlet_alloc::SegmentInfo,
+    workspaces: &[(u64, &'static str)],
+    namer: &mut Namer,
+) -> Value {
     let blocks = segment.blocks.iter().map(|b| {
         let mut block = Map::new();
         block.insert("address".into(), json!(b.address));
@@ -144,7 +182,12 @@ fn segment_value(segment: &torchlet_alloc::SegmentInfo, namer: &mut Namer) -> Va
         block.insert("requested_size".into(), json!(b.requested_size));
         block.insert("state".into(), json!(b.state));
         provenance(b.tag.as_deref(), namer, &mut block);
-        Value::Object(block)
+        let mut block = Value::Object(block);
+        let live = b.state == "active_allocated";
+        if let Some((_, user)) = workspaces.iter().find(|(p, _)| live && *p == b.address) {
+            label_workspace(&mut block, user);
+        }
+        block
     });
     json!({
         "device": segment.device,

@@ -342,7 +342,7 @@ fn holders(session: &mut Session, arg: &str) -> Answer {
 
 fn why(session: &mut Session, name: &str) -> Answer {
     match session.explain_free(name, torchlet_core::device::current_device()) {
-        Some(ways) => shown(super::explain_free::table(name, &ways)),
+        Some((path, ways)) => shown(super::explain_free::table(&path, &ways)),
         None if name.is_empty() => Err(usage(":why needs a variable: :why x".into())),
         None => Err(usage(format!("name '{name}' is not defined"))),
     }

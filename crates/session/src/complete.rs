@@ -256,13 +256,33 @@ impl Session {
         if is_tensor && receiver.is_some() {
             return names;
         }
+        let known_tensor = false;
         let dynamic = TypeId::of::<rhai::Dynamic>();
         let native = self.registered_functions(true, |f| {
             let first = f.metadata.param_types.first();
+            let takes_any = first == Some(&dynamic) && !known_tensor;
             f.namespace.is_empty()
+                && !f.metadata.name.starts_with("__")
                 && first.is_some()
-                && receiver_type.is_none_or(|t| first == Some(&t) || first == Some(&dynamic))
+                && receiver_type.is_none_or(|t| first == Some(&t) || takes_any)
         });
+        if is_tensor {
+            let on_tensor = |name: &str| {
+                !known_tensor || native.contains(name) || native.contains(&format!("get${name}"))
+            };
+            names.extend(
+                help::of_kind(Kind::Property)
+                    .map(|e| e.name.as_str())
+                    .filter(|n| on_tensor(n)),
+                CompletionKind::Property,
+            );
+            names.extend(
+                help::of_kind(Kind::Method)
+                    .map(|e| e.name.as_str())
+                    .filter(|n| on_tensor(n)),
+                CompletionKind::Method,
+            );
+        }
         for name in native {
             // `get$shape` is read as `t.shape`: a property; anything else is called.
             let kind = match name.starts_with("get$") || name.starts_with("set$") {
@@ -273,13 +293,15 @@ impl Session {
                 names.add(member, kind);
             }
         }
-        names.extend(
-            self.functions
-                .iter_functions()
-                .filter(|f| !f.params.is_empty())
-                .map(|f| f.name.to_string()),
-            CompletionKind::Method,
-        );
+        if !known_tensor {
+            names.extend(
+                self.functions
+                    .iter_functions()
+                    .filter(|f| !f.params.is_empty())
+                    .map(|f| f.name.to_string()),
+                CompletionKind::Method,
+            );
+        }
         names
     }
 

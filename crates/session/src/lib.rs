@@ -158,6 +158,9 @@ impl Session {
             error
         });
         let elapsed = started.elapsed();
+        for warning in torchlet_rhai::runtime::leaks::finish(&self.state, &self.scope) {
+            self.frontend.stderr(&format!("{warning}\n"));
+        }
         let outcome = match result {
             Ok(value) => Outcome {
                 value,
@@ -408,11 +411,19 @@ impl Session {
 
     /// What each of the article's four ways to free `name` would do now on cuda:`device`;
     /// `None` when no such variable exists.
-    pub fn explain_free(&self, name: &str, device: usize) -> Option<Vec<explain_free::Way>> {
+    /// `name` may be a path into a variable (`l1.weight`, `model.blocks[0].fc.weight`,
+    /// `opt.state[w].exp_avg`); the ways come back with the path as the explanations spell it.
+    pub fn explain_free(
+        &self,
+        name: &str,
+        device: usize,
+    ) -> Option<(String, Vec<explain_free::Way>)> {
+        let path = torchlet_explain::value::canonical_path(name)?;
         let variables = self.named_values();
-        let (_, value) = variables.iter().find(|(n, _)| n == name)?;
         let all = variables.iter().map(|(n, v)| (n.as_str(), v));
-        Some(explain_free::explain_free(name, value, all, device))
+        let value = torchlet_explain::value::resolve(all.clone(), &path)?;
+        let ways = explain_free::explain_free(&path, &value, all, device);
+        Some((path, ways))
     }
 
     /// Run `code` keeping the per-line ledger of the current device; the ledger comes back with

@@ -38,15 +38,23 @@ fn for_each_started_allocator(mut f: impl FnMut(usize, &dyn torchlet_alloc::Devi
     }
 }
 
-/// "the biggest holders: `x` 4000256 B, …", biggest first.
+/// "the biggest holders: 24 tensors the graphs of `x` and `h` save (SoftmaxBackward0) 12884901888 B
+/// (12.00 GiB); …", blocks held the same way added up, biggest first.
 fn holders_line(blocks: &[BlockHolders]) -> String {
     if blocks.is_empty() {
         return "torchlet: no live tensor holds memory on this device".into();
     }
-    let named: Vec<String> = blocks
+    let named: Vec<String> = holders::groups(blocks)
         .iter()
         .take(BIGGEST_HOLDERS)
-        .map(|b| format!("{} {} B", holders::phrase(&b.holders), b.size))
+        .map(|g| {
+            format!(
+                "{} {} B ({})",
+                g.phrase,
+                g.bytes,
+                torchlet_explain::bytes::human_bytes(g.bytes)
+            )
+        })
         .collect();
     format!("torchlet: the biggest holders: {}", named.join("; "))
 }

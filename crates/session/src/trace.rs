@@ -66,14 +66,24 @@ pub fn change(before: &[DeviceMemory], after: &[DeviceMemory]) -> String {
                     index: now.index,
                     ..Default::default()
                 });
-            (was != *now).then(|| device_change(&was, now))
+            moved(&was, now).then(|| device_change(&was, now))
         })
         .collect();
     if lines.is_empty() {
-        "[trace] no change in device memory".into()
+        "[trace] no net change in device memory".into()
     } else {
         lines.join("\n")
     }
+}
+
+/// Whether a figure the trace line shows moved: a cell that only raised the peak (it made and
+/// freed a temporary) has no net change, as a cell that touched nothing.
+fn moved(was: &DeviceMemory, now: &DeviceMemory) -> bool {
+    was.allocated != now.allocated
+        || was.reserved != now.reserved
+        || was.segments_created != now.segments_created
+        || was.segments_released != now.segments_released
+        || was.workspaces.len() != now.workspaces.len()
 }
 
 fn device_change(was: &DeviceMemory, now: &DeviceMemory) -> String {
@@ -196,7 +206,17 @@ mod tests {
     #[test]
     fn unchanged_memory_says_so() {
         let same = [device(512, 2_097_152, 1, 0)];
-        assert_eq!(change(&same, &same), "[trace] no change in device memory");
+        assert_eq!(
+            change(&same, &same),
+            "[trace] no net change in device memory"
+        );
+        // A temporary made and freed raises only the peak: the same net change, the same words.
+        let mut peaked = same[0].clone();
+        peaked.peak_allocated += 4096;
+        assert_eq!(
+            change(&same, &[peaked]),
+            "[trace] no net change in device memory"
+        );
     }
 
     #[test]

@@ -25,10 +25,14 @@ impl Session {
                 latest.insert(name, value);
             }
         }
-        let tensors: Vec<(&str, Tensor)> = latest
-            .iter()
-            .filter_map(|(name, value)| Some((*name, value.read_lock::<Tensor>()?.clone())))
-            .collect();
+        // Tensors inside lists, maps and optimizers are listed by their paths (`l1.weight`,
+        // `opt.state[w].exp_avg`): they hold memory as much as a variable of their own does.
+        let named = self.named_values();
+        let mut paths =
+            torchlet_explain::value::tensor_paths(named.iter().map(|(n, v)| (n.as_str(), v)));
+        paths.sort_by(|(a, _), (b, _)| root(a).cmp(root(b)));
+        let tensors: Vec<(&str, Tensor)> =
+            paths.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
         let others: Vec<[String; 3]> = latest
             .iter()
             .filter(|(_, value)| !value.is::<Tensor>())
@@ -197,9 +201,14 @@ fn bytes(n: u64) -> String {
     }
 }
 
+/// The variable a path starts from: `l1` of `l1.weight`, `opt` of `opt.state[w]`.
+fn root(path: &str) -> &str {
+    path.split(['.', '[']).next().unwrap_or(path)
+}
+
 /// A value on one line of at most 40 characters.
 fn preview(value: &Dynamic) -> String {
-    let shown = value.to_string().replace('\n', " ");
+    let shown = torchlet_rhai::surface::display::repr(value).replace('\n', " ");
     match shown.chars().count() > 40 {
         true => shown.chars().take(37).collect::<String>() + "...",
         false => shown,

@@ -1,5 +1,6 @@
 //! The language's face of the leak warnings: `__iteration LINE COL` at the top of every loop body
-//! reports each pass to the session's [`LeakWatch`](torchlet_explain::leaks::LeakWatch), kept in its [`State`].
+//! reports each pass to the session's [`LeakWatch`](torchlet_explain::leaks::LeakWatch), kept in its [`State`];
+//! [`finish`] settles the loops still suspected when the input ends.
 use std::rc::Rc;
 
 use super::state::{LanguageState, State};
@@ -40,8 +41,19 @@ fn iteration(
     let variables = crate::surface::view::scope_values(context.scope());
     let named = variables.iter().map(|(n, v)| (n.as_str(), v));
     let report = state.leaks.borrow_mut().weighed(key, named);
-    if let Some(text) = report {
+    for text in report {
         frontend.stderr(&format!("{text}\n"));
     }
     Ok(Dynamic::UNIT)
+}
+
+/// The input ended: the warnings of the loops whose graph `scope` still holds (see
+/// Note [what a leak is] in `torchlet_explain::leaks`).
+pub fn finish(state: &LanguageState, scope: &rhai::Scope) -> Vec<String> {
+    if !state.leaks.borrow().has_suspects() {
+        return Vec::new();
+    }
+    let variables = crate::surface::view::scope_values(scope);
+    let named = variables.iter().map(|(n, v)| (n.as_str(), v));
+    state.leaks.borrow_mut().finish(named)
 }

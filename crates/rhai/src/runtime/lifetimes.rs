@@ -66,16 +66,19 @@ pub(crate) fn register(engine: &mut Engine, state: &super::state::State) {
     engine.register_fn(DISCARD, |value: Dynamic| drop_like_python(value));
     // Lines are marked for the session's ledger; a tool may register its own hook instead.
     let state = state.clone();
-    engine.register_fn(LINE, move |line: rhai::INT| {
+    engine.register_fn(LINE, move |line: rhai::INT, column: rhai::INT| {
         if let Some(ledger) = state.ledger.borrow_mut().as_mut() {
-            ledger.on_line(line as usize);
+            ledger.on_statement(line as usize, column as usize);
         }
     });
 }
 
-/// Register `__line(n)`, which the rewrite puts before each statement when lines are marked.
+/// Register `__line(line, column)`, which the rewrite puts before each statement when lines
+/// are marked; `hook` gets the line.
 pub fn register_line_hook(engine: &mut Engine, hook: impl Fn(usize) + 'static) {
-    engine.register_fn(LINE, move |line: rhai::INT| hook(line as usize));
+    engine.register_fn(LINE, move |line: rhai::INT, _column: rhai::INT| {
+        hook(line as usize)
+    });
 }
 
 /// Drop a value as CPython would: an array's items last to first, recursively.
@@ -117,7 +120,7 @@ impl Lifetimes {
         };
         Lifetimes {
             discard: first_call(&format!("{DISCARD}(0)")),
-            line: first_call(&format!("{LINE}(0)")),
+            line: first_call(&format!("{LINE}(0, 0)")),
             site: first_call(&format!("{SITE}(0, 0)")),
             bind: custom(&format!("{} x 0;", super::syntax::BIND)),
             with_globals: custom(&format!("{} 0;", super::globals::WITH_GLOBALS)),
@@ -562,9 +565,10 @@ impl Pass<'_> {
     }
 
     fn line_mark(&self, line: usize, pos: Position) -> Stmt {
+        let column = Expr::IntegerConstant(pos.position().unwrap_or(0) as rhai::INT, pos);
         let line = Expr::IntegerConstant(line as rhai::INT, pos);
         Stmt::FnCall(
-            Box::new(self.helper_call(LINE, self.hashes.line, vec![line])),
+            Box::new(self.helper_call(LINE, self.hashes.line, vec![line, column])),
             pos,
         )
     }
@@ -595,7 +599,12 @@ fn may_allocate(stmt: &Stmt) -> bool {
     !matches!(
         stmt,
         Stmt::Noop(..) | Stmt::BreakLoop(None, ..) | Stmt::Return(None, ..)
-    ) && !matches!(stmt, Stmt::Expr(e) if matches!(**e, Expr::Custom(..)))
+    ) && !matches!(stmt, Stmt::Expr(e) if matches!(&**e, Expr::Custom(c, _) if !is_del(c)))
+}
+
+/// Whether a custom statement is `del`: it frees, so the frees are named after it.
+fn is_del(custom: &rhai::CustomExpr) -> bool {
+    custom.tokens.first().is_some_and(|t| t.as_str() == "del")
 }
 
 /// Whether an expression statement can leave a value worth dropping early (a call's result);

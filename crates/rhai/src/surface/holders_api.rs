@@ -47,7 +47,7 @@ pub(crate) fn register(engine: &mut rhai::Engine) {
     );
     engine.register_custom_syntax_with_state_raw(
         "explain_free",
-        parse_name_arg,
+        parse_path_arg,
         false,
         eval_explain,
     );
@@ -78,18 +78,60 @@ fn parse_optional_arg(
     })
 }
 
-/// KEYWORD `(` NAME `)`
-fn parse_name_arg(
+/// KEYWORD `(` PATH `)`: a variable or a path into one (`l1.weight`, `opt.state[w].exp_avg`).
+fn parse_path_arg(
     symbols: &[ImmutableString],
     _look_ahead: &str,
     _state: &mut Dynamic,
 ) -> Result<Option<ImmutableString>, rhai::ParseError> {
     Ok(match symbols.len() {
         1 => Some("(".into()),
-        2 => Some("$ident$".into()),
+        2 => Some("$expr$".into()),
         3 => Some(")".into()),
         _ => None,
     })
+}
+
+/// The path an expression spells (`model.blocks[0]["fc"].weight`, `opt.state[w]`), as the
+/// explanations spell it; `None` for any other expression.
+fn path_of(expr: &rhai::Expr) -> Option<String> {
+    use rhai::Expr;
+    match expr {
+        Expr::Variable(v, ..) if v.2.is_empty() => Some(v.1.to_string()),
+        Expr::Dot(chain, ..) => {
+            let lhs = path_of(&chain.lhs)?;
+            member_chain(lhs, &chain.rhs)
+        }
+        Expr::Index(chain, ..) => {
+            let lhs = path_of(&chain.lhs)?;
+            index_chain(lhs, &chain.rhs)
+        }
+        _ => None,
+    }
+}
+
+/// `path` followed by the chain after a `.`.
+fn member_chain(path: String, rhs: &rhai::Expr) -> Option<String> {
+    use rhai::Expr;
+    match rhs {
+        Expr::Property(p, _) => Some(torchlet_explain::value::member_path(&path, &p.2)),
+        Expr::Dot(chain, ..) => member_chain(member_chain(path, &chain.lhs)?, &chain.rhs),
+        Expr::Index(chain, ..) => index_chain(member_chain(path, &chain.lhs)?, &chain.rhs),
+        _ => None,
+    }
+}
+
+/// `path` followed by the chain after a `[`.
+fn index_chain(path: String, rhs: &rhai::Expr) -> Option<String> {
+    use rhai::Expr;
+    match rhs {
+        Expr::IntegerConstant(i, _) if *i >= 0 => Some(format!("{path}[{i}]")),
+        Expr::StringConstant(s, _) => Some(torchlet_explain::value::member_path(&path, s)),
+        Expr::Variable(v, ..) if v.2.is_empty() => Some(format!("{path}[{}]", v.1)),
+        Expr::Dot(chain, ..) => member_chain(index_chain(path, &chain.lhs)?, &chain.rhs),
+        Expr::Index(chain, ..) => index_chain(index_chain(path, &chain.lhs)?, &chain.rhs),
+        _ => None,
+    }
 }
 
 /// The caller's variables as the explanations see them (see [`super::view::scope_values`]).
@@ -159,17 +201,26 @@ fn eval_explain(
     inputs: &[Expression],
     _state: &Dynamic,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    let name = inputs[0].get_string_value().unwrap_or_default().to_string();
+    let Some(name) = path_of(&inputs[0]) else {
+        return Err(super::errors::type_error(
+            "explain_free() takes a variable or a path into one (`x`, `l1.weight`, \
+             `model.blocks[0].fc.weight`, `opt.state[w].exp_avg`), not an expression: \
+             assign it to a variable first"
+                .to_string(),
+        ));
+    };
+    // Evaluated first, so a missing variable, member or item fails as the language says.
+    let _ = context.eval_expression_tree(&inputs[0])?;
     let vars = variables(context);
-    let Some((_, value)) = vars.iter().find(|(n, _)| *n == name) else {
+    let all = vars.iter().map(|(n, v)| (n.as_str(), v));
+    let Some(value) = torchlet_explain::value::resolve(all.clone(), &name) else {
         return Err(super::errors::raise(
             "NameError",
             super::errors::not_defined(&name),
         ));
     };
-    let all = vars.iter().map(|(n, v)| (n.as_str(), v));
     let ways =
-        explain_free::explain_free(&name, value, all, torchlet_core::device::current_device());
+        explain_free::explain_free(&name, &value, all, torchlet_core::device::current_device());
     Ok(Dynamic::from(FreeReport { name, ways }))
 }
 

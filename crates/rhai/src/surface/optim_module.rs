@@ -226,6 +226,32 @@ fn state_of(state: &OptimizerState, param: &Tensor) -> Res<Map> {
     Ok(map)
 }
 
+/// How an optimizer or its `state` prints, for the values that are one.
+pub(crate) fn repr(value: &Dynamic) -> Option<String> {
+    if let Some(opt) = value.read_lock::<ScriptOptimizer>() {
+        return Some(describe(&opt));
+    }
+    let state = value.read_lock::<OptimizerState>()?;
+    Some(describe_state(&state))
+}
+
+/// PyTorch's `repr(optimizer.state)`: a dict from each parameter that has state to its map.
+fn describe_state(state: &OptimizerState) -> String {
+    let params: Vec<Tensor> = state.0.borrow().params().to_vec();
+    let mut entries = Vec::new();
+    for p in &params {
+        let Ok(map) = state_of(state, p) else {
+            continue;
+        };
+        if map.is_empty() {
+            continue;
+        }
+        let text = super::display::repr(&Dynamic::from_map(map));
+        entries.push(format!("{p}: {text}"));
+    }
+    format!("defaultdict(<class 'dict'>, {{{}}})", entries.join(", "))
+}
+
 /// PyTorch's `repr(optimizer)`: the group's options, sorted by name.
 fn describe(opt: &ScriptOptimizer) -> String {
     let opt = opt.0.borrow();
@@ -294,6 +320,8 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_type_with_name::<OptimizerState>("OptimizerState");
     engine.register_fn("to_string", |o: &mut ScriptOptimizer| describe(o));
     engine.register_fn("to_debug", |o: &mut ScriptOptimizer| describe(o));
+    engine.register_fn("to_string", |s: &mut OptimizerState| describe_state(s));
+    engine.register_fn("to_debug", |s: &mut OptimizerState| describe_state(s));
     engine.register_doc(
         "step",
         &["opt.step() — update every parameter that has a .grad (state is made at the first step)"],

@@ -21,19 +21,31 @@ pub fn value(value: &Dynamic) -> Value {
         );
     }
     if let Some(opt) = value.read_lock::<ScriptOptimizer>() {
-        // Indexed as PyTorch's `optimizer.state_dict()["state"]` numbers the parameters.
-        let opt = opt.0.borrow();
-        let state = (0..opt.params().len()).flat_map(|i| {
-            let tensors = opt.state(i).tensors();
-            let held: Vec<(String, Tensor)> = tensors
-                .into_iter()
-                .map(|(name, t)| (format!("state[{i}].{name}"), t.clone()))
-                .collect();
-            held
-        });
-        return Value::Holds(state.collect());
+        return optimizer(&opt);
+    }
+    if let Some(f) = value.read_lock::<rhai::FnPtr>() {
+        // A closure's captured variables are curried into it, shared with the scope it came from.
+        let captured: Vec<Value> = f.curry().iter().map(self::value).collect();
+        if captured.iter().any(|v| !matches!(v, Value::Other)) {
+            return Value::Function(captured);
+        }
     }
     Value::Other
+}
+
+/// An optimizer as PyTorch's holds memory: `opt.state[p]`, a dict keyed by the parameters that
+/// have taken a step, each with its buffers (`exp_avg`, `momentum_buffer` …).
+fn optimizer(opt: &ScriptOptimizer) -> Value {
+    let opt = opt.0.borrow();
+    let entries = opt.params().iter().enumerate().filter_map(|(i, p)| {
+        let tensors = opt.state(i).tensors();
+        let members: Vec<(String, Value)> = tensors
+            .into_iter()
+            .map(|(name, t)| (name.to_string(), Value::Tensor(t.clone())))
+            .collect();
+        (!members.is_empty()).then(|| (p.clone(), Value::Map(members)))
+    });
+    Value::Map(vec![("state".into(), Value::Keyed(entries.collect()))])
 }
 
 /// The variables of `scope`: the newest binding of each name, oldest name first (as `:vars`
