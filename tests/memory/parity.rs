@@ -259,6 +259,7 @@ fn run_one_program() {
                     "memory_allocated": allocator.memory_allocated(),
                     "memory_reserved": allocator.memory_reserved(),
                     "memory_stats": allocator.memory_stats(),
+                    "segments": segments(&allocator.snapshot()),
                 }));
             });
     }
@@ -280,11 +281,37 @@ fn run_one_program() {
                 .take_while(|&&(count, _)| count <= i)
                 .last()
                 .map(|&(_, l)| l);
-            json!({"action": e.action.name(), "size": e.size, "line": line})
+            json!({"action": e.action.name(), "size": e.size, "line": line, "addr": e.addr})
         })
         .collect();
     let record_json = json!({"events": events, "checkpoints": *checkpoints.borrow()});
     std::fs::write(&record, record_json.to_string()).expect("the record is written");
+}
+
+/// Device 0's segments in address order, as `harness.segments()` records PyTorch's: address,
+/// size, pool and each block as `[size, state code]`.
+fn segments(snapshot: &torchlet_alloc::Snapshot) -> Value {
+    let code = |state: &str| match state {
+        "active_allocated" => "a",
+        "inactive" => "i",
+        "active_pending_free" => "p",
+        other => other,
+    }
+    .to_string();
+    let mut segments: Vec<&torchlet_alloc::SegmentInfo> =
+        snapshot.segments.iter().filter(|s| s.device == 0).collect();
+    segments.sort_by_key(|s| s.address);
+    segments
+        .iter()
+        .map(|s| {
+            let blocks: Vec<Value> = s
+                .blocks
+                .iter()
+                .map(|b| json!([b.size, code(b.state)]))
+                .collect();
+            json!({"address": s.address, "total_size": s.total_size, "pool": s.segment_type, "blocks": blocks})
+        })
+        .collect()
 }
 
 /// The events the comparison sees: what PyTorch's recorder keeps.
