@@ -24,9 +24,9 @@ const CHUNK: usize = 32 << 20;
 // the lowest address), so the order of its segments' addresses decides which of two equal free
 // blocks a request takes, and with it the split statistics (`inactive_split*`) and, over a long
 // run, fragmentation. On an H200 (driver 580.159, PyTorch 2.11) the driver's `cuMemAlloc` does
-// not hand addresses out upward. Measured (`tests/data/driver_placement/probe.json`, written by
-// `tests/parity/probe_placement.py`; the segment addresses of `tests/data/torch_traces/{mlp3_adamw,
-// gpt4,gpt_block,mlp_varlen_adam,soak_varlen}.json`):
+// not hand addresses out upward. Measured (`tests/data/driver_placement.json`, written by
+// `tests/data/record_driver_placement.py`; the segment addresses in `tests/data/torch_traces/`
+// `{mlp3_adamw,gpt4,gpt_block,mlp_varlen_adam,soak_varlen}.json`):
 // - Inside a chunk of address space the driver takes the lowest free range that fits, at 2 MiB
 //   granularity; freed ranges are reused the same way (probe `free_twenties/torch`: the two freed
 //   20 MiB ranges are taken again, lowest first, before new space).

@@ -1,6 +1,6 @@
 """Ask the CUDA driver where it places allocations: the evidence for the simulated GPU's placement.
 
-    python3 tests/parity/probe_placement.py OUT.json
+    python3 tests/data/record_driver_placement.py tests/data/driver_placement.json
 
 Each experiment runs in a fresh process (a fresh primary context, so a fresh address space) and calls
 the driver through ctypes: cuMemAlloc/cuMemFree of the sizes the caching allocator asks for (2 MiB
