@@ -173,6 +173,67 @@ fn check(name: &str) {
         _ => {}
     }
     compare_checkpoints(name, &torch, &ours, first_difference);
+    if !common::real_gpu() {
+        compare_segments(name, &torch, &ours, first_difference);
+    }
+}
+
+/// Programs whose segments the simulated GPU cannot place in PyTorch's address order, and why.
+/// Each must still differ (so that the list stays true).
+const PLACEMENT_UNREPRODUCED: &[(&str, &str)] = &[];
+
+/// One checkpoint's segments as (pool, size, blocks), each pool's in address order, without the
+/// addresses: blocks of different pools never compete, so only the order inside a pool counts.
+fn layout(checkpoint: &Value) -> Option<Vec<(String, u64, Value)>> {
+    let segments = checkpoint.get("segments")?.as_array()?;
+    let mut layout: Vec<(String, u64, Value)> = segments
+        .iter()
+        .map(|s| {
+            let pool = s["pool"].as_str().unwrap_or("?").to_string();
+            (pool, s["total_size"].as_u64().unwrap_or(0), s["blocks"].clone())
+        })
+        .collect();
+    // A stable sort keeps the address order inside each pool.
+    layout.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(layout)
+}
+
+/// Where PyTorch's trace keeps each checkpoint's segments (`record.py --addrs`), torchlet's must
+/// be the same, block for block in address order: proof that each request took the same block.
+fn compare_segments(name: &str, torch: &Value, ours: &Value, until: Option<usize>) {
+    let theirs = torch["checkpoints"].as_array().expect("torch checkpoints");
+    let mine = ours["checkpoints"].as_array().expect("torchlet checkpoints");
+    let mut first_difference = None;
+    for (t, m) in theirs.iter().zip(mine) {
+        if until.is_some_and(|i| t["events"].as_u64().unwrap_or(0) as usize > i) {
+            break;
+        }
+        let (Some(t_layout), Some(m_layout)) = (layout(t), layout(m)) else {
+            continue;
+        };
+        if t_layout != m_layout {
+            let show = |l: &[(String, u64, Value)]| -> String {
+                l.iter()
+                    .map(|(pool, size, blocks)| format!("  {pool:<5} {size:>10} {blocks}\n"))
+                    .collect()
+            };
+            first_difference = Some(format!(
+                "{name}: the segments at checkpoint '{}' differ (each pool's in address order)\nPyTorch:\n{}torchlet:\n{}",
+                t["label"].as_str().unwrap_or(""),
+                show(&t_layout),
+                show(&m_layout)
+            ));
+            break;
+        }
+    }
+    let unreproduced = PLACEMENT_UNREPRODUCED.iter().find(|(p, _)| *p == name);
+    match (unreproduced, first_difference) {
+        (None, Some(message)) => panic!("{message}"),
+        (Some((_, why)), None) => {
+            panic!("{name} now places its segments as PyTorch: remove it from PLACEMENT_UNREPRODUCED ({why})")
+        }
+        _ => {}
+    }
 }
 
 fn read_json(path: &Path) -> Value {
