@@ -190,7 +190,11 @@ fn layout(checkpoint: &Value) -> Option<Vec<(String, u64, Value)>> {
         .iter()
         .map(|s| {
             let pool = s["pool"].as_str().unwrap_or("?").to_string();
-            (pool, s["total_size"].as_u64().unwrap_or(0), s["blocks"].clone())
+            (
+                pool,
+                s["total_size"].as_u64().unwrap_or(0),
+                s["blocks"].clone(),
+            )
         })
         .collect();
     // A stable sort keeps the address order inside each pool.
@@ -202,7 +206,9 @@ fn layout(checkpoint: &Value) -> Option<Vec<(String, u64, Value)>> {
 /// be the same, block for block in address order: proof that each request took the same block.
 fn compare_segments(name: &str, torch: &Value, ours: &Value, until: Option<usize>) {
     let theirs = torch["checkpoints"].as_array().expect("torch checkpoints");
-    let mine = ours["checkpoints"].as_array().expect("torchlet checkpoints");
+    let mine = ours["checkpoints"]
+        .as_array()
+        .expect("torchlet checkpoints");
     let mut first_difference = None;
     for (t, m) in theirs.iter().zip(mine) {
         if until.is_some_and(|i| t["events"].as_u64().unwrap_or(0) as usize > i) {
@@ -352,13 +358,15 @@ fn run_one_program() {
 /// Device 0's segments in address order, as `harness.segments()` records PyTorch's: address,
 /// size, pool and each block as `[size, state code]`.
 fn segments(snapshot: &torchlet_alloc::Snapshot) -> Value {
-    let code = |state: &str| match state {
-        "active_allocated" => "a",
-        "inactive" => "i",
-        "active_pending_free" => "p",
-        other => other,
-    }
-    .to_string();
+    let code = |state: &str| {
+        match state {
+            "active_allocated" => "a",
+            "inactive" => "i",
+            "active_pending_free" => "p",
+            other => other,
+        }
+        .to_string()
+    };
     let mut segments: Vec<&torchlet_alloc::SegmentInfo> =
         snapshot.segments.iter().filter(|s| s.device == 0).collect();
     segments.sort_by_key(|s| s.address);

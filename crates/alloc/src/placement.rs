@@ -182,8 +182,16 @@ mod tests {
     fn mlp3_adamws_segments_come_in_the_h200s_address_order() {
         // Segment sizes in allocation order, and their address ranks in PyTorch's recording.
         let sizes = [2, 20, 32, 2, 2, 32, 2, 20];
-        let torch = [0x7f3563e00000u64, 0x7f3568a00000, 0x7f354e000000, 0x7f3549c00000,
-            0x7f3549e00000, 0x7f3554a00000, 0x7f3556a00000, 0x7f3556e00000];
+        let torch = [
+            0x7f3563e00000u64,
+            0x7f3568a00000,
+            0x7f354e000000,
+            0x7f3549c00000,
+            0x7f3549e00000,
+            0x7f3554a00000,
+            0x7f3556a00000,
+            0x7f3556e00000,
+        ];
         let mut p = fresh();
         let ours: Vec<DevicePtr> = sizes.iter().map(|s| p.place(s * MIB).unwrap()).collect();
         for pool_is_small in [true, false] {

@@ -53,7 +53,10 @@ impl Scratch {
             self.base = ptr;
             self.reserved = size;
         }
-        let doubled = bytes.max(1).checked_next_power_of_two().unwrap_or(usize::MAX);
+        let doubled = bytes
+            .max(1)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX);
         let want = doubled.max(PAGE).min(self.reserved);
         if want < bytes {
             return Err(CudaError::OutOfMemory(format!(
