@@ -8,8 +8,9 @@ use super::raw::DevicePtr;
 /// Segments are placed at multiples of the driver's 2 MiB granularity.
 pub const GRANULE: usize = 2 << 20;
 
-/// Room in the context's first chunk for the process's first segments.
-const WINDOW: usize = 22 << 20;
+/// Room in the context's first chunk for the process's first segments: one 2 MiB segment (the
+/// small pool's), and 20 MiB for larger ones.
+const WINDOWS: [usize; 2] = [GRANULE, 20 << 20];
 
 /// The chunk directly below the first one, filled upward.
 const FIRST_CHUNK: usize = 420 << 20;
@@ -34,10 +35,12 @@ const CHUNK: usize = 32 << 20;
 //   each 20 MiB in its own 32 MiB chunk, 32 MiB lower each time; gpt4's 64 MiB segments in backward
 //   each 64 MiB below the last).
 // - PyTorch's first segments land in the context's first chunk, above everything that comes
-//   later: in all five recordings the first one or two segments (22 MiB at most: 2 + 20, 20 + 2,
-//   2 + 12; never 2 + 20 + 2 nor 2 + 32) are the highest addresses of their pool, and the first
-//   request that does not fit there goes below, with every later one (the chunk below is about
-//   420 MiB: gpt4's fills 420 MiB upward before its first 20 MiB goes lower still).
+//   later: in all five recordings the first 2 MiB segment, and the first larger ones up to
+//   20 MiB (20, or 12 but then not 12 + 20; never 32), are the highest addresses of their pool;
+//   the first request of each kind that does not fit there goes below, with every later one (the
+//   chunk below is about 420 MiB: gpt4's fills 420 MiB upward before its first 20 MiB goes lower
+//   still). The first chunk keeps no room for a second 2 MiB segment (gpt_block's third goes
+//   below), and transformer_block's statistics need its second and third 2 MiB segments below.
 // With this rule the segments of mlp3_adamw, gpt_block, mlp_varlen_adam and soak_varlen come in
 // PyTorch's address order within each pool, pair for pair; gpt4 keeps some pairs reversed (the
 // chunk below the first holds cuBLAS's own code and PyTorch's lazily loaded kernels, ~74 MiB that
@@ -48,12 +51,8 @@ const CHUNK: usize = 32 << 20;
 /// The driver's address-space bookkeeping for one device: free ranges by address.
 #[derive(Debug)]
 pub struct Placement {
-    /// `[start, end)` of the first chunk's room for segments.
-    window: (DevicePtr, DevicePtr),
-    /// Free ranges of the first chunk: start → bytes.
-    window_free: BTreeMap<DevicePtr, usize>,
-    /// Whether requests still try the first chunk (until the first one that does not fit).
-    window_open: bool,
+    /// The first chunk's room for 2 MiB segments and for larger ones (`WINDOWS`).
+    windows: [Window; 2],
     /// Chunks below the first: start → bytes. Free ranges merge only inside one chunk.
     chunks: BTreeMap<DevicePtr, usize>,
     /// Free ranges of those chunks: start → bytes.
@@ -75,10 +74,14 @@ impl Placement {
     pub fn new(floor: DevicePtr, top: DevicePtr) -> Placement {
         let window_start = top - CHUNK as u64;
         let first = window_start - FIRST_CHUNK as u64;
+        let window = |start: DevicePtr, len: usize| Window {
+            range: (start, start + len as u64),
+            free: BTreeMap::from([(start, len)]),
+            open: true,
+        };
+        let large = window_start + WINDOWS[0] as u64;
         Placement {
-            window: (window_start, window_start + WINDOW as u64),
-            window_free: BTreeMap::from([(window_start, WINDOW)]),
-            window_open: true,
+            windows: [window(window_start, WINDOWS[0]), window(large, WINDOWS[1])],
             chunks: BTreeMap::from([(first, FIRST_CHUNK)]),
             free: BTreeMap::from([(first, FIRST_CHUNK)]),
             low: first,
@@ -89,11 +92,12 @@ impl Placement {
     /// The address of a new segment of `bytes`, or `None` when the address space is used up.
     pub fn place(&mut self, bytes: usize) -> Option<DevicePtr> {
         let need = bytes.div_ceil(GRANULE) * GRANULE;
-        if self.window_open {
-            if let Some(p) = take_lowest(&mut self.window_free, need) {
+        let window = &mut self.windows[usize::from(need > GRANULE)];
+        if window.open {
+            if let Some(p) = take_lowest(&mut window.free, need) {
                 return Some(p);
             }
-            self.window_open = false;
+            window.open = false;
         }
         if let Some(p) = take_lowest(&mut self.free, need) {
             return Some(p);
@@ -112,8 +116,12 @@ impl Placement {
     /// Give back the range of a segment of `bytes` at `ptr`, merged with its free neighbours.
     pub fn release(&mut self, ptr: DevicePtr, bytes: usize) {
         let len = bytes.div_ceil(GRANULE) * GRANULE;
-        if (self.window.0..self.window.1).contains(&ptr) {
-            give_back(&mut self.window_free, self.window, ptr, len);
+        if let Some(w) = self
+            .windows
+            .iter_mut()
+            .find(|w| (w.range.0..w.range.1).contains(&ptr))
+        {
+            give_back(&mut w.free, w.range, ptr, len);
         } else {
             let chunk = self
                 .chunks
@@ -124,6 +132,17 @@ impl Placement {
             give_back(&mut self.free, chunk, ptr, len);
         }
     }
+}
+
+/// Room for the first segments in the context's first chunk.
+#[derive(Debug)]
+struct Window {
+    /// `[start, end)` of the room.
+    range: (DevicePtr, DevicePtr),
+    /// Its free ranges: start → bytes.
+    free: BTreeMap<DevicePtr, usize>,
+    /// Whether requests still try it (until the first one that does not fit).
+    open: bool,
 }
 
 /// Take `need` bytes from the lowest free range that has them.
@@ -204,6 +223,16 @@ mod tests {
             };
             assert_eq!(ranks(&pick(&ours)), ranks(&pick(&torch)));
         }
+    }
+
+    #[test]
+    fn only_the_first_2_mib_segment_goes_above() {
+        let mut p = fresh();
+        let a = p.place(2 * MIB).unwrap();
+        let b = p.place(2 * MIB).unwrap();
+        let c = p.place(2 * MIB).unwrap();
+        let d = p.place(20 * MIB).unwrap();
+        assert!(b < c && c < a && a < d, "{a:#x} {b:#x} {c:#x} {d:#x}");
     }
 
     #[test]
