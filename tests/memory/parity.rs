@@ -32,7 +32,7 @@ const CONTEXT: usize = 6;
 /// therefore compared on the simulated GPU only, whose addresses rise as the driver's do.
 const PLACEMENT_STATS: &str = "inactive_split";
 
-use common::parity_known::KNOWN;
+use common::parity_known::{KNOWN, PLACEMENT_UNREPRODUCED};
 
 fn traces_dir() -> PathBuf {
     repo().join("tests/data/torch_traces")
@@ -177,19 +177,6 @@ fn check(name: &str) {
         compare_segments(name, &torch, &ours, first_difference);
     }
 }
-
-/// Programs whose segments the simulated GPU cannot place in PyTorch's address order: the
-/// checkpoint where the split statistics first differ, and why. Their segments are not compared,
-/// and from that checkpoint on only the figures placement cannot change are (`PLACEMENT_FREE`:
-/// request counts and requested bytes); at that checkpoint the split statistics must differ, so
-/// that the list stays true. Which block a request takes decides whether its remainder is split
-/// off, so the bytes of blocks and segments (`memory_allocated` too) follow placement.
-const PLACEMENT_UNREPRODUCED: &[(&str, &str, &str)] = &[(
-    "gpt4",
-    "backward 0",
-    "the H200's driver puts ~74 MiB of cuBLAS's and PyTorch's own code beside the segments \
-     and gpt4's 64 MiB segments of backward in chunks of their own; Note [segment placement]",
-)];
 
 /// The statistics no choice of block changes: how many requests there were and the bytes asked.
 const PLACEMENT_FREE: &[&str] = &[
