@@ -6,7 +6,8 @@
 Without NAME, every NAME.py beside this file that has a NAME.rhai is recorded. Each record goes to
 DIR/NAME.json (default tests/data/torch_traces); --combined also writes one file mapping NAME to its
 record (handy when only a few files can be carried back from the GPU machine), and --split turns such
-a file back into DIR/NAME.json files. --addrs keeps each event's addr and stream (left out otherwise).
+a file back into DIR/NAME.json files. --addrs keeps each event's addr and stream and each checkpoint's
+segments (their addresses and blocks, harness.segments()); they are left out otherwise.
 """
 
 import argparse
@@ -110,9 +111,10 @@ def record_one(name):
 
 
 def without_addrs(record):
-    """The record in the README's format: events without addr and stream."""
+    """The record in the README's format: events without addr and stream, checkpoints without segments."""
     events = [{k: e[k] for k in ("action", "size", "line", "code")} for e in record["events"]]
-    return {**record, "events": events}
+    checkpoints = [{k: v for k, v in c.items() if k != "segments"} for c in record["checkpoints"]]
+    return {**record, "events": events, "checkpoints": checkpoints}
 
 
 def write_record(out_dir, name, record, keep_addrs):
@@ -199,6 +201,9 @@ def main():
         Path(args.child_result).write_text(json.dumps(record))
         return 0
     out_dir = args.out if args.out is not None else DEFAULT_OUT
+    if args.addrs:
+        # Read by harness.checkpoint in each child.
+        os.environ["TORCHLET_PARITY_SEGMENTS"] = "1"
     if args.split:
         split(args.split, out_dir, args.addrs)
         return 0

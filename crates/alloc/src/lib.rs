@@ -9,7 +9,8 @@
 //! `history` (the trace ring buffer), `snapshot` and `introspect` (the snapshot and building it
 //! from the live blocks), `site` (the statement running, kept with each block it asks for),
 //! `peak_moments` (the statement and state at each peak, for `torchlet fit`), `device_allocator`
-//! (the object-safe face), `sim_memory` (the simulated GPU's memory).
+//! (the object-safe face), `sim_memory` (the simulated GPU's memory), `placement` (where its
+//! driver would put each segment).
 
 pub mod types;
 
@@ -24,6 +25,7 @@ mod introspect;
 mod oom;
 mod oom_diagnosis;
 mod peak_moments;
+mod placement;
 mod raw;
 mod release;
 mod replay;

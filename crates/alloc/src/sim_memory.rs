@@ -1,25 +1,25 @@
 //! A simulated GPU's memory: real host memory (so CPU kernels can compute on it) behind a fixed
 //! capacity that makes allocation fail exactly as `cuMemAlloc` does when it is exceeded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
+use super::placement::{Placement, GRANULE};
 use super::raw::{DevicePtr, RawError, RawMemory};
 
 /// Host memory posing as one device's memory. Addresses are real, page-aligned host addresses.
 ///
-/// Segments come from one address range reserved up front, lowest free address first, as the
-/// CUDA driver hands out virtual addresses upward. The caching allocator breaks ties between
-/// equally good free blocks by address, so the order of segment addresses decides which block
-/// a request reuses, and with it the split statistics: host `mmap` hands addresses out downward,
-/// which made the simulated GPU pick the newest segment where a real one picks the oldest.
+/// Segments come from one address range reserved up front, placed in it as an H200's driver
+/// places `cuMemAlloc`s (see Note [segment placement] in `placement.rs`). The caching allocator
+/// breaks ties between equally good free blocks by address, so the order of segment addresses
+/// decides which block a request reuses, and with it the split statistics.
 #[derive(Debug)]
 pub struct SimulatedMemory {
     capacity: usize,
     used: usize,
     /// The address range segments are placed in (reserved at the first allocation).
     arena: Option<(DevicePtr, usize)>,
-    /// Unused parts of the arena: address → bytes.
-    holes: BTreeMap<DevicePtr, usize>,
+    /// Where in the arena each segment goes.
+    placement: Option<Placement>,
     /// Live segments from `allocate`: address → bytes.
     segments: HashMap<DevicePtr, usize>,
     /// Live address reservations from `reserve`: address → bytes.
@@ -92,7 +92,7 @@ impl SimulatedMemory {
             capacity: capacity_bytes,
             used: 0,
             arena: None,
-            holes: BTreeMap::new(),
+            placement: None,
             segments: HashMap::new(),
             reservations: HashMap::new(),
         }
@@ -116,50 +116,30 @@ impl SimulatedMemory {
         Ok(())
     }
 
-    /// Segments are placed at multiples of the driver's 2 MiB granularity.
-    const GRANULE: usize = 2 << 20;
-
-    /// The lowest free address with room for `bytes`, taken out of the holes.
+    /// The address for a new segment of `bytes`, as the driver would place it.
     fn place(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
         if self.arena.is_none() {
-            // Twice the capacity, so that fragmentation of addresses never refuses what the
-            // capacity allows; reserving address space costs no memory.
-            let len = (2 * self.capacity).div_ceil(Self::GRANULE) * Self::GRANULE + Self::GRANULE;
+            // Reserving address space costs no memory; Placement::span leaves room enough that
+            // fragmentation of addresses never refuses what the capacity allows.
+            let len = Placement::span(self.capacity) + GRANULE;
             let base = mmap_anon(len, libc::PROT_NONE)?;
-            let aligned = (base as usize).div_ceil(Self::GRANULE) * Self::GRANULE;
+            let floor = (base as usize).div_ceil(GRANULE) * GRANULE;
+            let top = (base as usize + len) / GRANULE * GRANULE;
             self.arena = Some((base, len));
-            self.holes
-                .insert(aligned as DevicePtr, len - (aligned - base as usize));
+            self.placement = Some(Placement::new(floor as DevicePtr, top as DevicePtr));
         }
-        let need = bytes.div_ceil(Self::GRANULE) * Self::GRANULE;
-        let (&start, &len) = self
-            .holes
-            .iter()
-            .find(|(_, &len)| len >= need)
-            .ok_or(RawError::OutOfMemory)?;
-        self.holes.remove(&start);
-        if len > need {
-            self.holes.insert(start + need as u64, len - need);
-        }
-        Ok(start)
+        self.placement
+            .as_mut()
+            .expect("made above")
+            .place(bytes)
+            .ok_or(RawError::OutOfMemory)
     }
 
-    /// Return `[ptr, ptr+bytes)` to the holes, merged with its neighbours.
+    /// Return a segment's addresses to the placement.
     fn give_back(&mut self, ptr: DevicePtr, bytes: usize) {
-        let mut start = ptr;
-        let mut len = bytes.div_ceil(Self::GRANULE) * Self::GRANULE;
-        if let Some((&prev, &prev_len)) = self.holes.range(..ptr).next_back() {
-            if prev + prev_len as u64 == ptr {
-                self.holes.remove(&prev);
-                start = prev;
-                len += prev_len;
-            }
+        if let Some(p) = self.placement.as_mut() {
+            p.release(ptr, bytes);
         }
-        if let Some(&next_len) = self.holes.get(&(start + len as u64)) {
-            self.holes.remove(&(start + len as u64));
-            len += next_len;
-        }
-        self.holes.insert(start, len);
     }
 
     /// Checks that `[ptr, ptr+bytes)` lies inside one reservation.

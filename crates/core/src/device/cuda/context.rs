@@ -8,6 +8,7 @@ use cudarc::driver::{result, sys};
 
 use super::availability::check;
 use super::error::{driver, CudaError, CudaResult};
+use super::scratch::Scratch;
 
 /// What the driver says about a device, known without creating a context.
 #[derive(Clone, Debug)]
@@ -38,7 +39,8 @@ pub struct CudaContext {
     /// Scratch device memory outside the caching allocator (operands cast to a kernel's dtype,
     /// cuRAND staging), as cuBLAS and cuRAND keep their own internal buffers outside it too.
     /// Reductions split across blocks stage through the caching allocator instead, as PyTorch's do.
-    scratch: [Mutex<(sys::CUdeviceptr, usize)>; SCRATCH_SLOTS],
+    /// Each lives in an address range of its own (Note [scratch placement]).
+    scratch: [Mutex<Scratch>; SCRATCH_SLOTS],
 }
 
 // SAFETY: CUDA contexts and streams may be used from any thread once made current there; every
@@ -156,20 +158,7 @@ impl CudaContext {
     /// orders that). `slot` < SCRATCH_SLOTS picks one of several independent buffers.
     pub fn scratch(&self, slot: usize, bytes: usize) -> CudaResult<sys::CUdeviceptr> {
         let mut guard = self.scratch[slot].lock().unwrap_or_else(|p| p.into_inner());
-        if guard.1 < bytes {
-            self.bind()?;
-            if guard.0 != 0 {
-                self.synchronize()?;
-                // SAFETY: the old scratch is no longer used once the stream is idle.
-                unsafe { result::free_sync(guard.0) }.map_err(|e| driver("cuMemFree", e))?;
-                *guard = (0, 0);
-            }
-            let size = bytes.next_power_of_two().max(1 << 16);
-            // SAFETY: a plain device allocation in the bound context.
-            let ptr = unsafe { result::malloc_sync(size) }
-                .map_err(|e| driver("cuMemAlloc (scratch)", e))?;
-            *guard = (ptr, size);
-        }
-        Ok(guard.0)
+        self.bind()?;
+        guard.ensure(self.device, self.info.total_memory, bytes)
     }
 }

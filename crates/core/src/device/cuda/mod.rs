@@ -6,7 +6,8 @@
 //! panics on a missing library); `context` is one device's properties, primary context and
 //! stream, `device` everything held for one GPU (`CudaDevice`) and its host↔device copies,
 //! `backend` the `Backend` trait over it (`CudaBackend`), `memory` the raw bytes and virtual
-//! memory under the caching allocator; `error` turns CUDA failures into actionable values.
+//! memory under the caching allocator, `scratch` the backend's own buffers beside it (address
+//! ranges of their own); `error` turns CUDA failures into actionable values.
 //! Kernels: `compile` compiles `kernels/` with NVRTC and caches the binaries on disk, `functors`
 //! writes the op table's functors into that source, `module` loads the modules and launches,
 //! `kernel_name` names kernels without building strings, `elem` maps each `DType` to its CUDA C
@@ -39,6 +40,7 @@ pub mod peer;
 pub mod reduce;
 pub mod rng;
 pub mod rows;
+pub mod scratch;
 
 use std::sync::Arc;
 
