@@ -30,8 +30,12 @@ pub fn repl() -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot read standard input: {e}"))?;
         return Ok(exit_code(python.run_source(&code, "<stdin>", false)));
     }
-    let mut editor = DefaultEditor::new().map_err(|e| format!("cannot open the line editor: {e}"))?;
-    println!("torchlet {} — Python with PyTorch's memory. Ctrl-D exits.", env!("CARGO_PKG_VERSION"));
+    let mut editor =
+        DefaultEditor::new().map_err(|e| format!("cannot open the line editor: {e}"))?;
+    println!(
+        "torchlet {} — Python with PyTorch's memory. Ctrl-D exits.",
+        env!("CARGO_PKG_VERSION")
+    );
     let mut pending = String::new();
     loop {
         let prompt = if pending.is_empty() { ">>> " } else { "... " };

@@ -250,5 +250,15 @@ pub mod parity_known {
         "backward 0",
         "the H200's driver puts ~74 MiB of cuBLAS's and PyTorch's own code beside the segments \
          and gpt4's 64 MiB segments of backward in chunks of their own; Note [segment placement]",
+    ), (
+        "py_sequential_sgd",
+        "step 2 backward",
+        "every event is PyTorch's; only the peak of split free bytes differs, from which of two equal \
+         free blocks best fit took, which their addresses decide; Note [segment placement]",
+    ), (
+        "py_gpt_modules",
+        "step 0 optimizer",
+        "every event is PyTorch's; only the peak count of split free blocks differs, from which of \
+         equal free blocks best fit took, which their addresses decide; Note [segment placement]",
     )];
 }

@@ -34,7 +34,13 @@ fn a_py_file_runs_with_run_and_sees_its_arguments() {
          print(sys.argv[1:], torch.cuda.memory_allocated())\n",
     );
     let out = common::torchlet()
-        .args(["--simulate-cuda", "run", path.to_str().unwrap(), "256", "--flag"])
+        .args([
+            "--simulate-cuda",
+            "run",
+            path.to_str().unwrap(),
+            "256",
+            "--flag",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));

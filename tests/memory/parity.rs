@@ -390,7 +390,9 @@ fn segments(snapshot: &torchlet_alloc::Snapshot) -> Value {
 }
 
 /// The events the comparison sees: what PyTorch's recorder keeps.
-pub(crate) fn kept_events(trace: &[torchlet_alloc::TraceEntry]) -> Vec<&torchlet_alloc::TraceEntry> {
+pub(crate) fn kept_events(
+    trace: &[torchlet_alloc::TraceEntry],
+) -> Vec<&torchlet_alloc::TraceEntry> {
     trace
         .iter()
         .filter(|e| !matches!(e.action, TraceAction::FreeRequested | TraceAction::Snapshot))

@@ -47,11 +47,72 @@ python_parity!(
     py_gpt_modules,
     py_no_grad_function,
     py_sequential_sgd,
+    autocast_bf16,
+    cross_entropy_accum,
+    gpt_block,
+    gpt4,
+    index_ops,
+    inplace_activations,
+    inplace_no_grad,
+    linear_layer_norm,
+    loss_total_pitfall,
+    matmul_variants,
+    mlp3_adamw,
+    mlp_mse_accum,
+    mlp_sgd,
+    mlp_varlen_adam,
+    optim_adam,
+    optim_adamw,
+    optim_adamw_single,
+    optim_sgd,
+    python_scoping,
+    reductions,
+    shape_ops,
+    soak_varlen,
+    softmax_dims,
+    transformer_block,
+    views_and_copies,
+    zero_grad_modes,
 );
+
+/// Programs that run with a known first difference in the events: the program, the index of the
+/// first differing event, and why. The test checks that the difference is still there, and there.
+const DIFFERENT: &[(&str, usize, &str)] = &[(
+    "tensor_arrays",
+    38,
+    "RustPython frees a list's items first to last when the list goes; CPython last to first \
+     (docs/python-frontend.md)",
+)];
+
+#[test]
+fn tensor_arrays() {
+    let (name, at, why) = DIFFERENT[0];
+    let torch: Value = read_json(&traces_dir().join(format!("{name}.json")));
+    let out = run_child(name);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = read_json(&record_path(name));
+    let first = compare_events(name, &torch, &ours, &[], true);
+    assert_eq!(
+        first,
+        Some(at),
+        "{name}: the known difference ({why}) moved or went"
+    );
+    // The checkpoints before the first list goes are PyTorch's too; from `del a` on, the frees
+    // of equal blocks come in the other order, which the split statistics show before event 38.
+    let first_del = torch["checkpoints"][1]["events"].as_u64().unwrap() as usize;
+    compare_checkpoints(name, &torch, &ours, Some(first_del - 1));
+}
 
 /// Programs of the corpus that torchlet's Python does not run yet, each with the error it gives:
 /// the test below checks that each still fails so, and says to move it up when it runs.
-const NOT_YET: &[(&str, &str)] = &[];
+const NOT_YET: &[(&str, &str)] = &[(
+    "checkpointing",
+    "torch.utils.checkpoint.checkpoint is not supported in Python programs yet",
+)];
 
 #[test]
 fn every_parity_program_is_run_or_named_as_not_yet() {
@@ -61,9 +122,10 @@ fn every_parity_program_is_run_or_named_as_not_yet() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let is_program = path.extension().is_some_and(|e| e == "py")
-            && !["harness", "record"].contains(&name.as_str());
+            && !["harness", "record", "probe_placement"].contains(&name.as_str());
         if is_program
             && !RUNNABLE.contains(&name.as_str())
+            && !DIFFERENT.iter().any(|(n, ..)| *n == name)
             && !NOT_YET.iter().any(|(n, _)| *n == name)
         {
             missing.push(name);
@@ -81,7 +143,7 @@ fn the_programs_not_yet_run_still_fail_as_recorded() {
     for &(name, error) in NOT_YET {
         let out = run_child(name);
         let text = String::from_utf8_lossy(&out.stderr).to_string()
-            + &String::from_utf8_lossy(&out.stdout);
+            + String::from_utf8_lossy(&out.stdout).as_ref();
         assert!(
             !out.status.success(),
             "{name}.py now runs under torchlet's Python: move it from NOT_YET to python_parity!"
@@ -119,7 +181,10 @@ fn program(name: &str) -> PathBuf {
 }
 
 fn record_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("torchlet-py-parity-{}-{name}.json", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "torchlet-py-parity-{}-{name}.json",
+        std::process::id()
+    ))
 }
 
 fn run_child(name: &str) -> std::process::Output {
@@ -144,7 +209,9 @@ fn run_child(name: &str) -> std::process::Output {
 #[ignore = "started by the Python parity tests, one fresh process per program"]
 fn run_one_program() {
     let (Ok(program), Ok(record)) = (std::env::var(PROGRAM_ENV), std::env::var(RECORD_ENV)) else {
-        println!("run_one_program runs one Python parity program for the parity tests; nothing to run");
+        println!(
+            "run_one_program runs one Python parity program for the parity tests; nothing to run"
+        );
         return;
     };
     common::uses_gpu();

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use rustpython_vm::AsObject;
 use rustpython_vm::compiler::Mode;
 use rustpython_vm::scope::Scope;
+use rustpython_vm::AsObject;
 use rustpython_vm::{Interpreter, PyResult, VirtualMachine};
 
 /// A Python error as a user sees it: its traceback text, and the exit status for `SystemExit`.
@@ -41,7 +41,12 @@ impl Python {
             vm.new_scope_with_main()
         });
         let main = main.map_err(|e| {
-            interpreter.enter(|vm| format!("torchlet's Python could not start: {}", describe(vm, &e).traceback))
+            interpreter.enter(|vm| {
+                format!(
+                    "torchlet's Python could not start: {}",
+                    describe(vm, &e).traceback
+                )
+            })
         })?;
         Ok(Python { interpreter, main })
     }
@@ -93,15 +98,18 @@ impl Python {
     /// CPython's REPL ends at a blank line.
     pub fn needs_more(&self, source: &str) -> bool {
         let ends_blank = source.ends_with("\n\n") || source.trim().is_empty();
-        self.interpreter.enter(|vm| match vm.compile(source, Mode::Single, "<stdin>".into()) {
-            Ok(_) => !ends_blank && opens_block(source),
-            Err(e) => {
-                let error = vm.new_syntax_error_maybe_incomplete(&e, Some(source), true);
-                let incomplete = error.class().is(vm.ctx.exceptions.incomplete_input_error);
-                let no_body = error.class().is(vm.ctx.exceptions.indentation_error) && opens_block(source);
-                (incomplete || no_body) && !ends_blank
-            }
-        })
+        self.interpreter.enter(
+            |vm| match vm.compile(source, Mode::Single, "<stdin>".into()) {
+                Ok(_) => !ends_blank && opens_block(source),
+                Err(e) => {
+                    let error = vm.new_syntax_error_maybe_incomplete(&e, Some(source), true);
+                    let incomplete = error.class().is(vm.ctx.exceptions.incomplete_input_error);
+                    let no_body = error.class().is(vm.ctx.exceptions.indentation_error)
+                        && opens_block(source);
+                    (incomplete || no_body) && !ends_blank
+                }
+            },
+        )
     }
 
     /// Run `source` in the session's namespace; in `single` mode, as the REPL does, the value of a
@@ -122,13 +130,32 @@ fn opens_block(source: &str) -> bool {
 }
 
 /// Compile and run `source` in `scope`.
-fn run(vm: &VirtualMachine, scope: &Scope, source: &str, name: &str, mode: Mode) -> Result<(), PythonError> {
+fn run(
+    vm: &VirtualMachine,
+    scope: &Scope,
+    source: &str,
+    name: &str,
+    mode: Mode,
+) -> Result<(), PythonError> {
     let code = vm
         .compile(source, mode, name.to_owned())
         .map_err(|e| vm.new_syntax_error(&e, Some(source)));
-    code.and_then(|code| vm.run_code_obj(code, scope.clone()))
+    let result = code
+        .and_then(|code| vm.run_code_obj(code, scope.clone()))
         .map(drop)
-        .map_err(|e| describe(vm, &e))
+        .map_err(|e| describe(vm, &e));
+    flush_std(vm);
+    result
+}
+
+/// Flush `sys.stdout` and `sys.stderr`: their buffers are Python objects, written out at the
+/// interpreter's finalisation, which a session that lives on never reaches.
+fn flush_std(vm: &VirtualMachine) {
+    for name in ["stdout", "stderr"] {
+        if let Ok(stream) = vm.sys_module.get_attr(name, vm) {
+            let _ = vm.call_method(&stream, "flush", ());
+        }
+    }
 }
 
 /// The user's view of a raised exception.
@@ -166,7 +193,10 @@ mod tests {
         assert!(!python.needs_more("with torch.no_grad():\n    h = 1\n\n"));
         assert!(python.needs_more("x = f(1,\n"));
         assert!(!python.needs_more("x = 1\n"));
-        assert!(!python.needs_more("x = = 1\n"), "a hopeless line runs, to report its error");
+        assert!(
+            !python.needs_more("x = = 1\n"),
+            "a hopeless line runs, to report its error"
+        );
     }
 
     #[test]
@@ -181,9 +211,18 @@ mod tests {
     fn an_error_keeps_the_namespace_and_names_its_kind() {
         let python = Python::new().unwrap();
         python.run_source("kept = 5\n", "<test>", false).unwrap();
-        let error = python.run_source("raise ValueError('no')\n", "<test>", false).unwrap_err();
-        assert_eq!((error.kind.as_str(), error.message.as_str()), ("ValueError", "no"));
-        assert!(error.traceback.ends_with("ValueError: no"), "{}", error.traceback);
+        let error = python
+            .run_source("raise ValueError('no')\n", "<test>", false)
+            .unwrap_err();
+        assert_eq!(
+            (error.kind.as_str(), error.message.as_str()),
+            ("ValueError", "no")
+        );
+        assert!(
+            error.traceback.ends_with("ValueError: no"),
+            "{}",
+            error.traceback
+        );
         assert_eq!(python.eval_str("kept").unwrap(), "5");
     }
 }

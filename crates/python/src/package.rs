@@ -7,17 +7,57 @@ use rustpython_vm::{PyResult, VirtualMachine};
 /// Each module of the package: its dotted name, whether it is a package, and its source.
 const SOURCES: &[(&str, bool, &str)] = &[
     ("torch", true, include_str!("../py/torch/__init__.py")),
-    ("torch._tensor", false, include_str!("../py/torch/_tensor.py")),
-    ("torch.autograd", false, include_str!("../py/torch/autograd.py")),
-    ("torch.cuda", true, include_str!("../py/torch/cuda/__init__.py")),
-    ("torch.cuda.memory", false, include_str!("../py/torch/cuda/memory.py")),
+    (
+        "torch._tensor",
+        false,
+        include_str!("../py/torch/_tensor.py"),
+    ),
+    (
+        "torch.autograd",
+        false,
+        include_str!("../py/torch/autograd.py"),
+    ),
+    (
+        "torch.cuda",
+        true,
+        include_str!("../py/torch/cuda/__init__.py"),
+    ),
+    (
+        "torch.cuda.memory",
+        false,
+        include_str!("../py/torch/cuda/memory.py"),
+    ),
     ("torch.nn", true, include_str!("../py/torch/nn/__init__.py")),
-    ("torch.nn.functional", false, include_str!("../py/torch/nn/functional.py")),
-    ("torch.nn.modules", false, include_str!("../py/torch/nn/modules.py")),
-    ("torch.nn.init", false, include_str!("../py/torch/nn/init.py")),
-    ("torch.optim", true, include_str!("../py/torch/optim/__init__.py")),
-    ("torch.utils", true, "\"\"\"torch.utils: checkpoint.\"\"\"\n"),
-    ("torch.utils.checkpoint", false, include_str!("../py/torch/utils/checkpoint.py")),
+    (
+        "torch.nn.functional",
+        false,
+        include_str!("../py/torch/nn/functional.py"),
+    ),
+    (
+        "torch.nn.modules",
+        false,
+        include_str!("../py/torch/nn/modules.py"),
+    ),
+    (
+        "torch.nn.init",
+        false,
+        include_str!("../py/torch/nn/init.py"),
+    ),
+    (
+        "torch.optim",
+        true,
+        include_str!("../py/torch/optim/__init__.py"),
+    ),
+    (
+        "torch.utils",
+        true,
+        "\"\"\"torch.utils: checkpoint.\"\"\"\n",
+    ),
+    (
+        "torch.utils.checkpoint",
+        false,
+        include_str!("../py/torch/utils/checkpoint.py"),
+    ),
     ("torch.amp", false, include_str!("../py/torch/amp.py")),
 ];
 
@@ -67,7 +107,11 @@ pub(crate) fn install(vm: &VirtualMachine) -> PyResult<()> {
     let scope = vm.new_scope_with_builtins();
     scope.globals.set_item("SOURCES", sources.into(), vm)?;
     let code = vm
-        .compile(FINDER, rustpython_vm::compiler::Mode::Exec, "<torchlet finder>".into())
+        .compile(
+            FINDER,
+            rustpython_vm::compiler::Mode::Exec,
+            "<torchlet finder>".into(),
+        )
         .map_err(|e| vm.new_syntax_error(&e, Some(FINDER)))?;
     vm.run_code_obj(code, scope)?;
     Ok(())

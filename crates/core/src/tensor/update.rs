@@ -96,7 +96,9 @@ impl Tensor {
     pub fn normal_(&self, mean: f64, std: f64) -> Result<()> {
         if self.numel() > 0 {
             if !self.is_contiguous() {
-                return Err(super::TensorError::runtime("normal_ needs a contiguous tensor"));
+                return Err(super::TensorError::runtime(
+                    "normal_ needs a contiguous tensor",
+                ));
             }
             let seed = super::random::next_seed(self.device());
             self.backend()

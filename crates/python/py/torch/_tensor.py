@@ -108,6 +108,10 @@ class Tensor(_C.TensorBase):
     def grad(self, value):
         _C._set_grad(self, value)
 
+    @grad.deleter
+    def grad(self):
+        _C._set_grad(self, None)
+
     @property
     def is_leaf(self):
         return _C._is_leaf(self)

@@ -3,9 +3,9 @@
 //! The `torch` package's Python code keeps PyTorch's signatures (keywords, defaults, overloads) and
 //! calls `torch._C` with plain positional values, so a native function only converts.
 
-use rustpython_vm::AsObject;
 use rustpython_vm::builtins::{PyFloat, PyInt, PyList, PyStr, PyTuple};
 use rustpython_vm::function::FuncArgs;
+use rustpython_vm::AsObject;
 use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 use torchlet_core::tensor::{Scalar, Tensor};
 
@@ -183,7 +183,8 @@ impl<'vm> Args<'vm> {
 
 /// The tensor an object is (a `torch.Tensor`, `nn.Parameter` or any subclass), if it is one.
 pub(crate) fn tensor_of(obj: &PyObjectRef) -> Option<Tensor> {
-    obj.downcast_ref::<PyTensor>().map(|t| t.tensor.borrow().clone())
+    obj.downcast_ref::<PyTensor>()
+        .map(|t| t.tensor.borrow().clone())
 }
 
 /// A Python int or bool as an i64.

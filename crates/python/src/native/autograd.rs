@@ -39,7 +39,9 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         drop(guard);
         super::none(a.vm)
     }),
-    ("_is_grad_enabled", |a| Ok(a.vm.ctx.new_bool(mode::is_grad_enabled()).into())),
+    ("_is_grad_enabled", |a| {
+        Ok(a.vm.ctx.new_bool(mode::is_grad_enabled()).into())
+    }),
     ("_is_inference_mode_enabled", |a| {
         Ok(a.vm.ctx.new_bool(mode::is_inference_mode()).into())
     }),
@@ -49,7 +51,8 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             Some(name) => dtype_named(a, &name)?,
             None => autocast::autocast_dtype(device_type),
         };
-        let guard = autocast::autocast(device_type, dtype, a.bool(2)?, a.bool(3)?).or_raise(a.vm)?;
+        let guard =
+            autocast::autocast(device_type, dtype, a.bool(2)?, a.bool(3)?).or_raise(a.vm)?;
         AUTOCASTS.with(|s| s.borrow_mut().push(guard));
         super::none(a.vm)
     }),
@@ -76,4 +79,3 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
 fn device_type(a: &Args, i: usize) -> PyResult<DeviceType> {
     DeviceType::parse(&a.str(i)?).or_raise(a.vm)
 }
-

@@ -37,13 +37,14 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     ("_linspace", |a| {
         let opts = options(a, 3)?;
-        let steps = usize::try_from(a.int(2)?)
-            .map_err(|_| a.vm.new_runtime_error("linspace(): number of steps must be non-negative"))?;
+        let steps = usize::try_from(a.int(2)?).map_err(|_| {
+            a.vm.new_runtime_error("linspace(): number of steps must be non-negative")
+        })?;
         let t = Tensor::linspace(a.float(0)?, a.float(1)?, steps, &opts).or_raise(a.vm)?;
         Ok(wrap(a.vm, t))
     }),
     ("_eye", |a| {
-        let opts = options(a, 2)?;
+        let opts = options(a, 1)?;
         let n = a.shape(0)?;
         let (rows, cols) = (n[0], n.get(1).copied());
         Ok(wrap(a.vm, Tensor::eye(rows, cols, &opts).or_raise(a.vm)?))

@@ -14,9 +14,15 @@ use super::Native;
 
 /// The allocator functions, by the name `torch/cuda/__init__.py` calls them.
 pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
-    ("_cuda_is_available", |a| Ok(a.vm.ctx.new_bool(device::cuda_is_available()).into())),
-    ("_cuda_device_count", |a| Ok(int(a.vm, device::cuda_device_count() as u64))),
-    ("_cuda_current_device", |a| Ok(int(a.vm, device::current_device() as u64))),
+    ("_cuda_is_available", |a| {
+        Ok(a.vm.ctx.new_bool(device::cuda_is_available()).into())
+    }),
+    ("_cuda_device_count", |a| {
+        Ok(int(a.vm, device::cuda_device_count() as u64))
+    }),
+    ("_cuda_current_device", |a| {
+        Ok(int(a.vm, device::current_device() as u64))
+    }),
     ("_cuda_set_device", |a| {
         device::set_device(index(a, 0)?).or_raise(a.vm)?;
         super::none(a.vm)
@@ -26,12 +32,19 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         super::none(a.vm)
     }),
     ("_cuda_device_name", |a| {
-        Ok(a.vm.ctx.new_str(device::get_device_name(index(a, 0)?).or_raise(a.vm)?).into())
+        Ok(a.vm
+            .ctx
+            .new_str(device::get_device_name(index(a, 0)?).or_raise(a.vm)?)
+            .into())
     }),
     ("_memory_allocated", |a| figure(a, |x| x.memory_allocated())),
-    ("_max_memory_allocated", |a| figure(a, |x| x.max_memory_allocated())),
+    ("_max_memory_allocated", |a| {
+        figure(a, |x| x.max_memory_allocated())
+    }),
     ("_memory_reserved", |a| figure(a, |x| x.memory_reserved())),
-    ("_max_memory_reserved", |a| figure(a, |x| x.max_memory_reserved())),
+    ("_max_memory_reserved", |a| {
+        figure(a, |x| x.max_memory_reserved())
+    }),
     ("_memory_stats", |a| {
         let dict = a.vm.ctx.new_dict();
         if device::cuda_is_available() {
@@ -64,7 +77,10 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         let (free, total) = allocator(a, 0)?
             .mem_get_info()
             .map_err(|e| a.vm.new_runtime_error(e.to_string()))?;
-        Ok(a.vm.ctx.new_tuple(vec![int(a.vm, free), int(a.vm, total)]).into())
+        Ok(a.vm
+            .ctx
+            .new_tuple(vec![int(a.vm, free), int(a.vm, total)])
+            .into())
     }),
     ("_set_per_process_memory_fraction", |a| {
         allocator(a, 1)?
@@ -78,11 +94,15 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             .iter()
             .map(|x| (x.device_index(), x.snapshot()))
             .collect();
-        from_json(a.vm, &torchlet_explain::snapshot_dump::viewer_document(&snapshots))
+        from_json(
+            a.vm,
+            &torchlet_explain::snapshot_dump::viewer_document(&snapshots),
+        )
     }),
     ("_dump_snapshot", |a| {
         let path = a.str(0)?;
-        torchlet_explain::snapshot_dump::dump(&path).map_err(|e| a.vm.new_runtime_error(e.to_string()))?;
+        torchlet_explain::snapshot_dump::dump(&path)
+            .map_err(|e| a.vm.new_runtime_error(e.to_string()))?;
         super::none(a.vm)
     }),
 ];
@@ -112,7 +132,9 @@ fn figure(a: &Args, read: fn(&dyn DeviceAllocator) -> u64) -> PyResult {
 fn record_memory_history(a: &Args) -> PyResult {
     let mode = match a.opt_str(0)? {
         None => None,
-        Some(text) => Some(HistoryMode::parse(&text).map_err(|e| a.vm.new_value_error(e.to_string()))?),
+        Some(text) => {
+            Some(HistoryMode::parse(&text).map_err(|e| a.vm.new_value_error(e.to_string()))?)
+        }
     };
     let mut options = HistoryOptions {
         enabled: mode,

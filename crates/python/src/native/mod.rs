@@ -16,10 +16,10 @@ mod optim;
 pub(crate) mod tensor;
 mod values;
 
-use rustpython_vm::class::PyClassImpl;
-use rustpython_vm::AsObject;
 use rustpython_vm::builtins::PyModule;
+use rustpython_vm::class::PyClassImpl;
 use rustpython_vm::function::FuncArgs;
+use rustpython_vm::AsObject;
 use rustpython_vm::{Py, PyObjectRef, PyRef, PyResult, VirtualMachine};
 
 pub(crate) use args::Args;
@@ -35,6 +35,10 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     let module = vm.new_module(MODULE_NAME, vm.ctx.new_dict(), None);
     let class = tensor::PyTensor::make_static_type();
     module.as_object().set_attr("TensorBase", class, vm)?;
+    // Made before any optimizer is, as every native class must be.
+    module
+        .as_object()
+        .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
     let tables: [&[(&'static str, Native)]; 6] = [
         creation::FUNCTIONS,
         ops::FUNCTIONS,
@@ -52,7 +56,12 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
 }
 
 /// Put `name` into `module`, calling `body` with the call's arguments.
-fn define(vm: &VirtualMachine, module: &Py<PyModule>, name: &'static str, body: Native) -> PyResult<()> {
+fn define(
+    vm: &VirtualMachine,
+    module: &Py<PyModule>,
+    name: &'static str,
+    body: Native,
+) -> PyResult<()> {
     let function = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| {
         let args = Args::new(vm, name, args)?;
         body(&args)
@@ -94,7 +103,9 @@ fn class(a: &Args, i: usize) -> PyResult<rustpython_vm::builtins::PyTypeRef> {
     a.get(i)?
         .clone()
         .downcast::<rustpython_vm::builtins::PyType>()
-        .map_err(|_| a.vm.new_type_error(format!("argument {} must be a class", i + 1)))
+        .map_err(|_| {
+            a.vm.new_type_error(format!("argument {} must be a class", i + 1))
+        })
 }
 
 /// `None`, the result of a native call made for its effect.

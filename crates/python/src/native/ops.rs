@@ -16,34 +16,61 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     // What a tensor is.
     ("_shape", |a| Ok(int_tuple(a.vm, a.tensor(0)?.dims()))),
     ("_stride", |a| Ok(int_tuple(a.vm, &a.tensor(0)?.stride()))),
-    ("_dtype", |a| Ok(a.vm.ctx.new_str(a.tensor(0)?.dtype().name()).into())),
-    ("_device", |a| Ok(a.vm.ctx.new_str(device_name(a.tensor(0)?.device())).into())),
+    ("_dtype", |a| {
+        Ok(a.vm.ctx.new_str(a.tensor(0)?.dtype().name()).into())
+    }),
+    ("_device", |a| {
+        Ok(a.vm.ctx.new_str(device_name(a.tensor(0)?.device())).into())
+    }),
     ("_numel", |a| Ok(int(a.vm, a.tensor(0)?.numel() as u64))),
-    ("_element_size", |a| Ok(int(a.vm, a.tensor(0)?.element_size() as u64))),
+    ("_element_size", |a| {
+        Ok(int(a.vm, a.tensor(0)?.element_size() as u64))
+    }),
     ("_data_ptr", |a| Ok(int(a.vm, a.tensor(0)?.data_ptr()))),
-    ("_storage_offset", |a| Ok(int(a.vm, a.tensor(0)?.storage_offset() as u64))),
-    ("_storage_nbytes", |a| Ok(int(a.vm, a.tensor(0)?.storage_nbytes() as u64))),
-    ("_is_contiguous", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_contiguous()).into())),
-    ("_is_leaf", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_leaf()).into())),
-    ("_requires_grad", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.requires_grad()).into())),
+    ("_storage_offset", |a| {
+        Ok(int(a.vm, a.tensor(0)?.storage_offset() as u64))
+    }),
+    ("_storage_nbytes", |a| {
+        Ok(int(a.vm, a.tensor(0)?.storage_nbytes() as u64))
+    }),
+    ("_is_contiguous", |a| {
+        Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_contiguous()).into())
+    }),
+    ("_is_leaf", |a| {
+        Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_leaf()).into())
+    }),
+    ("_requires_grad", |a| {
+        Ok(a.vm.ctx.new_bool(a.tensor(0)?.requires_grad()).into())
+    }),
     ("_set_requires_grad", |a| {
         a.tensor(0)?.set_requires_grad(a.bool(1)?).or_raise(a.vm)?;
         super::none(a.vm)
     }),
-    ("_grad", |a| Ok(match a.tensor(0)?.grad() {
-        Some(g) => wrap(a.vm, g),
-        None => a.vm.ctx.none(),
-    })),
+    ("_grad", |a| {
+        Ok(match a.tensor(0)?.grad() {
+            Some(g) => wrap(a.vm, g),
+            None => a.vm.ctx.none(),
+        })
+    }),
     ("_set_grad", |a| {
         a.tensor(0)?.set_grad(a.opt_tensor(1)?).or_raise(a.vm)?;
         super::none(a.vm)
     }),
-    ("_grad_fn_name", |a| Ok(match a.tensor(0)?.grad_fn_name() {
-        Some(name) => a.vm.ctx.new_str(name).into(),
-        None => a.vm.ctx.none(),
-    })),
-    ("_same", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.same_tensor(&a.tensor(1)?)).into())),
-    ("_item", |a| Ok(from_scalar(a.vm, a.tensor(0)?.item().or_raise(a.vm)?))),
+    ("_grad_fn_name", |a| {
+        Ok(match a.tensor(0)?.grad_fn_name() {
+            Some(name) => a.vm.ctx.new_str(name).into(),
+            None => a.vm.ctx.none(),
+        })
+    }),
+    ("_same", |a| {
+        Ok(a.vm
+            .ctx
+            .new_bool(a.tensor(0)?.same_tensor(&a.tensor(1)?))
+            .into())
+    }),
+    ("_item", |a| {
+        Ok(from_scalar(a.vm, a.tensor(0)?.item().or_raise(a.vm)?))
+    }),
     ("_values", |a| {
         let values = a.tensor(0)?.to_scalars().or_raise(a.vm)?;
         let items = values.into_iter().map(|s| from_scalar(a.vm, s)).collect();
@@ -58,33 +85,67 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         }
         let wanted = a.int(1)?;
         let values = t.to_scalars().or_raise(a.vm)?;
-        let found = values.iter().any(|v| matches!(v, torchlet_core::tensor::Scalar::Int(i) if *i == wanted));
+        let found = values
+            .iter()
+            .any(|v| matches!(v, torchlet_core::tensor::Scalar::Int(i) if *i == wanted));
         Ok(a.vm.ctx.new_bool(found).into())
     }),
-    ("_repr", |a| Ok(a.vm.ctx.new_str(a.tensor(0)?.repr().or_raise(a.vm)?).into())),
-    ("_truth", |a| Ok(a.vm.ctx.new_bool(a.tensor(0)?.truth().or_raise(a.vm)?).into())),
+    ("_repr", |a| {
+        Ok(a.vm.ctx.new_str(a.tensor(0)?.repr().or_raise(a.vm)?).into())
+    }),
+    ("_truth", |a| {
+        Ok(a.vm
+            .ctx
+            .new_bool(a.tensor(0)?.truth().or_raise(a.vm)?)
+            .into())
+    }),
     // Core's op tables, by name.
     ("_unary", unary),
     ("_binary", binary),
     ("_rbinary", rbinary),
     ("_reduce", reduce),
     ("_reduce_indices", reduce_indices),
-    ("_unary_names", |a| names(a, UNARY_METHODS.iter().map(|m| m.name))),
-    ("_binary_names", |a| names(a, BINARY_METHODS.iter().map(|m| m.name))),
-    ("_reduce_names", |a| names(a, REDUCE_METHODS.iter().map(|m| m.name))),
+    ("_unary_names", |a| {
+        names(a, UNARY_METHODS.iter().map(|m| m.name))
+    }),
+    ("_binary_names", |a| {
+        names(a, BINARY_METHODS.iter().map(|m| m.name))
+    }),
+    ("_reduce_names", |a| {
+        names(a, REDUCE_METHODS.iter().map(|m| m.name))
+    }),
     // Views and copies.
     ("_view", |a| one(a, a.tensor(0)?.view(&isizes(a, 1)?))),
     ("_reshape", |a| one(a, a.tensor(0)?.reshape(&isizes(a, 1)?))),
-    ("_transpose", |a| one(a, a.tensor(0)?.transpose(a.int(1)? as isize, a.int(2)? as isize))),
+    ("_transpose", |a| {
+        one(
+            a,
+            a.tensor(0)?
+                .transpose(a.int(1)? as isize, a.int(2)? as isize),
+        )
+    }),
     ("_t", |a| one(a, a.tensor(0)?.t())),
     ("_permute", |a| one(a, a.tensor(0)?.permute(&isizes(a, 1)?))),
-    ("_unsqueeze", |a| one(a, a.tensor(0)?.unsqueeze(a.int(1)? as isize))),
-    ("_squeeze", |a| one(a, a.tensor(0)?.squeeze(a.opt_int(1)?.map(|d| d as isize)))),
+    ("_unsqueeze", |a| {
+        one(a, a.tensor(0)?.unsqueeze(a.int(1)? as isize))
+    }),
+    ("_squeeze", |a| {
+        one(a, a.tensor(0)?.squeeze(a.opt_int(1)?.map(|d| d as isize)))
+    }),
     ("_expand", |a| one(a, a.tensor(0)?.expand(&a.shape(1)?))),
-    ("_select", |a| one(a, a.tensor(0)?.select(a.int(1)? as isize, a.int(2)? as isize))),
+    ("_select", |a| {
+        one(
+            a,
+            a.tensor(0)?.select(a.int(1)? as isize, a.int(2)? as isize),
+        )
+    }),
     ("_narrow", |a| {
         let len = usize::try_from(a.int(3)?).unwrap_or(0);
-        one(a, a.tensor(0)?.narrow(a.int(1)? as isize, a.int(2)? as isize, len))
+        one(
+            a,
+            a.tensor(0)?
+                .narrow(a.int(1)? as isize, a.int(2)? as isize, len),
+        )
     }),
     ("_contiguous", |a| one(a, a.tensor(0)?.contiguous())),
     ("_clone", |a| one(a, a.tensor(0)?.clone_tensor())),
@@ -98,10 +159,22 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_matmul", |a| one(a, a.tensor(0)?.matmul(&a.tensor(1)?))),
     ("_mm", |a| one(a, a.tensor(0)?.mm(&a.tensor(1)?))),
     ("_bmm", |a| one(a, a.tensor(0)?.bmm(&a.tensor(1)?))),
-    ("_add_scaled", |a| one(a, a.tensor(0)?.add_scaled(&a.tensor(1)?, a.float(2)?))),
-    ("_linear", |a| one(a, a.tensor(0)?.linear(&a.tensor(1)?, a.opt_tensor(2)?.as_ref()))),
-    ("_cat", |a| one(a, Tensor::cat(&a.tensors(0)?, a.int(1)? as isize))),
-    ("_stack", |a| one(a, Tensor::stack(&a.tensors(0)?, a.int(1)? as isize))),
+    ("_add_scaled", |a| {
+        one(a, a.tensor(0)?.add_scaled(&a.tensor(1)?, a.float(2)?))
+    }),
+    ("_linear", |a| {
+        one(
+            a,
+            a.tensor(0)?
+                .linear(&a.tensor(1)?, a.opt_tensor(2)?.as_ref()),
+        )
+    }),
+    ("_cat", |a| {
+        one(a, Tensor::cat(&a.tensors(0)?, a.int(1)? as isize))
+    }),
+    ("_stack", |a| {
+        one(a, Tensor::stack(&a.tensors(0)?, a.int(1)? as isize))
+    }),
     ("_split", |a| {
         let size = usize::try_from(a.int(1)?).unwrap_or(0);
         many(a, a.tensor(0)?.split(size, a.int(2)? as isize))
@@ -117,25 +190,57 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_repeat", |a| one(a, a.tensor(0)?.repeat(&a.shape(1)?))),
     // Selection and masks.
     ("_where", where_),
-    ("_masked_fill", |a| one(a, a.tensor(0)?.masked_fill(&a.tensor(1)?, a.scalar(2)?))),
-    ("_masked_fill_", |a| one(a, a.tensor(0)?.masked_fill_(&a.tensor(1)?, a.scalar(2)?))),
-    ("_triangle", |a| one(a, a.tensor(0)?.triangle(a.int(1)?, a.bool(2)?))),
-    ("_index_select", |a| one(a, a.tensor(0)?.index_select(a.int(1)? as isize, &a.tensor(2)?))),
-    ("_gather", |a| one(a, a.tensor(0)?.gather(a.int(1)? as isize, &a.tensor(2)?))),
-    ("_embedding", |a| one(a, Tensor::embedding(&a.tensor(0)?, &a.tensor(1)?))),
+    ("_masked_fill", |a| {
+        one(a, a.tensor(0)?.masked_fill(&a.tensor(1)?, a.scalar(2)?))
+    }),
+    ("_masked_fill_", |a| {
+        one(a, a.tensor(0)?.masked_fill_(&a.tensor(1)?, a.scalar(2)?))
+    }),
+    ("_triangle", |a| {
+        one(a, a.tensor(0)?.triangle(a.int(1)?, a.bool(2)?))
+    }),
+    ("_index_select", |a| {
+        one(
+            a,
+            a.tensor(0)?.index_select(a.int(1)? as isize, &a.tensor(2)?),
+        )
+    }),
+    ("_gather", |a| {
+        one(a, a.tensor(0)?.gather(a.int(1)? as isize, &a.tensor(2)?))
+    }),
+    ("_embedding", |a| {
+        one(a, Tensor::embedding(&a.tensor(0)?, &a.tensor(1)?))
+    }),
     // Model ops.
     ("_layer_norm", |a| {
         let x = a.tensor(0)?;
         let (w, b) = (a.opt_tensor(2)?, a.opt_tensor(3)?);
-        one(a, x.layer_norm(&a.shape(1)?, w.as_ref(), b.as_ref(), a.float(4)?))
+        one(
+            a,
+            x.layer_norm(&a.shape(1)?, w.as_ref(), b.as_ref(), a.float(4)?),
+        )
     }),
-    ("_dropout", |a| one(a, a.tensor(0)?.dropout(a.float(1)?, a.bool(2)?))),
-    ("_softmax", |a| one(a, a.tensor(0)?.softmax(a.int(1)? as isize))),
-    ("_log_softmax", |a| one(a, a.tensor(0)?.log_softmax(a.int(1)? as isize))),
-    ("_cross_entropy", |a| one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?))),
-    ("_mse_loss", |a| one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))),
-    ("_clamp", |a| one(a, a.tensor(0)?.clamp(a.opt_float(1)?, a.opt_float(2)?))),
-    ("_pow_number", |a| one(a, a.tensor(0)?.pow_number(a.scalar(1)?))),
+    ("_dropout", |a| {
+        one(a, a.tensor(0)?.dropout(a.float(1)?, a.bool(2)?))
+    }),
+    ("_softmax", |a| {
+        one(a, a.tensor(0)?.softmax(a.int(1)? as isize))
+    }),
+    ("_log_softmax", |a| {
+        one(a, a.tensor(0)?.log_softmax(a.int(1)? as isize))
+    }),
+    ("_cross_entropy", |a| {
+        one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?))
+    }),
+    ("_mse_loss", |a| {
+        one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))
+    }),
+    ("_clamp", |a| {
+        one(a, a.tensor(0)?.clamp(a.opt_float(1)?, a.opt_float(2)?))
+    }),
+    ("_pow_number", |a| {
+        one(a, a.tensor(0)?.pow_number(a.scalar(1)?))
+    }),
     // In place.
     ("_inplace", inplace),
     ("_fill_", |a| one(a, a.tensor(0)?.fill_(a.scalar(1)?))),
@@ -147,11 +252,15 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         Ok(a.get(0)?.clone())
     }),
     ("_normal_", |a| {
-        a.tensor(0)?.normal_(a.float(1)?, a.float(2)?).or_raise(a.vm)?;
+        a.tensor(0)?
+            .normal_(a.float(1)?, a.float(2)?)
+            .or_raise(a.vm)?;
         Ok(a.get(0)?.clone())
     }),
     ("_uniform_", |a| {
-        a.tensor(0)?.uniform_(a.float(1)?, a.float(2)?).or_raise(a.vm)?;
+        a.tensor(0)?
+            .uniform_(a.float(1)?, a.float(2)?)
+            .or_raise(a.vm)?;
         Ok(a.get(0)?.clone())
     }),
 ];
@@ -169,7 +278,11 @@ fn one(a: &Args, t: torchlet_core::tensor::Result<Tensor>) -> PyResult {
 }
 
 fn many(a: &Args, ts: torchlet_core::tensor::Result<Vec<Tensor>>) -> PyResult {
-    let items = ts.or_raise(a.vm)?.into_iter().map(|t| wrap(a.vm, t)).collect();
+    let items = ts
+        .or_raise(a.vm)?
+        .into_iter()
+        .map(|t| wrap(a.vm, t))
+        .collect();
     Ok(a.vm.ctx.new_tuple(items).into())
 }
 
@@ -188,7 +301,9 @@ fn unary(a: &Args) -> PyResult {
     let method = UNARY_METHODS
         .iter()
         .find(|m| m.name == name)
-        .ok_or_else(|| a.vm.new_attribute_error(format!("no elementwise op {name}")))?;
+        .ok_or_else(|| {
+            a.vm.new_attribute_error(format!("no elementwise op {name}"))
+        })?;
     let keyword = match method.keyword {
         Some((_, default)) => a.opt_str(2)?.unwrap_or_else(|| default.to_string()),
         None => String::new(),
@@ -209,9 +324,9 @@ fn binary(a: &Args) -> PyResult {
 /// `_rbinary(name, t, number)`: `number op t` (Python's reflected operators).
 fn rbinary(a: &Args) -> PyResult {
     let method = binary_row(a)?;
-    let first = method
-        .number_first
-        .ok_or_else(|| a.vm.new_type_error(format!("a number cannot come first in {}", method.name)))?;
+    let first = method.number_first.ok_or_else(|| {
+        a.vm.new_type_error(format!("a number cannot come first in {}", method.name))
+    })?;
     one(a, first(&a.tensor(1)?, a.scalar(2)?))
 }
 
@@ -262,7 +377,9 @@ fn to(a: &Args) -> PyResult {
         t = t.to_dtype(dtype_named(a, &name)?).or_raise(a.vm)?;
     }
     if let Some(device) = a.opt_str(1)? {
-        t = t.to_device(Device::parse(&device).or_raise(a.vm)?).or_raise(a.vm)?;
+        t = t
+            .to_device(Device::parse(&device).or_raise(a.vm)?)
+            .or_raise(a.vm)?;
     }
     if t.same_tensor(&original) {
         // Nothing changed: PyTorch returns the tensor itself.

@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use rustpython_vm::AsObject;
 use rustpython_vm::builtins::{PyDict, PyTuple};
+use rustpython_vm::AsObject;
 use rustpython_vm::{pyclass, PyObjectRef, PyPayload, PyResult, VirtualMachine};
 use torchlet_core::optim::options::{keywords, OptionRow, OptionType};
 use torchlet_core::optim::{
@@ -18,7 +18,7 @@ use super::Native;
 /// One parameter group's optimizer.
 #[pyclass(module = "torch._C", name = "GroupOptimizer")]
 #[derive(PyPayload)]
-pub struct PyOptimizer {
+pub(crate) struct PyOptimizer {
     inner: Mutex<Optimizer>,
 }
 
@@ -91,7 +91,9 @@ fn kind_of(a: &Args, name: &str) -> PyResult<OptimizerKind> {
         "SGD" => Ok(OptimizerKind::Sgd),
         "Adam" => Ok(OptimizerKind::Adam),
         "AdamW" => Ok(OptimizerKind::AdamW),
-        other => Err(a.vm.new_value_error(format!("torchlet has no optimizer {other}"))),
+        other => Err(a
+            .vm
+            .new_value_error(format!("torchlet has no optimizer {other}"))),
     }
 }
 
@@ -134,7 +136,11 @@ fn apply(
 }
 
 /// A Python value for `row`, read as the row's type says.
-fn option_value(vm: &VirtualMachine, row: &OptionRow, value: &PyObjectRef) -> PyResult<OptionValue> {
+fn option_value(
+    vm: &VirtualMachine,
+    row: &OptionRow,
+    value: &PyObjectRef,
+) -> PyResult<OptionValue> {
     let name = row.name;
     let number = |v: &PyObjectRef| -> PyResult<Number> {
         if let Some(i) = (!v.class().is(vm.ctx.types.bool_type))

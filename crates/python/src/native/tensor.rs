@@ -55,7 +55,11 @@ pub(crate) fn wrap(vm: &VirtualMachine, tensor: Tensor) -> PyObjectRef {
 }
 
 /// A new object of `class` (a subclass of `TensorBase`, such as `nn.Parameter`) owning `tensor`.
-pub(crate) fn wrap_as(vm: &VirtualMachine, tensor: Tensor, class: Option<PyTypeRef>) -> PyObjectRef {
+pub(crate) fn wrap_as(
+    vm: &VirtualMachine,
+    tensor: Tensor,
+    class: Option<PyTypeRef>,
+) -> PyObjectRef {
     let payload = PyTensor {
         tensor: RefCell::new(tensor),
     };
