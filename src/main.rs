@@ -1,9 +1,10 @@
-//! The `torchlet` command line: REPL, script runner, Jupyter kernel.
+//! The `torchlet` command line: REPL, script runner, Python, Jupyter kernel.
 //!
 //! Map: this file parses the command line and dispatches; `runner` is `torchlet run` (a file, a
 //! snippet or standard input, errors as `FILE:LINE:COL`), `repl` the interactive REPL, `fit`
-//! `torchlet fit` (will a script fit a GPU, run shapes only in child processes). The Jupyter
-//! kernel is the `torchlet_kernel` crate.
+//! `torchlet fit` (will a script fit a GPU, run shapes only in child processes), `python`
+//! `torchlet python` (a `.py` file, `-c CODE` or the Python REPL). The Jupyter kernel is the
+//! `torchlet_kernel` crate.
 mod fit;
 mod python;
 mod repl;
