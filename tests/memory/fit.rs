@@ -86,6 +86,8 @@ fn every_parity_program_allocates_as_pytorch_and_as_with_data() {
                 .to_string_lossy()
                 .into_owned()
         })
+        // Python-only programs (`py_*`) have no Rhai twin for `fit` to run yet.
+        .filter(|name| !name.starts_with("py_"))
         .collect();
     names.sort();
     assert!(names.len() >= 20);
