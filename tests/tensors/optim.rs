@@ -417,8 +417,9 @@ fn memory_holders_name_the_optimizer_state() {
     for name in [
         "w",
         "w.grad",
-        "opt.state[0].exp_avg",
-        "opt.state[0].exp_avg_sq",
+        // Optimizer state is named by its parameter, as PyTorch keys `opt.state[w]`.
+        "opt.state[w].exp_avg",
+        "opt.state[w].exp_avg_sq",
     ] {
         let count = format!("memory_holders().filter(|b| b.holders.contains(\"{name}\")).len()");
         assert_eq!(outcome(&mut s, &count).unwrap(), "1", "{name}");
