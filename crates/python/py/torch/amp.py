@@ -36,7 +36,7 @@ class autocast:
 
 
 class GradScaler:
-    """torch.amp.GradScaler: torchlet runs no overflow checks; scale() is the identity."""
+    """torch.amp.GradScaler: not offered yet; making one says so."""
 
     def __init__(self, device="cuda", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):

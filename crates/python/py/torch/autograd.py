@@ -74,7 +74,6 @@ class set_grad_enabled(_GradMode):
     def __init__(self, mode):
         self._on = bool(mode)
         _C._grad_enter("set_enabled", self._on)
-        self._entered_at_init = True
 
     def _args(self):
         return ("set_enabled", self._on)
