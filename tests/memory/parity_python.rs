@@ -70,42 +70,11 @@ python_parity!(
     shape_ops,
     soak_varlen,
     softmax_dims,
+    tensor_arrays,
     transformer_block,
     views_and_copies,
     zero_grad_modes,
 );
-
-/// Programs that run with a known first difference in the events: the program, the index of the
-/// first differing event, and why. The test checks that the difference is still there, and there.
-const DIFFERENT: &[(&str, usize, &str)] = &[(
-    "tensor_arrays",
-    38,
-    "RustPython frees a list's items first to last when the list goes; CPython last to first \
-     (docs/python-frontend.md)",
-)];
-
-#[test]
-fn tensor_arrays() {
-    let (name, at, why) = DIFFERENT[0];
-    let torch: Value = read_json(&traces_dir().join(format!("{name}.json")));
-    let out = run_child(name);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ours = read_json(&record_path(name));
-    let first = compare_events(name, &torch, &ours, &[], true);
-    assert_eq!(
-        first,
-        Some(at),
-        "{name}: the known difference ({why}) moved or went"
-    );
-    // The checkpoints before the first list goes are PyTorch's too; from `del a` on, the frees
-    // of equal blocks come in the other order, which the split statistics show before event 38.
-    let first_del = torch["checkpoints"][1]["events"].as_u64().unwrap() as usize;
-    compare_checkpoints(name, &torch, &ours, Some(first_del - 1));
-}
 
 /// Programs of the corpus that torchlet's Python does not run yet, each with the error it gives:
 /// the test below checks that each still fails so, and says to move it up when it runs.
@@ -125,7 +94,6 @@ fn every_parity_program_is_run_or_named_as_not_yet() {
             && !["harness", "record", "probe_placement"].contains(&name.as_str());
         if is_program
             && !RUNNABLE.contains(&name.as_str())
-            && !DIFFERENT.iter().any(|(n, ..)| *n == name)
             && !NOT_YET.iter().any(|(n, _)| *n == name)
         {
             missing.push(name);

@@ -200,6 +200,24 @@ mod tests {
     }
 
     #[test]
+    fn containers_release_their_items_last_to_first_as_cpython() {
+        // Note [container free order] in the root Cargo.toml: a tensor's release is an allocator event.
+        let python = Python::new().unwrap();
+        let program = "order = []\n\
+            class A:\n    def __init__(self, n): self.n = n\n    def __del__(self): order.append(self.n)\n\
+            l = [A(0), A(1), A(2)]\ndel l\n\
+            t = (A(3), A(4), A(5))\ndel t\n\
+            l = [A(6), A(7)]\nl.clear()\n\
+            d = {'a': A(8), 'b': A(9)}\ndel d\n";
+        python.run_source(program, "<test>", false).unwrap();
+        assert_eq!(
+            python.eval_str("order").unwrap(),
+            "[2, 1, 0, 5, 4, 3, 7, 6, 8, 9]",
+            "lists and tuples last to first, dicts first to last"
+        );
+    }
+
+    #[test]
     fn snippets_share_one_namespace() {
         let python = Python::new().unwrap();
         python.run_source("a = 20\n", "<test>", false).unwrap();
