@@ -148,3 +148,41 @@ fn standard_input_that_is_not_a_terminal_runs_as_a_program() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "0 20971520\n");
 }
+
+#[test]
+fn checkpoint_gives_the_gradients_of_the_plain_forward_and_refuses_reentrant() {
+    let code = "import torch\nfrom torch import nn\nfrom torch.utils.checkpoint import checkpoint\n\
+                torch.manual_seed(0)\n\
+                block = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))\n\
+                x = torch.randn(4, 8, requires_grad=True)\n\
+                block(x).pow(2).sum().backward()\n\
+                plain = [p.grad.clone() for p in block.parameters()] + [x.grad.clone()]\n\
+                block.zero_grad(); x.grad = None\n\
+                y = checkpoint(block, x, use_reentrant=False)\n\
+                y.pow(2).sum().backward()\n\
+                again = [p.grad for p in block.parameters()] + [x.grad]\n\
+                print(all((a - b).abs().max().item() < 1e-6 for a, b in zip(plain, again)), len(again))\n\
+                try:\n    checkpoint(block, x, use_reentrant=True)\n\
+                except NotImplementedError as e:\n    print(str(e).split(';')[0])\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "True 5\ntorchlet: torch.utils.checkpoint with use_reentrant=True is not supported yet\n"
+    );
+}
+
+#[test]
+fn an_error_in_the_recomputed_function_names_the_function_and_keeps_the_session() {
+    let code = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\
+                calls = []\n\
+                def f(x):\n    calls.append(1)\n    if len(calls) > 1:\n        raise ValueError('second run')\n    return x.exp()\n\
+                x = torch.randn(3, requires_grad=True)\n\
+                y = checkpoint(f, x, use_reentrant=False)\n\
+                try:\n    y.sum().backward()\n\
+                except RuntimeError as e:\n    print('ValueError: second run' in str(e), 'run again by backward' in str(e))\n\
+                print(x.sum().item() == x.sum().item())\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "True True\nTrue\n");
+}

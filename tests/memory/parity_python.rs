@@ -38,6 +38,7 @@ python_parity!(
     bare_statements,
     batched_matmul,
     chains,
+    checkpointing,
     comparisons,
     compound_assign,
     creation,
@@ -76,15 +77,8 @@ python_parity!(
     zero_grad_modes,
 );
 
-/// Programs of the corpus that torchlet's Python does not run yet, each with the error it gives:
-/// the test below checks that each still fails so, and says to move it up when it runs.
-const NOT_YET: &[(&str, &str)] = &[(
-    "checkpointing",
-    "torch.utils.checkpoint.checkpoint is not supported in Python programs yet",
-)];
-
 #[test]
-fn every_parity_program_is_run_or_named_as_not_yet() {
+fn every_parity_program_runs_under_torchlets_python() {
     let dir = repo().join("tests/parity");
     let mut missing = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -92,35 +86,15 @@ fn every_parity_program_is_run_or_named_as_not_yet() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let is_program = path.extension().is_some_and(|e| e == "py")
             && !["harness", "record", "probe_placement"].contains(&name.as_str());
-        if is_program
-            && !RUNNABLE.contains(&name.as_str())
-            && !NOT_YET.iter().any(|(n, _)| *n == name)
-        {
+        if is_program && !RUNNABLE.contains(&name.as_str()) {
             missing.push(name);
         }
     }
     missing.sort();
     assert!(
         missing.is_empty(),
-        "these parity programs are neither run under torchlet's Python nor listed in NOT_YET: {missing:?}"
+        "these parity programs are not run under torchlet's Python: add them to python_parity! {missing:?}"
     );
-}
-
-#[test]
-fn the_programs_not_yet_run_still_fail_as_recorded() {
-    for &(name, error) in NOT_YET {
-        let out = run_child(name);
-        let text = String::from_utf8_lossy(&out.stderr).to_string()
-            + String::from_utf8_lossy(&out.stdout).as_ref();
-        assert!(
-            !out.status.success(),
-            "{name}.py now runs under torchlet's Python: move it from NOT_YET to python_parity!"
-        );
-        assert!(
-            text.contains(error),
-            "{name}.py fails differently now; expected '{error}' in:\n{text}"
-        );
-    }
 }
 
 /// Run `name.py` in a fresh process and compare its events and checkpoints with PyTorch's.

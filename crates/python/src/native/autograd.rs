@@ -71,7 +71,8 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
                 "torchlet: backward(gradient) is not supported yet; call backward() on a scalar (e.g. loss.sum().backward())",
             ));
         }
-        a.tensor(0)?.backward(a.bool(2)?).or_raise(a.vm)?;
+        let (root, retain) = (a.tensor(0)?, a.bool(2)?);
+        super::checkpoint::lending_interpreter(a.vm, || root.backward(retain)).or_raise(a.vm)?;
         super::none(a.vm)
     }),
 ];

@@ -4,11 +4,13 @@
 //! classes results take, errors as Python exceptions), `values` (Python values from Rust ones:
 //! JSON-like data, scalars, shapes), `creation` (factories and `manual_seed`), `ops` (tensor
 //! methods and functions, by name from core's op tables where core has one), `autograd` (grad
-//! mode, autocast, backward, checkpoint), `optim` (SGD, Adam, AdamW as core runs them), `memory`
+//! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
+//! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices).
 
 mod args;
 mod autograd;
+mod checkpoint;
 mod creation;
 mod memory;
 mod ops;
@@ -39,8 +41,9 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 6] = [
+    let tables: [&[(&'static str, Native)]; 7] = [
         creation::FUNCTIONS,
+        checkpoint::FUNCTIONS,
         ops::FUNCTIONS,
         autograd::FUNCTIONS,
         optim::FUNCTIONS,
