@@ -11,7 +11,9 @@
 //! needs-more (finding the smallest memory that fits); `sweep` finds the largest value of a
 //! script argument that fits, or the grid over two; `vary` compares script arguments and
 //! allocator settings in one table; `config` reads `--config` files into script arguments;
-//! `json` is `--json`'s document.
+//! `json` is `--json`'s document; `breakdown` says what the memory at a peak is; `report` is
+//! `--report`'s HTML page.
+mod breakdown;
 mod config;
 mod gpus;
 mod json;
@@ -200,6 +202,7 @@ fn describe(report: &Value) -> String {
             pr["segments"],
             100.0 * pr["fragmentation"].as_f64().unwrap_or(0.0)
         );
+        out += &breakdown::text(&pr["breakdown"], res);
     }
     out += &format!(
         "(the run, {}, took {:.2} s and at most {} of host memory)\n",

@@ -73,6 +73,8 @@ pub trait DeviceAllocator: Send + Sync {
     fn peak_moments(&self) -> super::PeakMoments;
     /// What the last out-of-memory failure on this device found, taken once.
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis>;
+    /// Says what the handed-out block at `ptr` holds, for the breakdown at each peak.
+    fn set_role(&self, ptr: DevicePtr, role: super::Role);
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -179,6 +181,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis> {
         self.lock().last_oom.take()
+    }
+    fn set_role(&self, ptr: DevicePtr, role: super::Role) {
+        self.lock().set_role(ptr, role);
     }
     fn peak_moments(&self) -> super::PeakMoments {
         self.lock().peaks.clone()

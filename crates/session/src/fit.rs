@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::{Session, SessionOptions, StdioFrontend};
-use torchlet_alloc::PeakMoment;
+use torchlet_alloc::{PeakMoment, Role};
 
 /// A byte size as `--gpu` and `--reserve` take it: "24GiB", "24GB", "512MiB".
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -88,6 +88,28 @@ fn moment(m: &PeakMoment) -> Value {
         "segments": m.segments,
         "fragmentation": m.fragmentation(),
         "site": m.site.as_deref(),
+        "breakdown": breakdown(m),
+    })
+}
+
+/// What the reserved bytes at a peak are, by what holds them; the parts add up to reserved.
+fn breakdown(m: &PeakMoment) -> Value {
+    let b = &m.breakdown;
+    let saved: Vec<Value> = b
+        .saved_by_site
+        .iter()
+        .map(|(site, bytes)| json!({"site": site.as_deref(), "bytes": bytes}))
+        .collect();
+    json!({
+        "parameters": b.of(Role::Parameter),
+        "gradients": b.of(Role::Gradient),
+        "optimizer_state": b.of(Role::OptimizerState),
+        "saved_for_backward": b.of(Role::Saved),
+        "saved_by_statement": saved,
+        "other_tensors": b.of(Role::Other),
+        "statement": b.statement,
+        "workspaces": b.of(Role::Workspace),
+        "cached_free": m.reserved.saturating_sub(m.allocated),
     })
 }
 
