@@ -237,3 +237,71 @@ fn json_has_every_figure_of_the_verdict() {
     assert_eq!(v[1]["spare"]["bytes"], spare);
     assert_eq!(v[1]["peaks"][0]["peak_reserved"]["reserved"], 1280u64 << 20);
 }
+
+/// A 4 MiB weight trained with Adam on an 8 MiB batch: every part of the breakdown is known.
+const TRAIN: &str = r#"let dev = #{device: "cuda"};
+let w = (randn(1024, 1024, dev) * 0.1).requires_grad_();
+let x = randn(2048, 1024, dev);
+let opt = optim::Adam([w], #{lr: 1e-3});
+for step in 0..2 {
+    let h = x.matmul(w).relu();
+    let loss = (h * h).sum();
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+}
+"#;
+
+#[test]
+fn the_memory_at_each_peak_is_broken_down_into_parts_that_add_up_to_reserved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "train.rhai", TRAIN);
+    let (ok, out, err) = fit(&path, &["--gpu", "H200", "--json"]);
+    assert!(ok, "{out}{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let peaks = &doc["verdicts"][0]["peaks"][0];
+    let parts = [
+        "parameters",
+        "gradients",
+        "optimizer_state",
+        "saved_for_backward",
+        "other_tensors",
+        "statement",
+        "workspaces",
+        "cached_free",
+    ];
+    for peak in ["peak_allocated", "peak_reserved"] {
+        let b = &peaks[peak]["breakdown"];
+        let sum: u64 = parts.iter().map(|p| b[*p].as_u64().unwrap()).sum();
+        assert_eq!(sum, peaks[peak]["reserved"].as_u64().unwrap(), "{peak}: {b}");
+        assert_eq!(b["parameters"], 4u64 << 20, "the weight: {b}");
+        assert_eq!(
+            b["cached_free"].as_u64().unwrap(),
+            peaks[peak]["reserved"].as_u64().unwrap() - peaks[peak]["allocated"].as_u64().unwrap()
+        );
+    }
+    // The highest allocation is in the second step, with Adam's two moments of the weight's size
+    // alive, and the weight's gradient.
+    let b = &peaks["peak_allocated"]["breakdown"];
+    assert_eq!(b["optimizer_state"], 8u64 << 20, "exp_avg and exp_avg_sq: {b}");
+    assert!(b["workspaces"].as_u64().unwrap() > 0, "the matmul's cuBLAS workspace: {b}");
+    let saved: u64 = b["saved_by_statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(saved, b["saved_for_backward"].as_u64().unwrap(), "{b}");
+}
+
+#[test]
+fn the_text_report_gives_the_breakdown_with_the_statements_that_saved_activations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "train.rhai", TRAIN);
+    let (ok, out, err) = fit(&path, &["--gpu", "H200"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("what the reserved memory is at that peak:"), "{out}");
+    assert!(out.contains("4.00 MiB    "), "the parameter's line: {out}");
+    assert!(out.contains("100.0%  reserved"), "{out}");
+}
