@@ -52,7 +52,10 @@ pub fn text(b: &Value, reserved: u64) -> String {
 
 /// The statements whose results are saved for backward, largest first.
 fn savers(b: &Value) -> String {
-    let list = b["saved_by_statement"].as_array().cloned().unwrap_or_default();
+    let list = b["saved_by_statement"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut out = String::new();
     for s in list.iter().take(SAVERS) {
         out += &format!(
@@ -62,7 +65,10 @@ fn savers(b: &Value) -> String {
         );
     }
     if list.len() > SAVERS {
-        out += &format!("                         and {} more statements\n", list.len() - SAVERS);
+        out += &format!(
+            "                         and {} more statements\n",
+            list.len() - SAVERS
+        );
     }
     out
 }

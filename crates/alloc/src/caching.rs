@@ -400,6 +400,7 @@ impl<M: RawMemory> Inner<M> {
             s.allocated_bytes.all().current as u64,
             s.reserved_bytes.all().current as u64,
         );
+        self.roles.sample(allocated, reserved);
         if allocated > self.peaks.allocated.allocated || reserved > self.peaks.reserved.reserved {
             let now = self.moment(self.arena.tag(idx).cloned());
             self.peaks.observe(now);
@@ -489,6 +490,12 @@ impl<M: RawMemory> Inner<M> {
             self.stats.oversize_allocations.decrease(1);
         }
         self.free_block(idx);
+        let s = &self.stats;
+        let now = (
+            s.allocated_bytes.all().current as u64,
+            s.reserved_bytes.all().current as u64,
+        );
+        self.roles.sample(now.0, now.1);
         Ok(())
     }
 

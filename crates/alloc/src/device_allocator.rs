@@ -75,6 +75,9 @@ pub trait DeviceAllocator: Send + Sync {
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis>;
     /// Says what the handed-out block at `ptr` holds, for the breakdown at each peak.
     fn set_role(&self, ptr: DevicePtr, role: super::Role);
+    /// The memory after each request and free since timelines were recorded
+    /// ([`super::record_timelines`]).
+    fn timeline(&self) -> Vec<super::Sample>;
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -181,6 +184,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis> {
         self.lock().last_oom.take()
+    }
+    fn timeline(&self) -> Vec<super::Sample> {
+        self.lock().roles.timeline()
     }
     fn set_role(&self, ptr: DevicePtr, role: super::Role) {
         self.lock().set_role(ptr, role);

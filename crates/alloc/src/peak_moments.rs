@@ -1,6 +1,7 @@
 //! Where the peaks were reached: for the highest allocated and the highest reserved bytes, the
 //! statement that was running and the allocator's state at that moment (`torchlet fit` reports them).
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::DevicePtr;
@@ -82,6 +83,41 @@ pub enum Role {
     Workspace,
 }
 
+/// Whether allocators record [`Sample`]s at every request and free (`torchlet fit --report`).
+static TIMELINES: AtomicBool = AtomicBool::new(false);
+
+/// Start (or stop) recording every allocator's timeline, for a picture of the whole run.
+pub fn record_timelines(on: bool) {
+    TIMELINES.store(on, Ordering::Relaxed);
+}
+
+/// The memory after one request or free: allocated bytes by role and the reserved bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Bytes per [`Role`]; `Other` includes what the running statement made.
+    pub by_role: [u64; ROLES],
+    /// Bytes reserved.
+    pub reserved: u64,
+}
+
+impl RoleBook {
+    /// Note the memory now into the timeline, when timelines are recorded.
+    pub(crate) fn sample(&mut self, allocated: u64, reserved: u64) {
+        if !TIMELINES.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut by_role = self.bytes;
+        let placed: u64 = by_role.iter().sum();
+        by_role[Role::Other as usize] = allocated.saturating_sub(placed);
+        self.timeline.push(Sample { by_role, reserved });
+    }
+
+    /// The timeline recorded so far.
+    pub(crate) fn timeline(&self) -> Vec<Sample> {
+        self.timeline.clone()
+    }
+}
+
 /// How many roles there are (the length of [`PeakMoment::by_role`]).
 pub const ROLES: usize = 6;
 
@@ -99,6 +135,8 @@ pub(crate) struct RoleBook {
     /// Blocks of no role that the running statement made, and their bytes.
     run_blocks: HashMap<DevicePtr, u64>,
     run_bytes: u64,
+    /// The memory after each request and free, when timelines are recorded.
+    timeline: Vec<Sample>,
 }
 
 impl RoleBook {
@@ -159,8 +197,11 @@ impl RoleBook {
         let mut by_role = self.bytes;
         let placed: u64 = by_role.iter().sum();
         by_role[Role::Other as usize] = allocated.saturating_sub(placed + self.run_bytes);
-        let mut saved_by_site: Vec<(Option<Arc<str>>, u64)> =
-            self.saved_by_site.iter().map(|(s, b)| (s.clone(), *b)).collect();
+        let mut saved_by_site: Vec<(Option<Arc<str>>, u64)> = self
+            .saved_by_site
+            .iter()
+            .map(|(s, b)| (s.clone(), *b))
+            .collect();
         saved_by_site.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Breakdown {
             by_role,

@@ -147,7 +147,8 @@ impl SimBackend {
         slots.ensure(|| {
             let site = torchlet_alloc::site::current();
             let ptr = self.allocator.malloc_tagged(bytes, 0, site)?;
-            self.allocator.set_role(ptr, torchlet_alloc::Role::Workspace);
+            self.allocator
+                .set_role(ptr, torchlet_alloc::Role::Workspace);
             Ok(ptr)
         })
     }

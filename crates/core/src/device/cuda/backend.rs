@@ -248,7 +248,8 @@ impl Backend for CudaBackend {
                 let ptr = self
                     .allocator
                     .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)?;
-                self.allocator.set_role(ptr, torchlet_alloc::Role::Workspace);
+                self.allocator
+                    .set_role(ptr, torchlet_alloc::Role::Workspace);
                 Ok::<_, torchlet_alloc::AllocError>(ptr)
             })?;
         }
