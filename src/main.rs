@@ -77,6 +77,12 @@ struct FitCliArgs {
     /// memory for every tensor, but checks the shapes-only answer.
     #[arg(long)]
     values: bool,
+    /// Also write a self-contained HTML page: the memory over the run and what it is at the peak.
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
+    /// With --child-result: record the memory after every request for the HTML report.
+    #[arg(long, hide = true)]
+    child_timeline: bool,
     /// Run once here and write the report to this file (what `fit` runs in each child).
     #[arg(long, hide = true)]
     child_result: Option<PathBuf>,
@@ -205,6 +211,8 @@ fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
         config: args.config,
         json: args.json,
         with_values: args.values,
+        report: args.report,
+        timeline: args.child_timeline,
     };
     match args.child_result {
         Some(result) => crate::fit::child(&fit_args, &result, args.child_quiet),

@@ -11,10 +11,13 @@
 //! needs-more (finding the smallest memory that fits); `sweep` finds the largest value of a
 //! script argument that fits, or the grid over two; `vary` compares script arguments and
 //! allocator settings in one table; `config` reads `--config` files into script arguments;
-//! `json` is `--json`'s document.
+//! `json` is `--json`'s document; `breakdown` says what the memory at a peak is; `report` is
+//! `--report`'s HTML page.
+mod breakdown;
 mod config;
 mod gpus;
 mod json;
+mod report;
 mod sweep;
 mod vary;
 mod verdict;
@@ -54,6 +57,10 @@ pub struct FitArgs {
     pub json: bool,
     /// Run with values on simulated GPUs instead of shapes only (`--values`).
     pub with_values: bool,
+    /// `--report OUT.html`: the page with the timeline and the breakdown.
+    pub report: Option<PathBuf>,
+    /// Record the memory over the run (the child run that the HTML report draws).
+    pub timeline: bool,
 }
 
 impl FitArgs {
@@ -131,6 +138,9 @@ fn run_child(
     if a.with_values {
         cmd.arg("--values");
     }
+    if a.timeline {
+        cmd.arg("--child-timeline");
+    }
     if quiet {
         cmd.arg("--child-quiet").stdout(Stdio::null());
     }
@@ -161,6 +171,9 @@ pub fn child(a: &FitArgs, result: &Path, quiet: bool) -> Result<ExitCode, String
         torchlet_session::fit::init_shapes_only(sizes)
     };
     devices.map_err(|e| format!("--gpu: {e}"))?;
+    if a.timeline {
+        torchlet_session::fit::record_timelines();
+    }
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
     let report = torchlet_session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet);
@@ -200,6 +213,7 @@ fn describe(report: &Value) -> String {
             pr["segments"],
             100.0 * pr["fragmentation"].as_f64().unwrap_or(0.0)
         );
+        out += &breakdown::text(&pr["breakdown"], res);
     }
     out += &format!(
         "(the run, {}, took {:.2} s and at most {} of host memory)\n",
@@ -288,6 +302,9 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
         }
         verdicts.push(v);
     }
+    if let Some(path) = &a.report {
+        write_report(a, conf, &verdicts, path)?;
+    }
     if a.json {
         println!("{}", json::document(a, &verdicts));
     } else if machines.len() > 1 {
@@ -295,6 +312,27 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
         print!("{}", summary(&verdicts));
     }
     Ok(exit(verdicts.iter().all(Verdict::fits)))
+}
+
+/// `--report OUT.html`: each verdict's run again, recording its timeline, drawn on one page.
+fn write_report(
+    a: &FitArgs,
+    conf: Option<&str>,
+    verdicts: &[Verdict],
+    path: &Path,
+) -> Result<(), String> {
+    let mut drawn = a.clone();
+    drawn.timeline = true;
+    let mut runs = Vec::new();
+    for v in verdicts {
+        runs.push(run_child(&drawn, &v.usable, conf, &a.args, true)?);
+    }
+    let page = report::page(a, verdicts, &runs);
+    std::fs::write(path, page).map_err(|e| format!("--report {}: {e}", path.display()))?;
+    if !a.json {
+        println!("wrote {} (open it in a browser)", path.display());
+    }
+    Ok(())
 }
 
 /// One line per GPU asked, aligned: usable memory, peak reserved, the verdict.

@@ -237,3 +237,182 @@ fn json_has_every_figure_of_the_verdict() {
     assert_eq!(v[1]["spare"]["bytes"], spare);
     assert_eq!(v[1]["peaks"][0]["peak_reserved"]["reserved"], 1280u64 << 20);
 }
+
+/// A 4 MiB weight trained with Adam on an 8 MiB batch: every part of the breakdown is known.
+const TRAIN: &str = r#"let dev = #{device: "cuda"};
+let w = (randn(1024, 1024, dev) * 0.1).requires_grad_();
+let x = randn(2048, 1024, dev);
+let opt = optim::Adam([w], #{lr: 1e-3});
+for step in 0..2 {
+    let h = x.matmul(w).relu();
+    let loss = (h * h).sum();
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+}
+"#;
+
+#[test]
+fn the_memory_at_each_peak_is_broken_down_into_parts_that_add_up_to_reserved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "train.rhai", TRAIN);
+    let (ok, out, err) = fit(&path, &["--gpu", "H200", "--json"]);
+    assert!(ok, "{out}{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let peaks = &doc["verdicts"][0]["peaks"][0];
+    let parts = [
+        "parameters",
+        "gradients",
+        "optimizer_state",
+        "saved_for_backward",
+        "other_tensors",
+        "statement",
+        "workspaces",
+        "cached_free",
+    ];
+    for peak in ["peak_allocated", "peak_reserved"] {
+        let b = &peaks[peak]["breakdown"];
+        let sum: u64 = parts.iter().map(|p| b[*p].as_u64().unwrap()).sum();
+        assert_eq!(
+            sum,
+            peaks[peak]["reserved"].as_u64().unwrap(),
+            "{peak}: {b}"
+        );
+        assert_eq!(b["parameters"], 4u64 << 20, "the weight: {b}");
+        assert_eq!(
+            b["cached_free"].as_u64().unwrap(),
+            peaks[peak]["reserved"].as_u64().unwrap() - peaks[peak]["allocated"].as_u64().unwrap()
+        );
+    }
+    // The highest allocation is in the second step, with Adam's two moments of the weight's size
+    // alive, and the weight's gradient.
+    let b = &peaks["peak_allocated"]["breakdown"];
+    assert_eq!(
+        b["optimizer_state"],
+        8u64 << 20,
+        "exp_avg and exp_avg_sq: {b}"
+    );
+    assert!(
+        b["workspaces"].as_u64().unwrap() > 0,
+        "the matmul's cuBLAS workspace: {b}"
+    );
+    let saved: u64 = b["saved_by_statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(saved, b["saved_for_backward"].as_u64().unwrap(), "{b}");
+}
+
+#[test]
+fn the_text_report_gives_the_breakdown_with_the_statements_that_saved_activations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "train.rhai", TRAIN);
+    let (ok, out, err) = fit(&path, &["--gpu", "H200"]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("what the reserved memory is at that peak:"),
+        "{out}"
+    );
+    assert!(out.contains("4.00 MiB    "), "the parameter's line: {out}");
+    assert!(out.contains("100.0%  reserved"), "{out}");
+}
+
+/// `fit --report` on the training script: (the page's text, its path's folder kept alive).
+fn report_page() -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "train.rhai", TRAIN);
+    let page = dir.path().join("report.html");
+    let (ok, out, err) = fit(
+        &path,
+        &[
+            "--gpu",
+            "H200,16MiB",
+            "--no-context",
+            "--report",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok, "16 MiB is too little: {out}{err}");
+    (
+        std::fs::read_to_string(&page).expect("the page is written"),
+        dir,
+    )
+}
+
+#[test]
+fn the_html_report_is_one_self_contained_page_with_the_timeline_and_the_breakdown() {
+    let (page, _dir) = report_page();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    // Nothing is fetched: no external script, style, image or font (the SVG namespace is a name).
+    for fetch in ["src=", "href=", "@import", "url("] {
+        assert!(
+            !page.contains(fetch),
+            "the page fetches something ({fetch})"
+        );
+    }
+    assert_eq!(
+        page.matches("<svg class=\"timeline\"").count(),
+        2,
+        "one chart per GPU"
+    );
+    assert!(page.contains("class=\"usable\""), "the usable line");
+    assert!(page.contains("class=\"reserved\""), "the reserved line");
+    assert!(page.contains("class=\"peak\""), "the peak");
+    assert!(
+        page.contains("out of memory at "),
+        "the OOM on 16 MiB is marked"
+    );
+    assert_eq!(
+        page.matches("class=\"band\"").count(),
+        12,
+        "six bands per chart"
+    );
+    // Each breakdown's rows add up to the reserved bytes it states.
+    for table in page
+        .split("<table class=\"breakdown\" data-reserved=\"")
+        .skip(1)
+    {
+        let reserved: u64 = table.split('"').next().unwrap().parse().unwrap();
+        let sum: u64 = table
+            .split("data-bytes=\"")
+            .skip(1)
+            .map(|p| p.split('"').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(sum, reserved, "{table}");
+    }
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium_with_breakdowns_that_add_up() {
+    // Chromium is at /usr/bin/chromium here and in CI's image (TORCHLET_CHROMIUM elsewhere); the
+    // structure test above covers the page where no browser is installed.
+    let chromium = std::env::var_os("TORCHLET_CHROMIUM")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    if !chromium.is_file() {
+        assert!(
+            std::env::var_os("TORCHLET_SKIP_BROWSER").is_some(),
+            "chromium not found at {} (install it, set TORCHLET_CHROMIUM, or TORCHLET_SKIP_BROWSER=1)",
+            chromium.display()
+        );
+        return;
+    }
+    let (page, dir) = report_page();
+    let file = dir.path().join("shown.html");
+    std::fs::write(&file, page).unwrap();
+    let out = std::process::Command::new(&chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = text(&out.stdout);
+    assert!(
+        dom.contains("data-ready=\"1\""),
+        "the page's script ran: {dom}"
+    );
+    assert_eq!(dom.matches("data-sums=\"yes\"").count(), 2, "{dom}");
+    assert!(!dom.contains("data-sums=\"no\""), "{dom}");
+}

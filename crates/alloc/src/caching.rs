@@ -45,6 +45,8 @@ pub(super) struct Inner<M> {
     pub last_oom: Option<super::oom_diagnosis::OomDiagnosis>,
     /// Where the allocated and reserved peaks were reached.
     pub peaks: super::peak_moments::PeakMoments,
+    /// Bytes per role, for the breakdown at each peak (Note [roles]).
+    pub roles: super::peak_moments::RoleBook,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -69,6 +71,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 window_peak: 0,
                 last_oom: None,
                 peaks: Default::default(),
+                roles: Default::default(),
             }),
         }
     }
@@ -390,11 +393,14 @@ impl<M: RawMemory> Inner<M> {
         if block_size >= self.config.max_split_size() {
             s.oversize_allocations.increase(1);
         }
+        self.roles
+            .allocated(ptr, block_size as u64, crate::site::run());
         // Cheap unless a peak is beaten: then one handle to the statement's name is cloned.
         let (allocated, reserved) = (
             s.allocated_bytes.all().current as u64,
             s.reserved_bytes.all().current as u64,
         );
+        self.roles.sample(allocated, reserved);
         if allocated > self.peaks.allocated.allocated || reserved > self.peaks.reserved.reserved {
             let now = self.moment(self.arena.tag(idx).cloned());
             self.peaks.observe(now);
@@ -413,6 +419,7 @@ impl<M: RawMemory> Inner<M> {
             reserved: s.reserved_bytes.all().current as u64,
             segments: s.segment.all().current as u64,
             site,
+            breakdown: self.roles.breakdown(s.allocated_bytes.all().current as u64),
         }
     }
 
@@ -441,6 +448,15 @@ impl<M: RawMemory> Inner<M> {
         rest_size
     }
 
+    /// Block `ptr` holds `role` (ignored unless it is handed out here; Note [roles]).
+    pub fn set_role(&mut self, ptr: DevicePtr, role: super::peak_moments::Role) {
+        if let Some(&idx) = self.active.get(&ptr) {
+            let size = self.arena[idx].size as u64;
+            let tag = self.arena.tag(idx).cloned();
+            self.roles.set(ptr, size, role, tag.as_ref());
+        }
+    }
+
     /// Takes back a handed-out block: it stops counting as allocated at once, then returns to its
     /// pool (no device free: the memory stays cached for the next request).
     pub fn free(&mut self, ptr: DevicePtr) -> Result<(), AllocError> {
@@ -451,6 +467,7 @@ impl<M: RawMemory> Inner<M> {
             .active
             .remove(&ptr)
             .ok_or(AllocError::InvalidPointer(ptr))?;
+        self.roles.freed(ptr, self.arena.tag(idx));
         let b = &mut self.arena[idx];
         b.allocated = false;
         let (kind, size, requested, stream) = (b.pool, b.size, b.requested, b.stream);
@@ -473,6 +490,12 @@ impl<M: RawMemory> Inner<M> {
             self.stats.oversize_allocations.decrease(1);
         }
         self.free_block(idx);
+        let s = &self.stats;
+        let now = (
+            s.allocated_bytes.all().current as u64,
+            s.reserved_bytes.all().current as u64,
+        );
+        self.roles.sample(now.0, now.1);
         Ok(())
     }
 

@@ -73,6 +73,11 @@ pub trait DeviceAllocator: Send + Sync {
     fn peak_moments(&self) -> super::PeakMoments;
     /// What the last out-of-memory failure on this device found, taken once.
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis>;
+    /// Says what the handed-out block at `ptr` holds, for the breakdown at each peak.
+    fn set_role(&self, ptr: DevicePtr, role: super::Role);
+    /// The memory after each request and free since timelines were recorded
+    /// ([`super::record_timelines`]).
+    fn timeline(&self) -> Vec<super::Sample>;
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -179,6 +184,12 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn take_oom_diagnosis(&self) -> Option<OomDiagnosis> {
         self.lock().last_oom.take()
+    }
+    fn timeline(&self) -> Vec<super::Sample> {
+        self.lock().roles.timeline()
+    }
+    fn set_role(&self, ptr: DevicePtr, role: super::Role) {
+        self.lock().set_role(ptr, role);
     }
     fn peak_moments(&self) -> super::PeakMoments {
         self.lock().peaks.clone()

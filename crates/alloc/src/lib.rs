@@ -44,7 +44,7 @@ pub use error::AllocError;
 pub use history::{HistoryMode, HistoryOptions, TraceAction, TraceEntry};
 pub use oom::{OomReport, MEMORY_MANAGEMENT_URL};
 pub use oom_diagnosis::OomDiagnosis;
-pub use peak_moments::{PeakMoment, PeakMoments};
+pub use peak_moments::{record_timelines, Breakdown, PeakMoment, PeakMoments, Role, Sample, ROLES};
 pub use raw::{DevicePtr, RawError, RawMemory};
 pub use replay::ReplayVerdict;
 pub use sim_memory::SimulatedMemory;

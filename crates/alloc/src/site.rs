@@ -8,6 +8,13 @@ use std::sync::Arc;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    static RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Which statement run this is: a new number each time a statement is named, so the blocks of
+/// the one running now can be told from those its earlier runs (a loop's) made.
+pub fn run() -> u64 {
+    RUN.with(|r| r.get())
 }
 
 /// The statement now running on this thread, if a script named one.
@@ -17,5 +24,6 @@ pub fn current() -> Option<Arc<str>> {
 
 /// Name the statement now running (`None` once no script runs).
 pub fn set(site: Option<Arc<str>>) {
+    RUN.with(|r| r.set(r.get() + 1));
     CURRENT.with(|c| *c.borrow_mut() = site);
 }

@@ -7,7 +7,12 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::{Session, SessionOptions, StdioFrontend};
-use torchlet_alloc::PeakMoment;
+use torchlet_alloc::{PeakMoment, Role, Sample};
+
+/// Record every allocator's timeline from now on (`torchlet fit --report`).
+pub fn record_timelines() {
+    torchlet_alloc::record_timelines(true);
+}
 
 /// A byte size as `--gpu` and `--reserve` take it: "24GiB", "24GB", "512MiB".
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -68,6 +73,7 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
                 "peak_reserved": moment(&peaks.reserved),
                 // Whether cuBLAS loaded (its handle's memory is outside the allocator).
                 "cublas": cublas.contains(&index),
+                "timeline": timeline(&a.timeline()),
             })
         })
         .collect();
@@ -81,6 +87,45 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
     })
 }
 
+/// At most this many points of a timeline go into the report (a page draws them all).
+const POINTS: usize = 1200;
+
+/// The timeline as `[parameters, gradients, optimizer state, saved, other, workspaces, reserved]`
+/// rows, thinned to [`POINTS`] by keeping each stretch's highest moment (so no peak is lost);
+/// null when none was recorded.
+fn timeline(samples: &[Sample]) -> Value {
+    if samples.is_empty() {
+        return Value::Null;
+    }
+    let order = [
+        Role::Parameter,
+        Role::Gradient,
+        Role::OptimizerState,
+        Role::Saved,
+        Role::Other,
+        Role::Workspace,
+    ];
+    let stretch = samples.len().div_ceil(POINTS);
+    let points: Vec<Value> = samples
+        .chunks(stretch)
+        .map(|c| {
+            let top = c
+                .iter()
+                .max_by_key(|s| (s.by_role.iter().sum::<u64>(), s.reserved))
+                .expect("chunks are not empty");
+            let reserved = c.iter().map(|s| s.reserved).max().unwrap_or(0);
+            let mut row: Vec<u64> = order.iter().map(|r| top.by_role[*r as usize]).collect();
+            row.push(reserved);
+            json!(row)
+        })
+        .collect();
+    json!({
+        "columns": ["parameters", "gradients", "optimizer_state", "saved_for_backward", "other_tensors", "workspaces", "reserved"],
+        "events": samples.len(),
+        "points": points,
+    })
+}
+
 fn moment(m: &PeakMoment) -> Value {
     json!({
         "allocated": m.allocated,
@@ -88,6 +133,28 @@ fn moment(m: &PeakMoment) -> Value {
         "segments": m.segments,
         "fragmentation": m.fragmentation(),
         "site": m.site.as_deref(),
+        "breakdown": breakdown(m),
+    })
+}
+
+/// What the reserved bytes at a peak are, by what holds them; the parts add up to reserved.
+fn breakdown(m: &PeakMoment) -> Value {
+    let b = &m.breakdown;
+    let saved: Vec<Value> = b
+        .saved_by_site
+        .iter()
+        .map(|(site, bytes)| json!({"site": site.as_deref(), "bytes": bytes}))
+        .collect();
+    json!({
+        "parameters": b.of(Role::Parameter),
+        "gradients": b.of(Role::Gradient),
+        "optimizer_state": b.of(Role::OptimizerState),
+        "saved_for_backward": b.of(Role::Saved),
+        "saved_by_statement": saved,
+        "other_tensors": b.of(Role::Other),
+        "statement": b.statement,
+        "workspaces": b.of(Role::Workspace),
+        "cached_free": m.reserved.saturating_sub(m.allocated),
     })
 }
 

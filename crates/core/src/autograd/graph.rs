@@ -110,6 +110,7 @@ impl SavedTensor {
         }
         let kept = match super::checkpoint::keep(t) {
             super::checkpoint::Kept::Saved => {
+                t.inner.storage.set_role(torchlet_alloc::Role::Saved);
                 PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));
                 Kept::Data(t.data_handle())
             }

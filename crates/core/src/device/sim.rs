@@ -146,7 +146,10 @@ impl SimBackend {
         // Tagged with the statement, so a peak it makes (and its snapshot block) names one.
         slots.ensure(|| {
             let site = torchlet_alloc::site::current();
-            Ok(self.allocator.malloc_tagged(bytes, 0, site)?)
+            let ptr = self.allocator.malloc_tagged(bytes, 0, site)?;
+            self.allocator
+                .set_role(ptr, torchlet_alloc::Role::Workspace);
+            Ok(ptr)
         })
     }
 }

@@ -35,6 +35,14 @@ impl Storage {
             valueless: AtomicBool::new(false),
         })
     }
+    /// Tell the device's allocator what this memory holds (for the breakdown at each peak).
+    pub fn set_role(&self, role: torchlet_alloc::Role) {
+        if self.ptr != 0 {
+            if let Some(a) = self.backend.allocator() {
+                a.set_role(self.ptr, role);
+            }
+        }
+    }
     /// Address of the first byte (0 for empty storage).
     pub fn ptr(&self) -> DevicePtr {
         self.ptr

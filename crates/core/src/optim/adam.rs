@@ -74,6 +74,10 @@ fn init_state(o: &AdamOptions, params: &[Tensor], state: &mut [ParamState]) -> R
             if o.amsgrad {
                 s.max_exp_avg_sq = Some(p.zeros_like()?);
             }
+            let made = [&s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq];
+            for t in made.into_iter().flatten() {
+                t.mark_role(torchlet_alloc::Role::OptimizerState);
+            }
         }
     }
     Ok(())

@@ -125,6 +125,7 @@ fn momentum_buffers(
                 b
             }
         };
+        buf.mark_role(torchlet_alloc::Role::OptimizerState);
         bufs[i] = Some(buf.clone());
         out.push(buf);
     }
@@ -171,6 +172,7 @@ fn single_tensor(
                     b.clone()
                 }
             };
+            buf.mark_role(torchlet_alloc::Role::OptimizerState);
             bufs[i] = Some(buf.clone());
             if o.nesterov {
                 let n = current(&grad, &grads[i]).add_scaled(&buf, o.momentum.value)?;

@@ -30,7 +30,15 @@ impl Tensor {
             ));
         }
         self.meta().requires_grad = requires_grad;
+        if requires_grad {
+            self.mark_role(torchlet_alloc::Role::Parameter);
+        }
         Ok(())
+    }
+
+    /// Tell the allocator what this tensor's memory holds (the breakdown at each peak).
+    pub(crate) fn mark_role(&self, role: torchlet_alloc::Role) {
+        self.inner.storage.set_role(role);
     }
 
     /// The accumulated gradient of a leaf.
@@ -62,6 +70,9 @@ impl Tensor {
     }
 
     pub(crate) fn set_grad_unchecked(&self, grad: Option<Tensor>) {
+        if let Some(g) = &grad {
+            g.mark_role(torchlet_alloc::Role::Gradient);
+        }
         let old = std::mem::replace(&mut self.meta().grad, grad);
         // The old gradient is freed after the lock is released.
         drop(old);

@@ -52,6 +52,7 @@ impl CudaBackend {
         let workspace = |bytes: usize| {
             self.allocator
                 .malloc_tagged(bytes, 0, torchlet_alloc::site::current())
+                .inspect(|&p| self.allocator.set_role(p, torchlet_alloc::Role::Workspace))
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
@@ -244,8 +245,12 @@ impl Backend for CudaBackend {
         if lt {
             self.lt_workspaces.ensure(|| {
                 let site = torchlet_alloc::site::current();
+                let ptr = self
+                    .allocator
+                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)?;
                 self.allocator
-                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)
+                    .set_role(ptr, torchlet_alloc::Role::Workspace);
+                Ok::<_, torchlet_alloc::AllocError>(ptr)
             })?;
         }
         Ok(())
