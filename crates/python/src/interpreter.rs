@@ -23,8 +23,9 @@ pub struct PythonError {
 
 /// A Python session: one interpreter, one `__main__` namespace.
 pub struct Python {
-    interpreter: Interpreter,
-    main: Scope,
+    pub(crate) interpreter: Interpreter,
+    pub(crate) main: Scope,
+    pub(crate) interrupter: crate::cell::Interrupter,
 }
 
 impl Python {
@@ -32,7 +33,9 @@ impl Python {
     pub fn new() -> Result<Python, String> {
         let builder = Interpreter::builder(Default::default());
         let stdlib = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
+        let (signals, receiver) = rustpython_vm::signal::user_signal_channel();
         let interpreter = builder
+            .init_hook(move |vm| vm.set_user_signal_channel(receiver))
             .add_native_modules(&stdlib)
             .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
             .build();
@@ -48,7 +51,11 @@ impl Python {
                 )
             })
         })?;
-        Ok(Python { interpreter, main })
+        Ok(Python {
+            interpreter,
+            main,
+            interrupter: crate::cell::Interrupter(signals),
+        })
     }
 
     /// Run the file at `path` as `__main__`, with `sys.argv` = `[path, args…]` and its folder
@@ -150,7 +157,7 @@ fn run(
 
 /// Flush `sys.stdout` and `sys.stderr`: their buffers are Python objects, written out at the
 /// interpreter's finalisation, which a session that lives on never reaches.
-fn flush_std(vm: &VirtualMachine) {
+pub(crate) fn flush_std(vm: &VirtualMachine) {
     for name in ["stdout", "stderr"] {
         if let Ok(stream) = vm.sys_module.get_attr(name, vm) {
             let _ = vm.call_method(&stream, "flush", ());
@@ -159,7 +166,10 @@ fn flush_std(vm: &VirtualMachine) {
 }
 
 /// The user's view of a raised exception.
-fn describe(vm: &VirtualMachine, exc: &rustpython_vm::builtins::PyBaseExceptionRef) -> PythonError {
+pub(crate) fn describe(
+    vm: &VirtualMachine,
+    exc: &rustpython_vm::builtins::PyBaseExceptionRef,
+) -> PythonError {
     let mut traceback = String::new();
     if vm.write_exception(&mut traceback, exc).is_err() {
         traceback = "(the traceback could not be written)".into();

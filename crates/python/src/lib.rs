@@ -7,11 +7,14 @@
 //! tensors, autograd and caching allocator.
 //!
 //! Map: `interpreter` (one interpreter and its `__main__`: run a file or snippets, errors as
-//! tracebacks), `package` (the `torch` package's sources, part of the binary, and the finder that
+//! tracebacks), `cell` (what a notebook kernel adds: cells with a last value, output to a sink,
+//! interrupts), `package` (the `torch` package's sources, part of the binary, and the finder that
 //! imports them), `native` (`torch._C`).
 
+mod cell;
 mod interpreter;
 mod native;
 mod package;
 
+pub use cell::{Interrupter, OutputSink};
 pub use interpreter::{Python, PythonError};
