@@ -59,6 +59,26 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/utils/checkpoint.py"),
     ),
     ("torch.amp", false, include_str!("../py/torch/amp.py")),
+    (
+        "torch.nn.attention",
+        false,
+        include_str!("../py/torch/nn/attention.py"),
+    ),
+    (
+        "torch.backends",
+        true,
+        include_str!("../py/torch/backends/__init__.py"),
+    ),
+    (
+        "torch.backends.cuda",
+        false,
+        include_str!("../py/torch/backends/cuda.py"),
+    ),
+    (
+        "torch.backends.cudnn",
+        false,
+        include_str!("../py/torch/backends/cudnn.py"),
+    ),
 ];
 
 /// The finder on `sys.meta_path` that imports `SOURCES` by name.

@@ -7,12 +7,13 @@ import torch
 from model import GPT, GPTConfig
 
 batch = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+# "flash" keeps nanoGPT's default attention (scaled_dot_product_attention); "manual" takes its other path.
+attention = sys.argv[2] if len(sys.argv) > 2 else "flash"
 torch.manual_seed(0)
 config = GPTConfig(block_size=256, vocab_size=8192, n_layer=4, n_head=6, n_embd=384, dropout=0.0, bias=True)
 model = GPT(config)
-# Until torchlet has scaled_dot_product_attention, both sides take nanoGPT's other attention path.
 for block in model.transformer.h:
-    block.attn.flash = False
+    block.attn.flash = attention == "flash"
 model.to("cuda")
 optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
 x = torch.randint(0, config.vocab_size, (batch, config.block_size), device="cuda")

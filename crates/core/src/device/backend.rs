@@ -74,6 +74,41 @@ pub struct LayerNormGrads<'a> {
     pub parts: usize,
 }
 
+/// The operands of a fused attention (flash or memory-efficient SDPA), views [B, H, T, D].
+#[derive(Clone, Copy, Debug)]
+pub struct Attention<'a> {
+    /// Queries [B, H, Tq, D].
+    pub q: Operand<'a>,
+    /// Keys [B, Hk, Tk, D]; `H` is a multiple of `Hk` (grouped-query attention).
+    pub k: Operand<'a>,
+    /// Values [B, Hk, Tk, Dv].
+    pub v: Operand<'a>,
+    /// Added to the scores when float, masking out where false when bool; broadcast to
+    /// [B, H, Tq, Tk] (stride 0 where shared).
+    pub mask: Option<Operand<'a>>,
+    /// Key `j` is masked out for query `i` when `j > i` (PyTorch's top-left causal mask).
+    pub causal: bool,
+    /// The scores' factor (PyTorch's default: `1 / sqrt(D)`).
+    pub scale: f64,
+    /// Dropout of the probabilities: `(p, seed)`; the same seed drops the same ones in backward.
+    pub dropout: Option<(f64, u64)>,
+}
+
+/// Where fused attention's backward writes.
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionGrads<'a> {
+    /// The output's gradient [B, H, Tq, Dv].
+    pub dout: Operand<'a>,
+    /// Each query row's `dout · out` [B, H, Tq] (float32), the kernels' own buffer.
+    pub delta: Operand<'a>,
+    /// The queries' gradient [B, H, Tq, D].
+    pub dq: Operand<'a>,
+    /// The keys' gradient [B, Hk, Tk, D], summed over each group's query heads.
+    pub dk: Operand<'a>,
+    /// The values' gradient [B, Hk, Tk, Dv], likewise.
+    pub dv: Operand<'a>,
+}
+
 /// One device's memory and kernels. Implemented by `cpu`, `sim` and `cuda`.
 pub trait Backend: Send + Sync {
     /// The device this backend computes on.
@@ -209,6 +244,17 @@ pub trait Backend: Send + Sync {
     /// `dst[p] = src[p with dim replaced by index[p]]`; `index` (int64, every value in range)
     /// has `dst`'s shape (stride 0 where an index is shared, as index_select's).
     fn gather(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// Fused attention: `out` [B, H, Tq, Dv] and, when asked for, each query row's log-sum-exp
+    /// `lse` [B, H, Tq] (float32), as PyTorch's fused kernels compute them.
+    fn attention(&self, a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()>;
+    /// Fused attention's backward from the forward's `out` and `lse`.
+    fn attention_backward(
+        &self,
+        a: &Attention,
+        out: Operand,
+        lse: Operand,
+        grads: AttentionGrads,
+    ) -> Result<()>;
     /// `dst[p with dim replaced by index[p]] += src[p]`; `index` (int64, in range) has `src`'s
     /// shape; repeated indices add up (index_add, scatter_add, embedding's backward).
     fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::device::backend::{
-    Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::Workspace;
 use crate::device::reduce_plan::DeviceProps;
@@ -72,6 +72,18 @@ impl Backend for ShapesBackend {
     }
     fn addmm(&self, _b: Operand, _l: Operand, _r: Operand, _dst: Operand, lt: bool) -> Result<()> {
         self.sim.take_addmm_workspaces(lt)
+    }
+    fn attention(&self, _a: &Attention, _out: Operand, _lse: Option<Operand>) -> Result<()> {
+        Ok(())
+    }
+    fn attention_backward(
+        &self,
+        _a: &Attention,
+        _out: Operand,
+        _lse: Operand,
+        _grads: AttentionGrads,
+    ) -> Result<()> {
+        Ok(())
     }
     fn layer_norm(
         &self,

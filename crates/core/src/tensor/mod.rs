@@ -4,7 +4,9 @@
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
-//! (`layer_norm`, `dropout`), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
+//! (`layer_norm`, `dropout`), `attention` (`scaled_dot_product_attention`: the backend choice, the
+//! bool mask; `attention_fused` the cuDNN, flash and memory-efficient buffers, `attention_math`
+//! the composite), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
 //! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
 //! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
 //! `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
@@ -18,6 +20,9 @@
 //! every allocation (the backend only fills memory it is handed), which is what keeps memory
 //! events PyTorch's.
 
+pub mod attention;
+mod attention_fused;
+mod attention_math;
 pub mod autocast;
 mod batched;
 mod binary_list;

@@ -295,48 +295,13 @@ impl Tensor {
             }
         }
         if needs_grad(&[self]) {
-            let r = SavedTensor::new(&out)?;
             let name = if log {
                 "LogSoftmaxBackward0"
             } else {
                 "SoftmaxBackward0"
             };
-            record(
-                &out,
-                name,
-                &[self],
-                true,
-                Box::new(move |g, _| {
-                    let y = r.get()?;
-                    // `_softmax_backward_data` makes the input's gradient in the input's dtype.
-                    let dx = g.empty_same(g.dims(), in_dtype)?;
-                    // After the output, PyTorch's CUDA kernels take a dense gradient and free it
-                    // once they have run: aten/src/ATen/native/cuda/SoftMax.cu,
-                    // `softmax_backward_cuda_out`, always makes `tmp = grad * output` (so even a
-                    // contiguous gradient gets a new tensor of its size), while
-                    // `log_softmax_backward_cuda_out` hands `grad` on and `host_softmax_backward`
-                    // copies it only when it is not contiguous (an expanded one, from `sum()`).
-                    let dense;
-                    let g = if log && g.is_contiguous() {
-                        g
-                    } else {
-                        dense = g.contiguous_copy()?;
-                        &dense
-                    };
-                    if y.dim() == 0 {
-                        g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
-                    } else {
-                        g.backend().softmax_backward(
-                            g.operand(),
-                            y.operand(),
-                            d,
-                            log,
-                            dx.operand(),
-                        )?;
-                    }
-                    Ok(vec![Some(dx)])
-                }),
-            );
+            let grad_fn = softmax_grad_fn(SavedTensor::new(&out)?, d, log, in_dtype);
+            record(&out, name, &[self], true, grad_fn);
         }
         Ok(out)
     }
@@ -371,4 +336,44 @@ impl Tensor {
             _ => self.softmax_impl(dim, log, self.dtype()),
         }
     }
+}
+
+/// (Log-)softmax's backward from its saved output `r` along `d`: PyTorch's
+/// `_softmax_backward_data` (also `_safe_softmax`'s), the input's gradient in `in_dtype`.
+pub(crate) fn softmax_grad_fn(
+    r: SavedTensor,
+    d: usize,
+    log: bool,
+    in_dtype: DType,
+) -> Box<crate::autograd::GradFn> {
+    Box::new(move |g, _| {
+        let y = r.get()?;
+        // `_softmax_backward_data` makes the input's gradient in the input's dtype.
+        let dx = g.empty_same(g.dims(), in_dtype)?;
+        // After the output, PyTorch's CUDA kernels take a dense gradient and free it
+        // once they have run: aten/src/ATen/native/cuda/SoftMax.cu,
+        // `softmax_backward_cuda_out`, always makes `tmp = grad * output` (so even a
+        // contiguous gradient gets a new tensor of its size), while
+        // `log_softmax_backward_cuda_out` hands `grad` on and `host_softmax_backward`
+        // copies it only when it is not contiguous (an expanded one, from `sum()`).
+        let dense;
+        let g = if log && g.is_contiguous() {
+            g
+        } else {
+            dense = g.contiguous_copy()?;
+            &dense
+        };
+        if y.dim() == 0 {
+            g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
+        } else {
+            g.backend().softmax_backward(
+                g.operand(),
+                y.operand(),
+                d,
+                log,
+                dx.operand(),
+            )?;
+        }
+        Ok(vec![Some(dx)])
+    })
 }

@@ -415,4 +415,5 @@ _define_functions()
 from torch import nn  # noqa: E402
 from torch import optim  # noqa: E402
 from torch import utils  # noqa: E402
+from torch import backends  # noqa: E402,F401
 import torch.utils.checkpoint  # noqa: E402,F401

@@ -3,12 +3,14 @@
 //! Map: `args` (reading a call's positional arguments), `tensor` (the `TensorBase` payload, the
 //! classes results take, errors as Python exceptions), `values` (Python values from Rust ones:
 //! JSON-like data, scalars, shapes), `creation` (factories and `manual_seed`), `ops` (tensor
-//! methods and functions, by name from core's op tables where core has one), `autograd` (grad
+//! methods and functions, by name from core's op tables where core has one), `attention`
+//! (`scaled_dot_product_attention` and the backend switches), `autograd` (grad
 //! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
 //! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices).
 
 mod args;
+mod attention;
 mod autograd;
 mod checkpoint;
 mod creation;
@@ -41,8 +43,9 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 7] = [
+    let tables: [&[(&'static str, Native)]; 8] = [
         creation::FUNCTIONS,
+        attention::FUNCTIONS,
         checkpoint::FUNCTIONS,
         ops::FUNCTIONS,
         autograd::FUNCTIONS,

@@ -4,10 +4,12 @@
 //! fill, arange, unary and binary ops), `compare` (comparisons into bool), `indexing` (where,
 //! masked_fill, triu/tril, gather, scatter_add), `reduce` (reductions, softmax, NLL loss),
 //! `staged` (a reduction through PyTorch's staging memory, as the simulated GPU runs it),
-//! `matmul` (the `gemm` crate), `norm` (layer norm, dropout) and `random` (seeded uniform and
+//! `matmul` (the `gemm` crate), `norm` (layer norm, dropout), `attention` (fused SDPA,
+//! forward and backward) and `random` (seeded uniform and
 //! normal fills); `parallel` splits large ranges across rayon threads; `host_limit` refuses a
 //! request larger than the machine's RAM and swap before the kernel's overcommit grants it.
 
+mod attention;
 mod compare;
 mod elementwise;
 mod host_limit;
@@ -79,6 +81,7 @@ pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
 
 /// The host kernels, shared by every backend whose memory the host can address.
 pub mod kernels {
+    pub use super::attention::{attention, attention_backward};
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
     pub use super::indexing::{gather, masked_fill, scatter_add, triangle, where_select};
     pub use super::matmul::matmul;
@@ -157,6 +160,23 @@ macro_rules! host_kernel_methods {
         }
         fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::scatter(src, index, dim, dst)
+        }
+        fn attention(
+            &self,
+            a: &$crate::device::backend::Attention,
+            out: Operand,
+            lse: Option<Operand>,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::attention(a, out, lse)
+        }
+        fn attention_backward(
+            &self,
+            a: &$crate::device::backend::Attention,
+            out: Operand,
+            lse: Operand,
+            grads: $crate::device::backend::AttentionGrads,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::attention_backward(a, out, lse, grads)
         }
         fn layer_norm(
             &self,

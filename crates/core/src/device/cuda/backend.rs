@@ -6,7 +6,7 @@ use std::sync::Arc;
 use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
 
 use crate::device::backend::{
-    Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
@@ -283,6 +283,18 @@ impl Backend for CudaBackend {
             .dev
             .gpu()
             .layer_norm_backward(&dy, &x, &mean, &rstd, weight.as_ref(), &grads)?)
+    }
+    fn attention(&self, a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()> {
+        Ok(self.dev.gpu().attention(a, &out, lse.as_ref())?)
+    }
+    fn attention_backward(
+        &self,
+        a: &Attention,
+        out: Operand,
+        lse: Operand,
+        grads: AttentionGrads,
+    ) -> Result<()> {
+        Ok(self.dev.gpu().attention_backward(a, &out, &lse, &grads)?)
     }
     fn dropout(&self, src: Operand, p: f64, seed: u64, mask: Operand, out: Operand) -> Result<()> {
         Ok(self.dev.gpu().dropout(&src, p, seed, &mask, &out)?)

@@ -18,6 +18,7 @@ const REDUCE: &str = include_str!("kernels/reduce.cu");
 const SOFTMAX: &str = include_str!("kernels/softmax.cu");
 const NORM: &str = include_str!("kernels/norm.cu");
 const INDEXING: &str = include_str!("kernels/indexing.cu");
+const ATTENTION: &str = include_str!("kernels/attention.cu");
 
 /// Elements each thread of a strided elementwise kernel takes (`SILP` in prelude.cuh's
 /// `strided_each`); the host launches a thread for every `STRIDED_ILP` elements.
@@ -49,6 +50,7 @@ pub fn module_source(elem: DType) -> String {
         SOFTMAX,
         NORM,
         INDEXING,
+        ATTENTION,
     ]
     .join("\n")
 }

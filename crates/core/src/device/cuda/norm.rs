@@ -22,7 +22,7 @@ fn addr_or_null(v: Option<&Operand>) -> u64 {
 }
 
 impl Gpu<'_> {
-    fn float_kernel(&self, what: &'static str, v: &Operand) -> CudaResult<KernelName> {
+    pub(super) fn float_kernel(&self, what: &'static str, v: &Operand) -> CudaResult<KernelName> {
         if !v.dtype.is_float() {
             return Err(CudaError::Unsupported(format!(
                 "\"{what}\" not implemented for '{}'",

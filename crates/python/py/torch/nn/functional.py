@@ -79,7 +79,5 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    raise NotImplementedError(
-        "torchlet: scaled_dot_product_attention is not supported yet; write the attention out "
-        "(q @ k.transpose(-2, -1) * scale, masked_fill, softmax, @ v)"
-    )
+    return _C._sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
+                    None if scale is None else float(scale), bool(enable_gqa))

@@ -1,0 +1,144 @@
+"""Record what convolutions, pooling and batch norm allocate on the GPU (run on the H200).
+
+    python3 tests/data/record_conv.py OUT.json
+
+For each case it runs forward then backward (with a gradient made beforehand) under PyTorch's defaults
+(cudnn.benchmark=False, deterministic=False) and writes the allocator's trace entries of each phase as
+[action, size]: the output, cuDNN's workspaces, the saved indices and statistics, the gradients. The
+first convolution's cuDNN start-up is made before any case, so every case sees a warm library.
+tests/data/torch_conv.json is its output.
+"""
+
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+SKIPPED = ("free_requested", "snapshot")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def trace_len():
+    traces = torch.cuda.memory._snapshot()["device_traces"]
+    return len(traces[0]) if traces else 0
+
+
+def trace_since(start):
+    traces = torch.cuda.memory._snapshot()["device_traces"]
+    entries = traces[0][start:] if traces else []
+    return [[e["action"], e["size"]] for e in entries if e["action"] not in SKIPPED]
+
+
+def conv_cases():
+    out = []
+    # (N, C, H, W, K, R, stride, padding, groups)
+    shapes = [
+        (64, 3, 224, 224, 64, 7, 2, 3, 1),
+        (64, 64, 56, 56, 64, 1, 1, 0, 1),
+        (64, 64, 56, 56, 64, 3, 1, 1, 1),
+        (64, 64, 56, 56, 256, 1, 1, 0, 1),
+        (64, 256, 56, 56, 128, 1, 1, 0, 1),
+        (64, 128, 56, 56, 128, 3, 2, 1, 1),
+        (64, 512, 28, 28, 256, 1, 1, 0, 1),
+        (64, 256, 14, 14, 256, 3, 1, 1, 1),
+        (64, 512, 7, 7, 512, 3, 1, 1, 1),
+        (64, 3, 224, 224, 768, 16, 16, 0, 1),
+        (8, 1, 28, 28, 32, 3, 1, 0, 1),
+        (8, 32, 26, 26, 64, 3, 1, 0, 1),
+        (16, 128, 32, 32, 128, 3, 1, 1, 32),
+        (4, 64, 64, 64, 64, 3, 1, 1, 64),
+    ]
+    for dtype in DTYPES:
+        for s in shapes:
+            out.append(dict(op="conv2d", dtype=dtype, shape=s, channels_last=False))
+        out.append(dict(op="conv2d", dtype=dtype, shape=shapes[2], channels_last=True))
+    return out
+
+
+def run_conv(c):
+    dt = DTYPES[c["dtype"]]
+    N, C, H, W, K, R, stride, pad, groups = c["shape"]
+    x = torch.randn(N, C, H, W, device="cuda", dtype=dt, requires_grad=True)
+    w = torch.randn(K, C // groups, R, R, device="cuda", dtype=dt, requires_grad=True)
+    b = torch.randn(K, device="cuda", dtype=dt, requires_grad=True)
+    if c["channels_last"]:
+        x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+        w = w.detach().to(memory_format=torch.channels_last).requires_grad_()
+    torch.cuda.synchronize()
+    rec = {"case": c}
+    start = trace_len()
+    y = F.conv2d(x, w, b, stride=stride, padding=pad, groups=groups)
+    torch.cuda.synchronize()
+    rec["forward"] = trace_since(start)
+    rec["out"] = {"shape": list(y.shape), "stride": list(y.stride())}
+    g = torch.randn_like(y)
+    torch.cuda.synchronize()
+    start = trace_len()
+    y.backward(g)
+    torch.cuda.synchronize()
+    rec["backward"] = trace_since(start)
+    return rec
+
+
+def run_other(name, fn, *shape_dtype):
+    shape, dtype = shape_dtype
+    x = torch.randn(*shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True)
+    torch.cuda.synchronize()
+    rec = {"case": {"op": name, "shape": list(shape), "dtype": dtype}}
+    start = trace_len()
+    y = fn(x)
+    torch.cuda.synchronize()
+    rec["forward"] = trace_since(start)
+    rec["out"] = {"shape": list(y.shape), "stride": list(y.stride())}
+    g = torch.randn_like(y)
+    torch.cuda.synchronize()
+    start = trace_len()
+    y.backward(g)
+    torch.cuda.synchronize()
+    rec["backward"] = trace_since(start)
+    return rec
+
+
+def other_cases():
+    recs = []
+    for dtype in DTYPES:
+        shape = (64, 64, 112, 112)
+        recs.append(run_other("max_pool2d", lambda x: F.max_pool2d(x, 3, 2, 1), shape, dtype))
+        recs.append(run_other("avg_pool2d", lambda x: F.avg_pool2d(x, 2), shape, dtype))
+        recs.append(run_other("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), (64, 2048, 7, 7), dtype))
+        bn = torch.nn.BatchNorm2d(64).cuda().to(DTYPES[dtype] if dtype == "float32" else torch.float32)
+        recs.append(run_other("batch_norm_train", lambda x: bn(x), (64, 64, 56, 56), dtype))
+        gn = torch.nn.GroupNorm(32, 128).cuda().to(DTYPES[dtype])
+        recs.append(run_other("group_norm", lambda x: gn(x), (16, 128, 32, 32), dtype))
+        recs.append(run_other("interpolate_nearest", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (8, 64, 32, 32), dtype))
+        recs.append(run_other("interpolate_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), (8, 64, 32, 32), dtype))
+        recs.append(run_other("rms_norm", lambda x: F.rms_norm(x, (1024,)), (8, 512, 1024), dtype))
+    return recs
+
+
+def main():
+    torch.cuda.init()
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    w = torch.randn(64, 64, 3, 3, device="cuda")
+    F.conv2d(x, w, padding=1).sum().item()  # cuDNN loaded before recording
+    del x, w
+    torch.cuda.memory._record_memory_history(max_entries=2_000_000, context=None, stacks="python")
+    records = []
+    for c in conv_cases():
+        try:
+            records.append(run_conv(c))
+        except Exception as e:
+            records.append({"case": c, "error": f"{type(e).__name__}: {e}"})
+        torch.cuda.empty_cache()
+    for r in other_cases():
+        records.append(r)
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+           "device": torch.cuda.get_device_name(0)}
+    with open(sys.argv[1], "w") as f:
+        json.dump({"recorded_with": env, "records": records}, f)
+    print(len(records), "cases")
+
+
+if __name__ == "__main__":
+    main()
