@@ -1,8 +1,9 @@
-//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, autocast, optimizers, printing.
+//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, attention, autocast, optimizers, printing.
 #[path = "../common/mod.rs"]
 mod common;
 
 mod arg_extremes;
+mod attention;
 mod autocast;
 mod autograd;
 mod index_ops;
