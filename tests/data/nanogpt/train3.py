@@ -7,19 +7,18 @@ import torch
 from model import GPT, GPTConfig
 
 batch = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-# "flash" keeps nanoGPT's default attention (scaled_dot_product_attention); "manual" takes its other path.
-attention = sys.argv[2] if len(sys.argv) > 2 else "flash"
+# "bf16" runs the forward under autocast, as nanoGPT's train.py does on GPUs with bfloat16.
+bf16 = len(sys.argv) > 2 and sys.argv[2] == "bf16"
 torch.manual_seed(0)
 config = GPTConfig(block_size=256, vocab_size=8192, n_layer=4, n_head=6, n_embd=384, dropout=0.0, bias=True)
 model = GPT(config)
-for block in model.transformer.h:
-    block.attn.flash = attention == "flash"
 model.to("cuda")
 optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
 x = torch.randint(0, config.vocab_size, (batch, config.block_size), device="cuda")
 y = torch.randint(0, config.vocab_size, (batch, config.block_size), device="cuda")
 for step in range(3):
-    logits, loss = model(x, y)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        logits, loss = model(x, y)
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

@@ -204,6 +204,13 @@ impl Tensor {
         options: &SdpaOptions,
     ) -> Result<Tensor> {
         super::check_interrupt()?;
+        let mut inputs = vec![query, key, value];
+        inputs.extend(options.attn_mask.as_ref());
+        if let Some((cast, _off)) = super::autocast::cast_inputs("scaled_dot_product_attention", &inputs)? {
+            let mut o = options.clone();
+            o.attn_mask = (cast.len() > 3).then(|| cast[3].clone());
+            return Tensor::scaled_dot_product_attention(&cast[0], &cast[1], &cast[2], &o);
+        }
         let sizes = validate(query, key, value, options)?;
         let backend = choose(query, key, value, options, sizes);
         if backend == SdpBackend::Math && !sdp_enabled(SdpBackend::Math) {
