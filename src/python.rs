@@ -65,6 +65,42 @@ pub fn repl() -> Result<ExitCode, String> {
     }
 }
 
+/// `torchlet fit FILE.py` in a child: run the program once on the devices `fit` set up and
+/// report its peaks, with where it stopped when it failed (the innermost line of the program's
+/// own file in the traceback).
+pub fn fit_run(path: &Path, args: &[String]) -> Result<serde_json::Value, String> {
+    let started = std::time::Instant::now();
+    let python = Python::new()?;
+    let error = match python.run_file(path, args) {
+        Ok(()) | Err(PythonError { exit_status: Some(0), .. }) => None,
+        Err(e) => Some(serde_json::json!({
+            "kind": e.kind,
+            "message": e.message,
+            "at": innermost_site(&e.traceback, path),
+            "oom": e.kind == "OutOfMemoryError",
+        })),
+    };
+    let report = torchlet_session::fit::report(started, error);
+    drop(python);
+    Ok(report)
+}
+
+/// `FILE:LINE` of the last traceback frame outside torchlet's own `torch` package (the program's
+/// innermost line), else `FILE:0`.
+fn innermost_site(traceback: &str, path: &Path) -> String {
+    let site = traceback
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("File \""))
+        .filter(|l| !l.starts_with("<torchlet>"))
+        .filter_map(|l| {
+            let (file, rest) = l.split_once("\", line ")?;
+            let line: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            Some(format!("{file}:{line}"))
+        })
+        .last();
+    site.unwrap_or_else(|| format!("{}:0", path.display()))
+}
+
 /// The process's exit code for how a run ended, the traceback printed when it failed.
 fn exit_code(result: Result<(), PythonError>) -> ExitCode {
     match result {

@@ -174,9 +174,13 @@ pub fn child(a: &FitArgs, result: &Path, quiet: bool) -> Result<ExitCode, String
     if a.timeline {
         torchlet_session::fit::record_timelines();
     }
-    let text = std::fs::read_to_string(&a.file)
-        .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
-    let report = torchlet_session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet);
+    let report = if crate::is_python(Some(&a.file)) {
+        crate::python::fit_run(&a.file, &a.args)?
+    } else {
+        let text = std::fs::read_to_string(&a.file)
+            .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
+        torchlet_session::fit::run(&a.file.display().to_string(), &text, &a.args, quiet)
+    };
     std::fs::write(result, report.to_string())
         .map_err(|e| format!("cannot write {}: {e}", result.display()))?;
     Ok(ExitCode::SUCCESS)

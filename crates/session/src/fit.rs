@@ -56,6 +56,15 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
         })
     });
     // The report is taken before the session (and its tensors) goes.
+    let report = report(started, error);
+    drop(session);
+    report
+}
+
+/// The report of a run that started at `started` and ended with `error` (null when it ran to its
+/// end): each started GPU's peaks and timeline, the mode, the time and host memory it took. Taken
+/// while the program's tensors are still alive.
+pub fn report(started: Instant, error: Option<Value>) -> Value {
     let cublas: Vec<usize> = torchlet_core::device::blas_workspaces()
         .into_iter()
         .filter(|(_, w)| !w.is_empty())
@@ -77,7 +86,6 @@ pub fn run(source: &str, text: &str, args: &[String], quiet: bool) -> Value {
             })
         })
         .collect();
-    drop(session);
     json!({
         "mode": if torchlet_core::device::shapes_only() { "shapes only" } else { "with values" },
         "devices": devices,
