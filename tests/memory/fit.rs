@@ -434,3 +434,60 @@ fn every_script_peaks_shapes_only_where_it_peaks_with_values() {
         );
     }
 }
+
+/// A Python attention block trained for a step: `n` is the batch; prints its peak allocated.
+const ATTENTION_PY: &str = r#"import sys
+import torch
+import torch.nn.functional as F
+n = int(sys.argv[1])
+w = torch.randn(256, 768, device="cuda", requires_grad=True)
+x = torch.randn(n, 128, 256, device="cuda")
+q, k, v = (x @ w).view(n, 128, 3, 4, 64).unbind(2)
+y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+y.sum().backward()
+print("peak", torch.cuda.max_memory_allocated())
+"#;
+
+#[test]
+fn a_python_program_fits_shapes_only_as_it_runs_with_values_and_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "attend.py", ATTENTION_PY);
+    let (ok, printed, err) = output(torchlet().args(["--simulate-cuda=1GiB", "run"]).arg(&path).arg("2"));
+    assert!(ok, "runs with values: {printed}{err}");
+    let peak = printed.trim().strip_prefix("peak ").expect("the program prints its peak");
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args(["2", "--gpu", "1GiB", "--no-context", "--json"]));
+    assert!(ok, "fits: {report}{err}");
+    let json: serde_json::Value = serde_json::from_str(&report).expect("--json prints JSON");
+    let shapes_peak = &json["verdicts"][0]["peaks"][0]["peak_allocated"]["allocated"];
+    assert_eq!(shapes_peak.to_string(), peak, "shapes only peaks where the run with values does: {report}");
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["100000", "--gpu", "1GiB", "--no-context"]));
+    assert!(!ok, "exit status 1 when it does not fit");
+    assert!(report.contains("attend.py:6"), "the .py line that runs out: {report}");
+}
+
+/// nanoGPT's `model.py`, unchanged, trained three steps by `train3.py`: `torchlet fit` (shapes
+/// only) gives the peaks PyTorch 2.11 printed for the same two files on sm90
+/// (`tests/data/nanogpt/torch_peaks.jsonl`, from `record_peaks.sh`), in float32 (the
+/// memory-efficient SDPA kernel) and under bfloat16 autocast (cuDNN's).
+#[test]
+fn nanogpt_fits_with_pytorchs_peaks() {
+    let dir = repo().join("tests/data/nanogpt");
+    let recorded = std::fs::read_to_string(dir.join("torch_peaks.jsonl")).unwrap();
+    let mut checked = 0;
+    for line in recorded.lines().filter(|l| !l.trim().is_empty()) {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let batch = row["batch"].to_string();
+        let precision = row["precision"].as_str().unwrap();
+        let torch = row["torch"].as_str().unwrap();
+        let (ok, report, err) = output(
+            torchlet()
+                .current_dir(&dir)
+                .args(["fit", "train3.py", &batch, precision, "--gpu", "H200"]),
+        );
+        assert!(ok, "batch {batch} {precision}: {report}{err}");
+        let ours = report.lines().find(|l| l.starts_with("peak allocated")).unwrap_or("");
+        assert_eq!(ours, torch, "batch {batch} {precision}: torchlet's peaks, then PyTorch's");
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "three batches in two precisions");
+}

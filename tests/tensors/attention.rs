@@ -174,11 +174,17 @@ device_test!(
         let gpu = device != Device::Cpu;
         let pick = |b| if gpu { b } else { SdpBackend::Math };
         assert_eq!(choice(&t(DType::BF16, 64), &plain), pick(SdpBackend::Cudnn));
-        assert_eq!(choice(&t(DType::F16, 256), &plain), pick(SdpBackend::Flash));
+        assert_eq!(choice(&t(DType::F16, 256), &plain), pick(SdpBackend::Cudnn));
+        // cuDNN takes no single key; flash does.
+        let one_key = values(&[1, 2, 1, 64], 1, DType::F16, device, false);
+        let q = t(DType::F16, 64);
+        assert_eq!(Tensor::sdpa_backend(&q, &one_key, &one_key, &plain).unwrap(), pick(SdpBackend::Flash));
         assert_eq!(choice(&t(DType::F32, 64), &plain), pick(SdpBackend::Efficient));
         assert_eq!(choice(&t(DType::F64, 64), &plain), SdpBackend::Math);
         let masked = SdpaOptions { attn_mask: Some(values(&[4, 4], 2, DType::F16, device, false)), ..Default::default() };
-        assert_eq!(choice(&t(DType::F16, 160), &masked), pick(SdpBackend::Efficient));
+        assert_eq!(choice(&t(DType::F16, 160), &masked), pick(SdpBackend::Cudnn));
+        // Beyond cuDNN's 256 and with a mask, which flash never takes: the memory-efficient kernel.
+        assert_eq!(choice(&t(DType::F16, 264), &masked), pick(SdpBackend::Efficient));
     }
 );
 
@@ -196,4 +202,68 @@ fn bad_inputs_are_pytorchs_errors() {
     let o = SdpaOptions { attn_mask: Some(mask), is_causal: true, ..Default::default() };
     let e = Tensor::scaled_dot_product_attention(&q, &q, &q, &o).unwrap_err();
     assert!(e.message().contains("attn_mask should not be set when is_causal=True"), "{}", e.message());
+}
+
+/// The backend PyTorch's node names: the fused ones by name, the math composite by its last op
+/// (a float32 product's view, or the cast back of half inputs), padded flash by its slice.
+fn backend_of_node(grad_fn: &str) -> Option<SdpBackend> {
+    Some(match grad_fn {
+        "ScaledDotProductCudnnAttentionBackward0" => SdpBackend::Cudnn,
+        "ScaledDotProductFlashAttentionBackward0" | "SliceBackward0" => SdpBackend::Flash,
+        "ScaledDotProductEfficientAttentionBackward0" => SdpBackend::Efficient,
+        "UnsafeViewBackward0" | "ToCopyBackward0" => SdpBackend::Math,
+        _ => return None,
+    })
+}
+
+/// The inputs of one recorded case, on cuda:0, in its layout, with its mask.
+fn recorded_inputs(c: &serde_json::Value) -> (Tensor, Tensor, Tensor, SdpaOptions) {
+    let n = |k: &str| c[k].as_u64().map(|v| v as usize);
+    let dtype = DType::parse(c["dtype"].as_str().unwrap()).unwrap();
+    let (b, h, tq, d) = (n("B").unwrap(), n("H").unwrap(), n("Tq").unwrap(), n("D").unwrap());
+    let (hk, tk, dv) = (n("Hk").unwrap_or(h), n("Tk").unwrap_or(tq), n("Dv").unwrap_or(d));
+    let bthd = c["layout"] == "bthd";
+    let make = |heads: usize, t: usize, dim: usize, seed: usize| {
+        if bthd {
+            values(&[b, t, heads, dim], seed, dtype, Device::Cuda(0), false).transpose(1, 2).unwrap()
+        } else {
+            values(&[b, heads, t, dim], seed, dtype, Device::Cuda(0), false)
+        }
+    };
+    let mask = match c["mask"].as_str() {
+        Some("bool") => Some(values(&[tq, tk], 1, DType::Bool, Device::Cuda(0), false)),
+        Some("bool_b1tt") => Some(values(&[b, 1, tq, tk], 1, DType::Bool, Device::Cuda(0), false)),
+        Some("float") => Some(values(&[b, 1, tq, tk], 1, dtype, Device::Cuda(0), false)),
+        _ => None,
+    };
+    let o = SdpaOptions {
+        attn_mask: mask,
+        dropout_p: c["dropout"].as_f64().unwrap_or(0.0),
+        is_causal: c["causal"].as_bool().unwrap_or(false),
+        scale: None,
+        enable_gqa: n("Hk").is_some(),
+    };
+    (make(h, tq, d, 1), make(hk, tk, d, 2), make(hk, tk, dv, 3), o)
+}
+
+/// Every case of `tests/data/torch_sdpa.json` that left the choice to PyTorch (on sm90, PyTorch
+/// 2.11, cuDNN 9.19) takes the same backend here.
+#[test]
+fn the_choice_is_pytorchs_in_every_recorded_case() {
+    let _g = exclusive();
+    let path = common::repo().join("tests/data/torch_sdpa.json");
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for r in recorded["records"].as_array().unwrap() {
+        let c = &r["case"];
+        let Some(want) = r["grad_fn"].as_str().and_then(backend_of_node) else { continue };
+        if !c["backend"].is_null() {
+            continue;
+        }
+        let (q, k, v, o) = recorded_inputs(c);
+        let got = Tensor::sdpa_backend(&q, &k, &v, &o).unwrap();
+        assert_eq!(got, want, "case {c}");
+        checked += 1;
+    }
+    assert!(checked >= 100, "only {checked} recorded cases were checked");
 }

@@ -19,42 +19,12 @@ use crate::autograd::{needs_grad, record_multi, SavedTensor};
 use crate::device::backend::{Attention, AttentionGrads};
 
 use super::attention::{SdpBackend, SdpaOptions};
+use super::convert::empty_like_dense;
 use super::{DType, Layout, Result, Tensor};
 
 /// `x` rounded up to a multiple of `m`.
 fn round_up(x: usize, m: usize) -> usize {
     x.div_ceil(m) * m
-}
-
-/// An uninitialised tensor shaped and strided like `t` when `t` is dense (PyTorch's
-/// `empty_like`, which keeps a permuted layout), else contiguous.
-fn empty_like_dense(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    empty_ordered_like(t, t.dims(), dtype)
-}
-
-/// An uninitialised tensor of `shape` whose dims are laid out in `t`'s stride order when `t` is
-/// dense (cuDNN's `alloc_with_matching_layout`), else contiguous.
-fn empty_ordered_like(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let mut order: Vec<usize> = (0..t.dim()).collect();
-    order.sort_by_key(|&d| std::cmp::Reverse(t.stride()[d]));
-    let dims_of = |shape: &[usize]| order.iter().map(|&d| shape[d]).collect::<Vec<_>>();
-    let own = Layout::contiguous(&dims_of(t.dims()));
-    let is_dense = order
-        .iter()
-        .enumerate()
-        .all(|(i, &d)| t.dims()[d] == 1 || t.stride()[d] == own.strides[i]);
-    if !is_dense {
-        return t.empty_same(shape, dtype);
-    }
-    let permuted = dims_of(shape);
-    let dense = Layout::contiguous(&permuted);
-    let storage = t.empty_same(&permuted, dtype)?;
-    let mut strides = vec![0; t.dim()];
-    for (i, &d) in order.iter().enumerate() {
-        strides[d] = dense.strides[i];
-    }
-    let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
-    Ok(storage.relayout_result(layout))
 }
 
 /// A new contiguous [B, T, H, D] tensor handed out as its [B, H, T, D] transpose.
@@ -184,12 +154,27 @@ fn broadcast_mask(backend: SdpBackend, m: &Tensor, q: &Tensor, k: &Tensor) -> Re
     view.expand(&shape)
 }
 
+/// A dense tensor of `shape` whose dims are laid out in `t`'s stride order, dense or not (cuDNN's
+/// `alloc_with_matching_layout`: a query packed with k and v gives an output in BSHD order).
+fn empty_in_stride_order(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let mut order: Vec<usize> = (0..t.dim()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(t.stride()[d]));
+    let permuted: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+    let dense = Layout::contiguous(&permuted);
+    let storage = t.empty_same(&permuted, dtype)?;
+    let mut strides = vec![0; t.dim()];
+    for (i, &d) in order.iter().enumerate() {
+        strides[d] = dense.strides[i];
+    }
+    Ok(storage.relayout_result(Layout { shape: shape.to_vec(), strides, offset: 0 }))
+}
+
 /// cuDNN's forward (`_cudnn_attention_forward`, `run_cudnn_SDP_fprop`).
 fn cudnn_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor, grad: bool) -> Result<Forward> {
     let (b, h, tq) = (q.dims()[0], q.dims()[1], q.dims()[2]);
     let seed = q.empty_same(&[], DType::I64)?;
     let offset = q.empty_same(&[], DType::I64)?;
-    let out = empty_ordered_like(q, &[b, h, tq, v.dims()[3]], q.dtype())?;
+    let out = empty_in_stride_order(q, &[b, h, tq, v.dims()[3]], q.dtype())?;
     let lse = match grad {
         true => Some(q.empty_same(&[b, h, tq, 1], DType::F32)?),
         false => None,
@@ -329,13 +314,15 @@ fn run_backward(
     g.backend().attention_backward(a, out.operand(), lse.operand(), grads)
 }
 
-/// cuDNN's backward (`_cudnn_attention_backward`): the gradients like their inputs, then one
+/// cuDNN's backward (`_cudnn_attention_backward`): the gradients in their inputs' order, then one
 /// workspace (measured on sm90 with cuDNN 9.19: B·H·Tq·D·4 + B·H·Tq·4 + 256 bytes).
 fn cudnn_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, lse: &Tensor) -> Result<Vec<Tensor>> {
     let (b, h, tq, d) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
-    let dq = empty_like_dense(q, q.dtype())?;
-    let dk = empty_like_dense(k, k.dtype())?;
-    let dv = empty_like_dense(v, v.dtype())?;
+    // In each input's stride order even when packed (measured: a q split from one projection
+    // gets a BSHD gradient, which the split's backward then concatenates without a copy).
+    let dq = empty_in_stride_order(q, q.dims(), q.dtype())?;
+    let dk = empty_in_stride_order(k, k.dims(), k.dtype())?;
+    let dv = empty_in_stride_order(v, v.dims(), v.dtype())?;
     let dense_g;
     let g = if *g.stride().last().unwrap_or(&1) != 1 {
         dense_g = empty_like_dense(out, g.dtype())?;

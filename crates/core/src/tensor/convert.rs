@@ -84,7 +84,12 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = self.copy_as(dtype)?;
+        // PyTorch's `to` keeps a dense tensor's strides (`preserve_format`): a transposed one
+        // stays transposed, which decides whether a later `.contiguous()` copies.
+        let out = empty_like_dense(self, dtype)?;
+        if out.numel() > 0 {
+            self.backend().copy(self.operand(), out.operand())?;
+        }
         if needs_grad(&[self]) && dtype.is_float() {
             let from = self.dtype();
             record(
@@ -207,4 +212,35 @@ impl Tensor {
         });
         Ok(one.to_scalars()?[0])
     }
+}
+
+/// An uninitialised tensor shaped and strided like `t` when `t` is dense (PyTorch's
+/// `empty_like`, which keeps a permuted layout), else contiguous.
+pub(crate) fn empty_like_dense(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    empty_ordered_like(t, t.dims(), dtype)
+}
+
+/// An uninitialised tensor of `shape` whose dims are laid out in `t`'s stride order when `t` is
+/// dense (cuDNN's `alloc_with_matching_layout`), else contiguous.
+pub(crate) fn empty_ordered_like(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let mut order: Vec<usize> = (0..t.dim()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(t.stride()[d]));
+    let dims_of = |shape: &[usize]| order.iter().map(|&d| shape[d]).collect::<Vec<_>>();
+    let own = Layout::contiguous(&dims_of(t.dims()));
+    let is_dense = order
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| t.dims()[d] == 1 || t.stride()[d] == own.strides[i]);
+    if !is_dense {
+        return t.empty_same(shape, dtype);
+    }
+    let permuted = dims_of(shape);
+    let dense = Layout::contiguous(&permuted);
+    let storage = t.empty_same(&permuted, dtype)?;
+    let mut strides = vec![0; t.dim()];
+    for (i, &d) in order.iter().enumerate() {
+        strides[d] = dense.strides[i];
+    }
+    let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
+    Ok(storage.relayout_result(layout))
 }

@@ -28,7 +28,7 @@ mod batched;
 mod binary_list;
 pub mod collective;
 mod compare;
-mod convert;
+pub(crate) mod convert;
 mod creation;
 mod grad;
 mod handle;
