@@ -1,6 +1,6 @@
-"""Scratch probe (research helper): which SDPA backend torch picks on this GPU and what each
+"""Probe: which SDPA backend torch picks on this GPU and what each
 backend allocates through the CUDA caching allocator, with C++ frames naming the allocating code.
-Run on the device:  python3 docs/research/sdpa_probe.py $OUT
+Run on the device:  python3 tests/data/record_sdpa_probe.py $OUT
 """
 import inspect, json, os, re, sys, time, warnings
 import torch
