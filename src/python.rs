@@ -72,7 +72,11 @@ pub fn fit_run(path: &Path, args: &[String]) -> Result<serde_json::Value, String
     let started = std::time::Instant::now();
     let python = Python::new()?;
     let error = match python.run_file(path, args) {
-        Ok(()) | Err(PythonError { exit_status: Some(0), .. }) => None,
+        Ok(())
+        | Err(PythonError {
+            exit_status: Some(0),
+            ..
+        }) => None,
         Err(e) => Some(serde_json::json!({
             "kind": e.kind,
             "message": e.message,

@@ -452,17 +452,44 @@ print("peak", torch.cuda.max_memory_allocated())
 fn a_python_program_fits_shapes_only_as_it_runs_with_values_and_names_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_script(dir.path(), "attend.py", ATTENTION_PY);
-    let (ok, printed, err) = output(torchlet().args(["--simulate-cuda=1GiB", "run"]).arg(&path).arg("2"));
+    let (ok, printed, err) = output(
+        torchlet()
+            .args(["--simulate-cuda=1GiB", "run"])
+            .arg(&path)
+            .arg("2"),
+    );
     assert!(ok, "runs with values: {printed}{err}");
-    let peak = printed.trim().strip_prefix("peak ").expect("the program prints its peak");
-    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args(["2", "--gpu", "1GiB", "--no-context", "--json"]));
+    let peak = printed
+        .trim()
+        .strip_prefix("peak ")
+        .expect("the program prints its peak");
+    let (ok, report, err) = output(torchlet().arg("fit").arg(&path).args([
+        "2",
+        "--gpu",
+        "1GiB",
+        "--no-context",
+        "--json",
+    ]));
     assert!(ok, "fits: {report}{err}");
     let json: serde_json::Value = serde_json::from_str(&report).expect("--json prints JSON");
     let shapes_peak = &json["verdicts"][0]["peaks"][0]["peak_allocated"]["allocated"];
-    assert_eq!(shapes_peak.to_string(), peak, "shapes only peaks where the run with values does: {report}");
-    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["100000", "--gpu", "1GiB", "--no-context"]));
+    assert_eq!(
+        shapes_peak.to_string(),
+        peak,
+        "shapes only peaks where the run with values does: {report}"
+    );
+    let (ok, report, _) =
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["100000", "--gpu", "1GiB", "--no-context"]),
+        );
     assert!(!ok, "exit status 1 when it does not fit");
-    assert!(report.contains("attend.py:6"), "the .py line that runs out: {report}");
+    assert!(
+        report.contains("attend.py:6"),
+        "the .py line that runs out: {report}"
+    );
 }
 
 /// nanoGPT's `model.py`, unchanged, trained three steps by `train3.py`: `torchlet fit` (shapes
@@ -479,14 +506,23 @@ fn nanogpt_fits_with_pytorchs_peaks() {
         let batch = row["batch"].to_string();
         let precision = row["precision"].as_str().unwrap();
         let torch = row["torch"].as_str().unwrap();
-        let (ok, report, err) = output(
-            torchlet()
-                .current_dir(&dir)
-                .args(["fit", "train3.py", &batch, precision, "--gpu", "H200"]),
-        );
+        let (ok, report, err) = output(torchlet().current_dir(&dir).args([
+            "fit",
+            "train3.py",
+            &batch,
+            precision,
+            "--gpu",
+            "H200",
+        ]));
         assert!(ok, "batch {batch} {precision}: {report}{err}");
-        let ours = report.lines().find(|l| l.starts_with("peak allocated")).unwrap_or("");
-        assert_eq!(ours, torch, "batch {batch} {precision}: torchlet's peaks, then PyTorch's");
+        let ours = report
+            .lines()
+            .find(|l| l.starts_with("peak allocated"))
+            .unwrap_or("");
+        assert_eq!(
+            ours, torch,
+            "batch {batch} {precision}: torchlet's peaks, then PyTorch's"
+        );
         checked += 1;
     }
     assert_eq!(checked, 6, "three batches in two precisions");

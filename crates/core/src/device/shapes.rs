@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use crate::device::backend::{
-    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp,
+    ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::Workspace;
 use crate::device::reduce_plan::DeviceProps;

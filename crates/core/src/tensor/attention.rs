@@ -140,7 +140,12 @@ fn validate(q: &Tensor, k: &Tensor, v: &Tensor, o: &SdpaOptions) -> Result<Sizes
             "The size of tensor a ({heads}) must match the size of tensor b ({kv_heads}) at non-singleton dimension 1; pass enable_gqa=True for grouped-query attention"
         )));
     }
-    Ok(Sizes { heads, kv_heads, head_dim: qd[qd.len() - 1], v_dim: vd[vd.len() - 1] })
+    Ok(Sizes {
+        heads,
+        kv_heads,
+        head_dim: qd[qd.len() - 1],
+        v_dim: vd[vd.len() - 1],
+    })
 }
 
 /// Whether a [B, H, T, D] view is laid out as cuDNN takes it (PyTorch's `check_cudnn_layout`):
@@ -158,7 +163,11 @@ fn cudnn_layout(t: &Tensor) -> bool {
 /// PyTorch's `select_sdp_backend` on a Hopper GPU (Note [SDPA backend choice]).
 fn choose(q: &Tensor, k: &Tensor, v: &Tensor, o: &SdpaOptions, s: Sizes) -> SdpBackend {
     let fused = q.is_cuda() && q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
-    if !fused || [q, k, v].iter().any(|t| *t.stride().last().unwrap_or(&1) != 1 && t.dims()[3] > 1) {
+    if !fused
+        || [q, k, v]
+            .iter()
+            .any(|t| *t.stride().last().unwrap_or(&1) != 1 && t.dims()[3] > 1)
+    {
         return SdpBackend::Math;
     }
     let low_precision = matches!(q.dtype(), DType::F16 | DType::BF16);
@@ -210,7 +219,9 @@ impl Tensor {
         super::check_interrupt()?;
         let mut inputs = vec![query, key, value];
         inputs.extend(options.attn_mask.as_ref());
-        if let Some((cast, _off)) = super::autocast::cast_inputs("scaled_dot_product_attention", &inputs)? {
+        if let Some((cast, _off)) =
+            super::autocast::cast_inputs("scaled_dot_product_attention", &inputs)?
+        {
             let mut o = options.clone();
             o.attn_mask = (cast.len() > 3).then(|| cast[3].clone());
             return Tensor::scaled_dot_product_attention(&cast[0], &cast[1], &cast[2], &o);
@@ -218,7 +229,9 @@ impl Tensor {
         let sizes = validate(query, key, value, options)?;
         let backend = choose(query, key, value, options, sizes);
         if backend == SdpBackend::Math && !sdp_enabled(SdpBackend::Math) {
-            return Err(TensorError::runtime("No available kernel. Aborting execution."));
+            return Err(TensorError::runtime(
+                "No available kernel. Aborting execution.",
+            ));
         }
         if backend == SdpBackend::Flash && sizes.head_dim % 8 != 0 {
             // PyTorch pads the head dim to a multiple of 8 and slices the output; not reproduced.
@@ -228,7 +241,11 @@ impl Tensor {
             )));
         }
         let mut o = options.clone();
-        o.attn_mask = o.attn_mask.as_ref().map(|m| bool_mask_to_float(m, query.dtype())).transpose()?;
+        o.attn_mask = o
+            .attn_mask
+            .as_ref()
+            .map(|m| bool_mask_to_float(m, query.dtype()))
+            .transpose()?;
         match backend {
             SdpBackend::Math => super::attention_math::sdpa_math(query, key, value, &o, sizes),
             backend => super::attention_fused::fused(backend, query, key, value, o),
@@ -236,7 +253,12 @@ impl Tensor {
     }
 
     /// The backend `scaled_dot_product_attention` would take for these inputs.
-    pub fn sdpa_backend(query: &Tensor, key: &Tensor, value: &Tensor, options: &SdpaOptions) -> Result<SdpBackend> {
+    pub fn sdpa_backend(
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        options: &SdpaOptions,
+    ) -> Result<SdpBackend> {
         let sizes = validate(query, key, value, options)?;
         Ok(choose(query, key, value, options, sizes))
     }
@@ -244,7 +266,11 @@ impl Tensor {
 
 /// A 0-dim tensor holding `value` on `like`'s device (`at::scalar_tensor`, one 512-byte block).
 pub(crate) fn scalar_on(like: &Tensor, value: f64, dtype: DType) -> Result<Tensor> {
-    let opts = TensorOptions { dtype, device: like.device(), requires_grad: false };
+    let opts = TensorOptions {
+        dtype,
+        device: like.device(),
+        requires_grad: false,
+    };
     Tensor::full(&[], Scalar::Float(value), &opts)
 }
 

@@ -28,7 +28,14 @@ fn round_up(x: usize, m: usize) -> usize {
 }
 
 /// A new contiguous [B, T, H, D] tensor handed out as its [B, H, T, D] transpose.
-fn empty_bthd(like: &Tensor, b: usize, t: usize, h: usize, d: usize, dtype: DType) -> Result<Tensor> {
+fn empty_bthd(
+    like: &Tensor,
+    b: usize,
+    t: usize,
+    h: usize,
+    d: usize,
+    dtype: DType,
+) -> Result<Tensor> {
     like.empty_same(&[b, t, h, d], dtype)?.transpose(1, 2)
 }
 
@@ -77,11 +84,21 @@ struct Forward {
 }
 
 /// The fused forward of `backend`, its node when grad is needed, and the output.
-pub(crate) fn fused(backend: SdpBackend, q: &Tensor, k: &Tensor, v: &Tensor, mut o: SdpaOptions) -> Result<Tensor> {
+pub(crate) fn fused(
+    backend: SdpBackend,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mut o: SdpaOptions,
+) -> Result<Tensor> {
     let scale = o.scale.unwrap_or(1.0 / (q.dims()[3] as f64).sqrt());
     let dropout = (o.dropout_p > 0.0).then(|| (o.dropout_p, super::random::next_seed(q.device())));
     // A mask the kernel pads replaces the one it was given, which goes at once.
-    let mask = o.attn_mask.take().map(|m| broadcast_mask(backend, &m, q, k)).transpose()?;
+    let mask = o
+        .attn_mask
+        .take()
+        .map(|m| broadcast_mask(backend, &m, q, k))
+        .transpose()?;
     let grad = needs_grad(&[q, k, v]) || (mask.as_ref().is_some_and(|m| needs_grad(&[m])));
     let a = Attention {
         q: q.operand(),
@@ -141,7 +158,8 @@ pub(crate) fn fused(backend: SdpBackend, q: &Tensor, k: &Tensor, v: &Tensor, mut
 /// first pads a mask whose rows are not 8-aligned (PyTorch's `preprocess_mask`, `pad_bias<8>`).
 fn broadcast_mask(backend: SdpBackend, m: &Tensor, q: &Tensor, k: &Tensor) -> Result<Tensor> {
     let shape = [q.dims()[0], q.dims()[1], q.dims()[2], k.dims()[2]];
-    let aligned = m.stride().iter().rev().skip(1).all(|s| s % 8 == 0) && m.stride().last() == Some(&1);
+    let aligned =
+        m.stride().iter().rev().skip(1).all(|s| s % 8 == 0) && m.stride().last() == Some(&1);
     if backend != SdpBackend::Efficient || aligned || m.dim() == 0 {
         return m.expand(&shape);
     }
@@ -166,7 +184,11 @@ fn empty_in_stride_order(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Te
     for (i, &d) in order.iter().enumerate() {
         strides[d] = dense.strides[i];
     }
-    Ok(storage.relayout_result(Layout { shape: shape.to_vec(), strides, offset: 0 }))
+    Ok(storage.relayout_result(Layout {
+        shape: shape.to_vec(),
+        strides,
+        offset: 0,
+    }))
 }
 
 /// cuDNN's forward (`_cudnn_attention_forward`, `run_cudnn_SDP_fprop`).
@@ -181,10 +203,15 @@ fn cudnn_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor, grad: bool) 
     };
     let ws = workspace(q, CUDNN_FORWARD_WORKSPACE)?;
     let rows = lse.as_ref().map(|l| rows_of(l, b, h, tq));
-    q.backend().attention(a, out.operand(), rows.as_ref().map(|r| r.operand()))?;
+    q.backend()
+        .attention(a, out.operand(), rows.as_ref().map(|r| r.operand()))?;
     drop(ws);
     let _ = k;
-    Ok(Forward { out, lse, rng: vec![seed, offset] })
+    Ok(Forward {
+        out,
+        lse,
+        rng: vec![seed, offset],
+    })
 }
 
 /// cuDNN's forward workspace on sm90 with cuDNN 9.19 (measured for head dim 64).
@@ -192,9 +219,17 @@ const CUDNN_FORWARD_WORKSPACE: usize = 256;
 
 /// Flash's split-KV count (`num_splits_heuristic` as `set_params_splitkv` calls it).
 fn flash_splits(q: &Tensor, tk: usize, head_dim: usize) -> usize {
-    let Some(props) = q.backend().props() else { return 1 };
+    let Some(props) = q.backend().props() else {
+        return 1;
+    };
     let (b, h, tq) = (q.dims()[0], q.dims()[1], q.dims()[2]);
-    let block_n = if head_dim <= 64 { 256 } else if head_dim <= 128 { 128 } else { 64 };
+    let block_n = if head_dim <= 64 {
+        256
+    } else if head_dim <= 128 {
+        128
+    } else {
+        64
+    };
     let n_blocks = tk.div_ceil(block_n);
     let work = b * h * tq.div_ceil(64);
     let sms2 = 2 * props.sm_count;
@@ -207,9 +242,13 @@ fn flash_splits(q: &Tensor, tk: usize, head_dim: usize) -> usize {
         let waves = (work * s) as f64 / sms2 as f64;
         waves / waves.ceil()
     };
-    let effs: Vec<f64> = (1..=max_s).map(|s| if eligible(s) { eff(s) } else { 0.0 }).collect();
+    let effs: Vec<f64> = (1..=max_s)
+        .map(|s| if eligible(s) { eff(s) } else { 0.0 })
+        .collect();
     let best = effs.iter().cloned().fold(0.0, f64::max);
-    (1..=max_s).find(|&s| eligible(s) && effs[s - 1] >= 0.85 * best).unwrap_or(1)
+    (1..=max_s)
+        .find(|&s| eligible(s) && effs[s - 1] >= 0.85 * best)
+        .unwrap_or(1)
 }
 
 /// Flash's head dim rounded as its accumulators are (to 32 up to 128, else to 64).
@@ -222,7 +261,11 @@ fn flash_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Fo
     let (b, h, tq, d) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
     let out = empty_like_dense(q, q.dtype())?;
     let lse = q.empty_same(&[b, h, tq], DType::F32)?;
-    let splits = if a.dropout.is_none() { flash_splits(q, k.dims()[2], d) } else { 1 };
+    let splits = if a.dropout.is_none() {
+        flash_splits(q, k.dims()[2], d)
+    } else {
+        1
+    };
     let accums = if splits > 1 {
         let lse_accum = q.empty_same(&[splits, b, h, tq], DType::F32)?;
         let out_accum = q.empty_same(&[splits, b, h, tq, flash_rounded_dim(d)], DType::F32)?;
@@ -235,15 +278,26 @@ fn flash_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Fo
     if a.dropout.is_some() {
         rng_state = q.empty_same(&[2], DType::I64)?;
     }
-    q.backend().attention(a, out.operand(), Some(lse.operand()))?;
+    q.backend()
+        .attention(a, out.operand(), Some(lse.operand()))?;
     drop(accums);
     let _ = v;
-    Ok(Forward { out, lse: Some(lse), rng: vec![rng_state, unused] })
+    Ok(Forward {
+        out,
+        lse: Some(lse),
+        rng: vec![rng_state, unused],
+    })
 }
 
 /// The memory-efficient forward (`_efficient_attention_forward`): its philox seed and offset are
 /// host tensors, so no device memory.
-fn efficient_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor, grad: bool) -> Result<Forward> {
+fn efficient_forward(
+    a: &Attention,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    grad: bool,
+) -> Result<Forward> {
     let (b, h, tq, dv) = (q.dims()[0], q.dims()[1], q.dims()[2], v.dims()[3]);
     let out = empty_bthd(q, b, tq, h, dv, q.dtype())?;
     let lse = match grad {
@@ -256,10 +310,15 @@ fn efficient_forward(a: &Attention, q: &Tensor, k: &Tensor, v: &Tensor, grad: bo
         false => None,
     };
     let rows = lse.as_ref().map(|l| l.narrow(2, 0, tq)).transpose()?;
-    q.backend().attention(a, out.operand(), rows.as_ref().map(|r| r.operand()))?;
+    q.backend()
+        .attention(a, out.operand(), rows.as_ref().map(|r| r.operand()))?;
     drop(accum);
     let _ = k;
-    Ok(Forward { out, lse, rng: Vec::new() })
+    Ok(Forward {
+        out,
+        lse,
+        rng: Vec::new(),
+    })
 }
 
 impl Saved {
@@ -311,12 +370,21 @@ fn run_backward(
         dk: dk.operand(),
         dv: dv.operand(),
     };
-    g.backend().attention_backward(a, out.operand(), lse.operand(), grads)
+    g.backend()
+        .attention_backward(a, out.operand(), lse.operand(), grads)
 }
 
 /// cuDNN's backward (`_cudnn_attention_backward`): the gradients in their inputs' order, then one
 /// workspace (measured on sm90 with cuDNN 9.19: B·H·Tq·D·4 + B·H·Tq·4 + 256 bytes).
-fn cudnn_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, lse: &Tensor) -> Result<Vec<Tensor>> {
+fn cudnn_backward(
+    a: &Attention,
+    g: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    lse: &Tensor,
+) -> Result<Vec<Tensor>> {
     let (b, h, tq, d) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
     // In each input's stride order even when packed (measured: a q split from one projection
     // gets a BSHD gradient, which the split's backward then concatenates without a copy).
@@ -338,7 +406,15 @@ fn cudnn_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor,
 }
 
 /// Flash's backward (`_flash_attention_backward`, `mha_bwd`).
-fn flash_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, lse: &Tensor) -> Result<Vec<Tensor>> {
+fn flash_backward(
+    a: &Attention,
+    g: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    lse: &Tensor,
+) -> Result<Vec<Tensor>> {
     let (b, h, tq, d) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
     let g = bthd_contiguous(g)?;
     let out = bthd_contiguous(out)?;
@@ -349,7 +425,10 @@ fn flash_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor,
     let dq_accum = q.empty_same(&[b, round_up(tq, 128), h, flash_rounded_dim(d)], DType::F32)?;
     let expanded = if k.dims()[1] != h {
         let tk = k.dims()[2];
-        Some((q.empty_same(&[b, tk, h, d], k.dtype())?, q.empty_same(&[b, tk, h, d], v.dtype())?))
+        Some((
+            q.empty_same(&[b, tk, h, d], k.dtype())?,
+            q.empty_same(&[b, tk, h, d], v.dtype())?,
+        ))
     } else {
         None
     };
@@ -367,7 +446,15 @@ fn flash_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor,
 }
 
 /// The memory-efficient backward (`_efficient_attention_backward`).
-fn efficient_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, lse: &Tensor) -> Result<Vec<Tensor>> {
+fn efficient_backward(
+    a: &Attention,
+    g: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    lse: &Tensor,
+) -> Result<Vec<Tensor>> {
     let (b, h, tq, d) = (q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]);
     let (tk, dv_dim) = (k.dims()[2], v.dims()[3]);
     let g = bthd_contiguous(g)?;
@@ -386,7 +473,10 @@ fn efficient_backward(a: &Attention, g: &Tensor, q: &Tensor, k: &Tensor, v: &Ten
     } else {
         q.empty_same(&[b, h, tq], DType::F32)?
     };
-    let ws = workspace(q, efficient_workspace(q.dtype(), [b, h, tq, tk, d, dv_dim], a.dropout.is_some()))?;
+    let ws = workspace(
+        q,
+        efficient_workspace(q.dtype(), [b, h, tq, tk, d, dv_dim], a.dropout.is_some()),
+    )?;
     run_backward(a, &g, out, lse, &delta, &dq, &dk, &dv)?;
     drop(delta);
     drop(ws);
@@ -404,22 +494,42 @@ struct Tile {
 }
 
 const fn tile(bi: usize, bj: usize, max_k: usize, seq_aligned: bool) -> Tile {
-    Tile { bi, bj, max_k, seq_aligned }
+    Tile {
+        bi,
+        bj,
+        max_k,
+        seq_aligned,
+    }
 }
 
 /// PyTorch's `dispatch_cutlassB_*_sm80` lists, first match wins (sm80 kernels serve sm90).
 const HALF_TILES: &[Tile] = &[
-    tile(64, 64, 32, true), tile(64, 64, 32, false), tile(64, 64, 64, true), tile(64, 64, 64, false),
-    tile(128, 128, 128, true), tile(128, 128, 128, false), tile(64, 64, 128, true), tile(64, 64, 128, false),
-    tile(128, 64, 65536, false), tile(64, 64, 65536, false),
+    tile(64, 64, 32, true),
+    tile(64, 64, 32, false),
+    tile(64, 64, 64, true),
+    tile(64, 64, 64, false),
+    tile(128, 128, 128, true),
+    tile(128, 128, 128, false),
+    tile(64, 64, 128, true),
+    tile(64, 64, 128, false),
+    tile(128, 64, 65536, false),
+    tile(64, 64, 65536, false),
 ];
 const HALF_DROPOUT_TILES: &[Tile] = &[
-    tile(64, 64, 32, false), tile(64, 64, 64, false), tile(128, 128, 128, false), tile(64, 64, 128, false),
-    tile(128, 64, 65536, false), tile(64, 64, 65536, false),
+    tile(64, 64, 32, false),
+    tile(64, 64, 64, false),
+    tile(128, 128, 128, false),
+    tile(64, 64, 128, false),
+    tile(128, 64, 65536, false),
+    tile(64, 64, 65536, false),
 ];
 const F32_TILES: &[Tile] = &[
-    tile(64, 64, 32, false), tile(64, 64, 64, false), tile(128, 64, 128, false), tile(64, 64, 128, false),
-    tile(128, 64, 65536, false), tile(64, 64, 65536, false),
+    tile(64, 64, 32, false),
+    tile(64, 64, 64, false),
+    tile(128, 64, 128, false),
+    tile(64, 64, 128, false),
+    tile(128, 64, 65536, false),
+    tile(64, 64, 65536, false),
 ];
 
 /// The memory-efficient backward's workspace in bytes (`Params::workspace_size` of the kernel
@@ -448,7 +558,10 @@ fn efficient_workspace(dtype: DType, [b, h, tq, tk, d, dv]: [usize; 6], dropout:
     }
     let gq = tq.div_ceil(t.bi) * d.div_ceil(t.bj) * (4 + t.bi * t.bj);
     let (gk, gv) = match accum_kv {
-        true => (splits * t.bj * round_up(d, t.bi), splits * t.bj * round_up(dv, t.bi)),
+        true => (
+            splits * t.bj * round_up(d, t.bi),
+            splits * t.bj * round_up(dv, t.bi),
+        ),
         false => (0, 0),
     };
     b * h * round_up(gk + gv + gq, 4) * 4
@@ -461,8 +574,17 @@ mod tests {
     #[test]
     fn efficient_workspace_matches_pytorch_on_sm90() {
         // Measured with PyTorch 2.11 on sm90: B2 H8 T1000.
-        assert_eq!(efficient_workspace(DType::BF16, [2, 8, 1000, 1000, 64, 64], false), 4198400);
-        assert_eq!(efficient_workspace(DType::F32, [2, 8, 1000, 1000, 64, 64], false), 4198400);
-        assert_eq!(efficient_workspace(DType::BF16, [2, 8, 1000, 1000, 160, 160], false), 37754880);
+        assert_eq!(
+            efficient_workspace(DType::BF16, [2, 8, 1000, 1000, 64, 64], false),
+            4198400
+        );
+        assert_eq!(
+            efficient_workspace(DType::F32, [2, 8, 1000, 1000, 64, 64], false),
+            4198400
+        );
+        assert_eq!(
+            efficient_workspace(DType::BF16, [2, 8, 1000, 1000, 160, 160], false),
+            37754880
+        );
     }
 }

@@ -35,7 +35,10 @@ fn repeat_heads(x: &Tensor, groups: usize) -> Result<Tensor> {
     let mut merged = d.clone();
     merged[n - 3] *= groups;
     let merged: Vec<isize> = merged.iter().map(|&v| v as isize).collect();
-    x.unsqueeze(n as isize - 2)?.expand(&expanded)?.contiguous()?.reshape(&merged)
+    x.unsqueeze(n as isize - 2)?
+        .expand(&expanded)?
+        .contiguous()?
+        .reshape(&merged)
 }
 
 /// PyTorch's `_safe_softmax(x, -1)`: softmax whose fully masked rows are zeros, not NaNs.
@@ -45,12 +48,19 @@ fn safe_softmax(x: &Tensor) -> Result<Tensor> {
         let _off = crate::autograd::no_grad();
         x.softmax(-1)?
     };
-    let neg_inf = x.compare_scalar(Scalar::Float(f64::NEG_INFINITY), crate::device::BinaryOp::Eq, false)?;
+    let neg_inf = x.compare_scalar(
+        Scalar::Float(f64::NEG_INFINITY),
+        crate::device::BinaryOp::Eq,
+        false,
+    )?;
     let all_masked = neg_inf.reduce_raw(ReduceOp::Min, &[last], DType::Bool)?;
     let zero = scalar_on(x, 0.0, out.dtype())?;
     if out.numel() > 0 && out.has_values() {
         let shape = out.dims().to_vec();
-        let (c, z) = (all_masked.layout().broadcast_to(&shape), zero.layout().broadcast_to(&shape));
+        let (c, z) = (
+            all_masked.layout().broadcast_to(&shape),
+            zero.layout().broadcast_to(&shape),
+        );
         out.backend().where_select(
             all_masked.operand_with(&c),
             zero.operand_with(&z),
@@ -62,14 +72,21 @@ fn safe_softmax(x: &Tensor) -> Result<Tensor> {
     drop(all_masked);
     drop(neg_inf);
     if needs_grad(&[x]) {
-        let grad_fn = super::reduce::softmax_grad_fn(SavedTensor::new(&out)?, last, false, x.dtype());
+        let grad_fn =
+            super::reduce::softmax_grad_fn(SavedTensor::new(&out)?, last, false, x.dtype());
         record(&out, "SafeSoftmaxBackward0", &[x], true, grad_fn);
     }
     Ok(out)
 }
 
 /// The math backend (Note [SDPA math order]); `o.attn_mask` is already float.
-pub(crate) fn sdpa_math(q: &Tensor, k: &Tensor, v: &Tensor, o: &SdpaOptions, s: Sizes) -> Result<Tensor> {
+pub(crate) fn sdpa_math(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &SdpaOptions,
+    s: Sizes,
+) -> Result<Tensor> {
     let origin = q.dtype();
     let (q_acc, k_acc, v_acc) = (to_f32(q)?, to_f32(k)?, to_f32(v)?);
     let scale = o.scale.unwrap_or(1.0 / (s.head_dim as f64).sqrt());
@@ -77,7 +94,11 @@ pub(crate) fn sdpa_math(q: &Tensor, k: &Tensor, v: &Tensor, o: &SdpaOptions, s: 
     let query = q_acc.mul_scalar(Scalar::Float(if scale < 0.0 { -factor } else { factor }))?;
     let causal = if o.is_causal {
         let (tq, tk) = (q.dims()[q.dim() - 2], k.dims()[k.dim() - 2]);
-        let opts = TensorOptions { dtype: DType::Bool, device: q.device(), requires_grad: false };
+        let opts = TensorOptions {
+            dtype: DType::Bool,
+            device: q.device(),
+            requires_grad: false,
+        };
         let ones = Tensor::ones(&[tq, tk], &opts)?;
         let tril = ones.triangle(0, false)?;
         drop(ones);
@@ -86,10 +107,16 @@ pub(crate) fn sdpa_math(q: &Tensor, k: &Tensor, v: &Tensor, o: &SdpaOptions, s: 
         None
     };
     let mask = causal.as_ref().or(o.attn_mask.as_ref());
-    let groups = if o.enable_gqa { s.heads / s.kv_heads.max(1) } else { 1 };
+    let groups = if o.enable_gqa {
+        s.heads / s.kv_heads.max(1)
+    } else {
+        1
+    };
     let key_expanded = repeat_heads(&k_acc, groups)?;
     let value_expanded = repeat_heads(&v_acc, groups)?;
-    let kt = key_expanded.transpose(-2, -1)?.mul_scalar(Scalar::Float(factor))?;
+    let kt = key_expanded
+        .transpose(-2, -1)?
+        .mul_scalar(Scalar::Float(factor))?;
     let mut attn = query.matmul(&kt)?;
     drop(kt);
     if let Some(m) = mask {

@@ -42,7 +42,11 @@ const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
     ("addmm", Some(Policy::Lower), Some(Policy::Lower)),
     ("baddbmm", Some(Policy::Lower), Some(Policy::Lower)),
     ("linear", Some(Policy::Lower), Some(Policy::Lower)),
-    ("scaled_dot_product_attention", Some(Policy::Lower), Some(Policy::Lower)),
+    (
+        "scaled_dot_product_attention",
+        Some(Policy::Lower),
+        Some(Policy::Lower),
+    ),
     ("exp", Some(Policy::Fp32), None),
     ("log", Some(Policy::Fp32), None),
     ("reciprocal", Some(Policy::Fp32), None),

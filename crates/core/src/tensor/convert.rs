@@ -241,6 +241,10 @@ pub(crate) fn empty_ordered_like(t: &Tensor, shape: &[usize], dtype: DType) -> R
     for (i, &d) in order.iter().enumerate() {
         strides[d] = dense.strides[i];
     }
-    let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
+    let layout = Layout {
+        shape: shape.to_vec(),
+        strides,
+        offset: 0,
+    };
     Ok(storage.relayout_result(layout))
 }

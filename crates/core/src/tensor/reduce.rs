@@ -366,13 +366,8 @@ pub(crate) fn softmax_grad_fn(
         if y.dim() == 0 {
             g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
         } else {
-            g.backend().softmax_backward(
-                g.operand(),
-                y.operand(),
-                d,
-                log,
-                dx.operand(),
-            )?;
+            g.backend()
+                .softmax_backward(g.operand(), y.operand(), d, log, dx.operand())?;
         }
         Ok(vec![Some(dx)])
     })

@@ -45,8 +45,13 @@ fn sdpa_args(a: &Args) -> rustpython_vm::PyResult<(Tensor, Tensor, Tensor, SdpaO
 /// The backend PyTorch's `SDPBackend` names (`FLASH_ATTENTION`, `EFFICIENT_ATTENTION`, …).
 fn backend_named(a: &Args, i: usize) -> rustpython_vm::PyResult<SdpBackend> {
     let name = a.str(i)?;
-    [SdpBackend::Flash, SdpBackend::Efficient, SdpBackend::Cudnn, SdpBackend::Math]
-        .into_iter()
-        .find(|b| b.name() == name)
-        .ok_or_else(|| a.vm.new_value_error(format!("unknown SDPA backend {name}")))
+    [
+        SdpBackend::Flash,
+        SdpBackend::Efficient,
+        SdpBackend::Cudnn,
+        SdpBackend::Math,
+    ]
+    .into_iter()
+    .find(|b| b.name() == name)
+    .ok_or_else(|| a.vm.new_value_error(format!("unknown SDPA backend {name}")))
 }

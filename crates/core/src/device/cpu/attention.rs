@@ -8,7 +8,12 @@ use torchlet_alloc::types::Result;
 /// The storage index of element `idx` of a strided view.
 fn index(op: &Operand, idx: &[usize]) -> usize {
     let l = op.layout;
-    l.offset + idx.iter().zip(&l.strides).map(|(i, s)| i * s).sum::<usize>()
+    l.offset
+        + idx
+            .iter()
+            .zip(&l.strides)
+            .map(|(i, s)| i * s)
+            .sum::<usize>()
 }
 
 fn get(op: &Operand, idx: &[usize]) -> f64 {
@@ -42,7 +47,14 @@ impl Attention<'_> {
         let (bs, hs, tq, ..) = self.dims();
         let group = hs / self.k.layout.shape[1];
         (0..bs).flat_map(move |b| {
-            (0..hs).flat_map(move |h| (0..tq).map(move |i| Row { b, h, hk: h / group, i }))
+            (0..hs).flat_map(move |h| {
+                (0..tq).map(move |i| Row {
+                    b,
+                    h,
+                    hk: h / group,
+                    i,
+                })
+            })
         })
     }
 
@@ -101,7 +113,11 @@ pub fn attention(a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()
         let scores: Vec<f64> = (0..tk).map(|j| a.score(r, j)).collect();
         let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-        let l = if max == f64::NEG_INFINITY { f64::INFINITY } else { max + sum.ln() };
+        let l = if max == f64::NEG_INFINITY {
+            f64::INFINITY
+        } else {
+            max + sum.ln()
+        };
         if let Some(lse) = &lse {
             put(lse, &[r.b, r.h, r.i], l);
         }
@@ -118,7 +134,12 @@ pub fn attention(a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()
 
 /// The gradients of `attention` from `dout`, the forward's `out` and `lse`; `grads.delta` [B, H, Tq]
 /// (float32) receives each row's `dout · out`, as the fused kernels' own buffer does.
-pub fn attention_backward(a: &Attention, out: Operand, lse: Operand, g: AttentionGrads) -> Result<()> {
+pub fn attention_backward(
+    a: &Attention,
+    out: Operand,
+    lse: Operand,
+    g: AttentionGrads,
+) -> Result<()> {
     let (bs, _, _, tk, d, dv) = a.dims();
     let hk = a.k.layout.shape[1];
     let mut dk = vec![0.0; bs * hk * tk * d];

@@ -77,13 +77,25 @@ macro_rules! args {
 }
 
 impl Gpu<'_> {
-    fn attention_launch(&self, stem: &'static str, items: usize, params: &mut [*mut c_void], a: &Attention) -> CudaResult<()> {
+    fn attention_launch(
+        &self,
+        stem: &'static str,
+        items: usize,
+        params: &mut [*mut c_void],
+        a: &Attention,
+    ) -> CudaResult<()> {
         if items == 0 {
             return Ok(());
         }
         let name = self.float_kernel(stem, &a.q)?;
         let f = self.kernels.function(self.ctx, name)?;
-        launch(self.ctx, f, (grid_for(items, u32::MAX), 1, 1), BLOCK, params)
+        launch(
+            self.ctx,
+            f,
+            (grid_for(items, u32::MAX), 1, 1),
+            BLOCK,
+            params,
+        )
     }
 
     /// `out` and `lse` of a fused attention.
@@ -97,16 +109,44 @@ impl Gpu<'_> {
     }
 
     /// The gradients of a fused attention: `delta`, then dQ, then dK and dV.
-    pub fn attention_backward(&self, a: &Attention, out: &Operand, lse: &Operand, g: &AttentionGrads) -> CudaResult<()> {
+    pub fn attention_backward(
+        &self,
+        a: &Attention,
+        out: &Operand,
+        lse: &Operand,
+        g: &AttentionGrads,
+    ) -> CudaResult<()> {
         let mut args = AttnArgs::new(a, out, Some(lse));
-        (args.sg, args.sdq, args.sdk, args.sdv) = (strides(&g.dout), strides(&g.dq), strides(&g.dk), strides(&g.dv));
+        (args.sg, args.sdq, args.sdk, args.sdv) = (
+            strides(&g.dout),
+            strides(&g.dq),
+            strides(&g.dk),
+            strides(&g.dv),
+        );
         args.sdl = strides(&g.delta);
         let (rows, key_rows) = (args.rows(), args.key_rows());
-        let (mut o, mut l, mut q, mut k, mut v) = (out.addr(), lse.addr(), a.q.addr(), a.k.addr(), a.v.addr());
+        let (mut o, mut l, mut q, mut k, mut v) =
+            (out.addr(), lse.addr(), a.q.addr(), a.k.addr(), a.v.addr());
         let mut m = a.mask.as_ref().map_or(0, |m| m.addr());
-        let (mut go, mut dl, mut dq, mut dk, mut dv) = (g.dout.addr(), g.delta.addr(), g.dq.addr(), g.dk.addr(), g.dv.addr());
+        let (mut go, mut dl, mut dq, mut dk, mut dv) = (
+            g.dout.addr(),
+            g.delta.addr(),
+            g.dq.addr(),
+            g.dk.addr(),
+            g.dv.addr(),
+        );
         self.attention_launch("attn_delta", rows, &mut args!(args, dl, go, o), a)?;
-        self.attention_launch("attn_dq", rows, &mut args!(args, dq, go, l, dl, q, k, v, m), a)?;
-        self.attention_launch("attn_dkv", key_rows, &mut args!(args, dk, dv, go, l, dl, q, k, v, m), a)
+        self.attention_launch(
+            "attn_dq",
+            rows,
+            &mut args!(args, dq, go, l, dl, q, k, v, m),
+            a,
+        )?;
+        self.attention_launch(
+            "attn_dkv",
+            key_rows,
+            &mut args!(args, dk, dv, go, l, dl, q, k, v, m),
+            a,
+        )
     }
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
 
 use crate::device::backend::{
-    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp, ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp,
+    ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
