@@ -1,12 +1,13 @@
 """Record what convolutions, pooling and batch norm allocate on the GPU (run on the H200).
 
-    python3 tests/data/record_conv.py OUT.json
+    python3 tests/data/record_conv.py OUT.json [OP,OP…]
 
 For each case it runs forward then backward (with a gradient made beforehand) under PyTorch's defaults
 (cudnn.benchmark=False, deterministic=False) and writes the allocator's trace entries of each phase as
 [action, size]: the output, cuDNN's workspaces, the saved indices and statistics, the gradients. The
 first convolution's cuDNN start-up is made before any case, so every case sees a warm library.
-tests/data/torch_conv.json is its output.
+tests/data/torch_conv.json is its output. With a list of ops (conv2d, max_pool2d, …) it records
+those only: tests/tensors/conv.rs runs this file under torchlet for the ops torchlet has.
 """
 
 import json
@@ -17,6 +18,11 @@ import torch.nn.functional as F
 
 SKIPPED = ("free_requested", "snapshot")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+ONLY = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
+
+
+def wanted(op):
+    return ONLY is None or op in ONLY
 
 
 def trace_len():
@@ -32,6 +38,8 @@ def trace_since(start):
 
 def conv_cases():
     out = []
+    if not wanted("conv2d"):
+        return out
     # (N, C, H, W, K, R, stride, padding, groups)
     shapes = [
         (64, 3, 224, 224, 64, 7, 2, 3, 1),
@@ -82,6 +90,8 @@ def run_conv(c):
 
 
 def run_other(name, fn, *shape_dtype):
+    if not wanted(name):
+        return None
     shape, dtype = shape_dtype
     x = torch.randn(*shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True)
     torch.cuda.synchronize()
@@ -107,10 +117,12 @@ def other_cases():
         recs.append(run_other("max_pool2d", lambda x: F.max_pool2d(x, 3, 2, 1), shape, dtype))
         recs.append(run_other("avg_pool2d", lambda x: F.avg_pool2d(x, 2), shape, dtype))
         recs.append(run_other("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), (64, 2048, 7, 7), dtype))
-        bn = torch.nn.BatchNorm2d(64).cuda().to(DTYPES[dtype] if dtype == "float32" else torch.float32)
-        recs.append(run_other("batch_norm_train", lambda x: bn(x), (64, 64, 56, 56), dtype))
-        gn = torch.nn.GroupNorm(32, 128).cuda().to(DTYPES[dtype])
-        recs.append(run_other("group_norm", lambda x: gn(x), (16, 128, 32, 32), dtype))
+        if wanted("batch_norm_train"):
+            bn = torch.nn.BatchNorm2d(64).cuda().to(DTYPES[dtype] if dtype == "float32" else torch.float32)
+            recs.append(run_other("batch_norm_train", lambda x: bn(x), (64, 64, 56, 56), dtype))
+        if wanted("group_norm"):
+            gn = torch.nn.GroupNorm(32, 128).cuda().to(DTYPES[dtype])
+            recs.append(run_other("group_norm", lambda x: gn(x), (16, 128, 32, 32), dtype))
         recs.append(run_other("interpolate_nearest", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (8, 64, 32, 32), dtype))
         recs.append(run_other("interpolate_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), (8, 64, 32, 32), dtype))
         recs.append(run_other("rms_norm", lambda x: F.rms_norm(x, (1024,)), (8, 512, 1024), dtype))
@@ -121,7 +133,8 @@ def main():
     torch.cuda.init()
     x = torch.randn(8, 64, 56, 56, device="cuda")
     w = torch.randn(64, 64, 3, 3, device="cuda")
-    F.conv2d(x, w, padding=1).sum().item()  # cuDNN loaded before recording
+    F.conv2d(x, w, padding=1)
+    torch.cuda.synchronize()  # cuDNN loaded before recording
     del x, w
     torch.cuda.memory._record_memory_history(max_entries=2_000_000, context=None, stacks="python")
     records = []
@@ -132,7 +145,8 @@ def main():
             records.append({"case": c, "error": f"{type(e).__name__}: {e}"})
         torch.cuda.empty_cache()
     for r in other_cases():
-        records.append(r)
+        if r is not None:
+            records.append(r)
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
            "device": torch.cuda.get_device_name(0)}
     with open(sys.argv[1], "w") as f:

@@ -6,6 +6,7 @@ mod arg_extremes;
 mod attention;
 mod autocast;
 mod autograd;
+mod conv;
 mod index_ops;
 mod model_ops;
 mod ops;

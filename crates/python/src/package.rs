@@ -60,6 +60,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
     ),
     ("torch.amp", false, include_str!("../py/torch/amp.py")),
     (
+        "torch.version",
+        false,
+        include_str!("../py/torch/version.py"),
+    ),
+    (
         "torch.nn.attention",
         false,
         include_str!("../py/torch/nn/attention.py"),

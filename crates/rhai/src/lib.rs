@@ -55,6 +55,7 @@ pub fn new_engine(
     surface::python_builtins::register(&mut engine);
     surface::tensor_api::register(&mut engine);
     surface::nn_api::register(&mut engine);
+    surface::conv_api::register(&mut engine);
     surface::indexing::register(&mut engine);
     surface::shape_api::register(&mut engine);
     surface::creation::register(&mut engine);

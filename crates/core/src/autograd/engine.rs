@@ -66,15 +66,40 @@ impl Ord for Ready {
 /// `root.backward()`: `root` must hold one element; leaves' `.grad` receive the gradients.
 /// Saved tensors are freed as each node runs unless `retain_graph`.
 pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
+    backward_from(root, None, retain_graph)
+}
+
+/// `root.backward(gradient)`: the pass starts from `gradient` (of `root`'s shape) instead of
+/// ones, which a non-scalar `root` needs; PyTorch uses the given tensor as it is.
+pub fn backward_from(root: &Tensor, gradient: Option<&Tensor>, retain_graph: bool) -> Result<()> {
     if !root.requires_grad() {
         return Err(TensorError::runtime(
             "element 0 of tensors does not require grad and does not have a grad_fn",
         ));
     }
-    if root.numel() != 1 {
-        return Err(TensorError::runtime(
-            "grad can be implicitly created only for scalar outputs",
-        ));
+    match gradient {
+        None if root.numel() != 1 => {
+            return Err(TensorError::runtime(
+                "grad can be implicitly created only for scalar outputs",
+            ))
+        }
+        Some(g) if g.dims() != root.dims() => {
+            return Err(TensorError::runtime(format!(
+                "Mismatch in shape: grad_output[0] has a shape of torch.Size({:?}) and output[0] has a shape of torch.Size({:?}).",
+                g.dims(),
+                root.dims()
+            )))
+        }
+        Some(g) if g.device() != root.device() || g.dtype() != root.dtype() => {
+            return Err(TensorError::runtime(format!(
+                "invalid gradient at index 0 - expected {} on {} but got {} on {}",
+                root.dtype().name(),
+                root.device(),
+                g.dtype().name(),
+                g.device()
+            )))
+        }
+        _ => {}
     }
     let _mode = super::set_grad_enabled(false);
     // Backward formulas run in the dtypes the forward pass saved: a pass started inside an
@@ -84,8 +109,11 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
     let _handle =
         crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
     // Python's `backward()` makes this gradient and holds it until the pass is over: it is the
-    // first block the pass allocates and the last it frees.
-    let grad = root.ones_like()?;
+    // first block the pass allocates and the last it frees. A given gradient is used as it is.
+    let grad = match gradient {
+        Some(g) => g.detach()?,
+        None => root.ones_like()?,
+    };
     let result = match root.grad_fn() {
         None => accumulate(root, grad.clone()),
         Some(node) => run(node, root.meta().output_nr, grad.clone(), retain_graph),
@@ -230,6 +258,16 @@ fn accumulate_input(old: Tensor, g: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// PyTorch's `obeys_layout_contract`: a dense leaf's gradient has the leaf's strides (dims of
+/// size 1 aside), any other leaf's is contiguous.
+fn obeys_layout(g: &Tensor, leaf: &Tensor) -> bool {
+    if !crate::tensor::convert::is_dense(leaf) {
+        return g.is_contiguous();
+    }
+    let (gs, ls) = (g.stride(), leaf.stride());
+    (0..g.dim()).all(|d| g.dims()[d] == 1 || gs[d] == ls[d])
+}
+
 /// Add `g` into `leaf.grad`: take `g` itself when nothing else holds it (no copy), as PyTorch does.
 fn accumulate(leaf: &Tensor, g: Tensor) -> Result<()> {
     let g = if g.shape() != leaf.shape() {
@@ -242,10 +280,10 @@ fn accumulate(leaf: &Tensor, g: Tensor) -> Result<()> {
             existing.add_grad_in_place(&g)?;
         }
         None => {
-            let owned = if g.is_uniquely_owned() && g.is_contiguous() {
+            let owned = if g.is_uniquely_owned() && obeys_layout(&g, leaf) {
                 g
             } else {
-                g.contiguous_copy()?
+                g.copy_laid_out_as(leaf)?
             };
             leaf.set_grad_unchecked(Some(owned));
         }

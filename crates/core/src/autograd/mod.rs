@@ -11,7 +11,7 @@ mod engine;
 mod graph;
 mod mode;
 
-pub use engine::backward;
+pub use engine::{backward, backward_from};
 pub use graph::{forget_unclaimed_saves, Edge, Node, SavedTensor};
 pub(crate) use graph::{needs_grad, record, record_multi, GradFn};
 pub use mode::{

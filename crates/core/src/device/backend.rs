@@ -109,6 +109,86 @@ pub struct AttentionGrads<'a> {
     pub dv: Operand<'a>,
 }
 
+/// The operands of a 2-D convolution (cross-correlation, as PyTorch's): input [N, C, H, W] and
+/// weight [K, C / groups, R, S], any strides.
+#[derive(Clone, Copy, Debug)]
+pub struct Conv<'a> {
+    /// The input [N, C, H, W].
+    pub x: Operand<'a>,
+    /// The weight [K, C / groups, R, S].
+    pub w: Operand<'a>,
+    /// Step of the window, (height, width).
+    pub stride: [usize; 2],
+    /// Implicit zeros on each side, (height, width).
+    pub padding: [usize; 2],
+    /// Spacing of the window's taps, (height, width).
+    pub dilation: [usize; 2],
+    /// Channel groups: group `g` of the output reads only group `g` of the input.
+    pub groups: usize,
+}
+
+/// What a 2-D pooling window computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PoolKind {
+    /// The window's largest value (NaN wins), with its flat index in the input plane.
+    Max,
+    /// The window's mean: over the window with padding when `count_include_pad`, else over
+    /// the input it covers; `divisor` replaces either when given.
+    Avg {
+        /// Whether padding counts toward the divisor.
+        count_include_pad: bool,
+        /// A fixed divisor (`divisor_override`).
+        divisor: Option<i64>,
+    },
+    /// Adaptive average: output cell `i` of `o` averages input `[floor(i·n/o), ceil((i+1)·n/o))`.
+    AdaptiveAvg,
+}
+
+/// A 2-D pooling over the last two dims of the input [N, C, H, W].
+#[derive(Clone, Copy, Debug)]
+pub struct Pool<'a> {
+    /// The input [N, C, H, W].
+    pub x: Operand<'a>,
+    /// What each window computes.
+    pub kind: PoolKind,
+    /// Window size (unused for adaptive pooling).
+    pub kernel: [usize; 2],
+    /// Window step.
+    pub stride: [usize; 2],
+    /// Implicit padding (-inf for max, zeros for average).
+    pub padding: [usize; 2],
+    /// Spacing of the window's taps (max pooling).
+    pub dilation: [usize; 2],
+}
+
+/// Batch norm over the channels (dim 1) of the input viewed [N, C, L].
+#[derive(Clone, Copy, Debug)]
+pub struct BatchNorm<'a> {
+    /// The input [N, C, L].
+    pub x: Operand<'a>,
+    /// The per-channel scale [C].
+    pub weight: Option<Operand<'a>>,
+    /// The per-channel shift [C].
+    pub bias: Option<Operand<'a>>,
+    /// Added to the variance before its inverse square root.
+    pub eps: f64,
+    /// Normalise with the batch's statistics (else with the running ones).
+    pub training: bool,
+}
+
+/// Where batch norm's backward writes: each gradient only when asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchNormGrads<'a> {
+    /// The output's gradient [N, C, L].
+    pub dy: Operand<'a>,
+    /// The input's gradient [N, C, L].
+    pub dx: Option<Operand<'a>>,
+    /// The weight's gradient [C].
+    pub dweight: Option<Operand<'a>>,
+    /// The bias's gradient [C].
+    pub dbias: Option<Operand<'a>>,
+}
+
 /// One device's memory and kernels. Implemented by `cpu`, `sim` and `cuda`.
 pub trait Backend: Send + Sync {
     /// The device this backend computes on.
@@ -258,4 +338,47 @@ pub trait Backend: Send + Sync {
     /// `dst[p with dim replaced by index[p]] += src[p]`; `index` (int64, in range) has `src`'s
     /// shape; repeated indices add up (index_add, scatter_add, embedding's backward).
     fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
+    /// A 2-D convolution into `out` [N, K, Ho, Wo], plus `bias` [K] per output channel.
+    fn conv2d(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()>;
+    /// A convolution's gradients from `dout` [N, K, Ho, Wo]: the input's into `dx`, the weight's
+    /// into `dw` (each only when given; both are overwritten).
+    fn conv2d_backward(
+        &self,
+        c: &Conv,
+        dout: Operand,
+        dx: Option<Operand>,
+        dw: Option<Operand>,
+    ) -> Result<()>;
+    /// A 2-D pooling into `out` [N, C, Ho, Wo]; max pooling writes each window's argmax (a flat
+    /// index into the H×W plane, int64) into `indices` when given.
+    fn pool2d(&self, p: &Pool, out: Operand, indices: Option<Operand>) -> Result<()>;
+    /// A pooling's gradient: `dx` (overwritten) from `dout`; max pooling routes it by `indices`.
+    fn pool2d_backward(
+        &self,
+        p: &Pool,
+        dout: Operand,
+        indices: Option<Operand>,
+        dx: Operand,
+    ) -> Result<()>;
+    /// Batch norm into `y`. In training, each channel's batch mean and inverse standard deviation
+    /// go to `mean`/`invstd` [C] (float32) and, with `running` (mean, var, momentum), blend into
+    /// the running statistics; otherwise `mean`/`invstd` hold the running mean and variance the
+    /// output is normalised with.
+    fn batch_norm(
+        &self,
+        bn: &BatchNorm,
+        running: Option<(Operand, Operand, f64)>,
+        mean: Operand,
+        invstd: Operand,
+        y: Operand,
+    ) -> Result<()>;
+    /// Batch norm's backward from the forward's `mean` and `invstd` (in evaluation: the running
+    /// mean and variance).
+    fn batch_norm_backward(
+        &self,
+        bn: &BatchNorm,
+        mean: Operand,
+        invstd: Operand,
+        grads: BatchNormGrads,
+    ) -> Result<()>;
 }

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use crate::device::backend::{
-    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp,
-    ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BatchNorm, BatchNormGrads, BinaryOp, Conv, Distribution,
+    LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::Workspace;
 use crate::device::reduce_plan::DeviceProps;
@@ -83,6 +83,49 @@ impl Backend for ShapesBackend {
         _out: Operand,
         _lse: Operand,
         _grads: AttentionGrads,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn conv2d(&self, _c: &Conv, _bias: Option<Operand>, _out: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn conv2d_backward(
+        &self,
+        _c: &Conv,
+        _dout: Operand,
+        _dx: Option<Operand>,
+        _dw: Option<Operand>,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn pool2d(&self, _p: &Pool, _out: Operand, _indices: Option<Operand>) -> Result<()> {
+        Ok(())
+    }
+    fn pool2d_backward(
+        &self,
+        _p: &Pool,
+        _dout: Operand,
+        _indices: Option<Operand>,
+        _dx: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn batch_norm(
+        &self,
+        _bn: &BatchNorm,
+        _running: Option<(Operand, Operand, f64)>,
+        _mean: Operand,
+        _invstd: Operand,
+        _y: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn batch_norm_backward(
+        &self,
+        _bn: &BatchNorm,
+        _mean: Operand,
+        _invstd: Operand,
+        _grads: BatchNormGrads,
     ) -> Result<()> {
         Ok(())
     }

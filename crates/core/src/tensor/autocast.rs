@@ -42,6 +42,7 @@ const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
     ("addmm", Some(Policy::Lower), Some(Policy::Lower)),
     ("baddbmm", Some(Policy::Lower), Some(Policy::Lower)),
     ("linear", Some(Policy::Lower), Some(Policy::Lower)),
+    ("conv2d", Some(Policy::Lower), Some(Policy::Lower)),
     (
         "scaled_dot_product_attention",
         Some(Policy::Lower),

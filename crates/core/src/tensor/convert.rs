@@ -103,6 +103,17 @@ impl Tensor {
         Ok(out)
     }
 
+    /// A copy of `self` laid out as `like` when `like` is dense (PyTorch's
+    /// `clone_obey_contract`: a leaf's gradient in the leaf's strides), else contiguous.
+    pub(crate) fn copy_laid_out_as(&self, like: &Tensor) -> Result<Tensor> {
+        if !is_dense(like) {
+            return self.contiguous_copy();
+        }
+        let out = empty_ordered_like(like, self.dims(), self.dtype())?;
+        self.backend().copy(self.operand(), out.operand())?;
+        Ok(out)
+    }
+
     /// The tensor with row-major memory (the same tensor when it already is).
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
@@ -214,6 +225,24 @@ impl Tensor {
     }
 }
 
+/// `t`'s dims from the largest stride to the smallest.
+fn stride_order(t: &Tensor) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..t.dim()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(t.stride()[d]));
+    order
+}
+
+/// Whether `t`'s elements fill its memory without gaps or overlaps in some order of its dims
+/// (PyTorch's `is_non_overlapping_and_dense`).
+pub(crate) fn is_dense(t: &Tensor) -> bool {
+    let order = stride_order(t);
+    let own = Layout::contiguous(&order.iter().map(|&d| t.dims()[d]).collect::<Vec<_>>());
+    order
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| t.dims()[d] == 1 || t.stride()[d] == own.strides[i])
+}
+
 /// An uninitialised tensor shaped and strided like `t` when `t` is dense (PyTorch's
 /// `empty_like`, which keeps a permuted layout), else contiguous.
 pub(crate) fn empty_like_dense(t: &Tensor, dtype: DType) -> Result<Tensor> {
@@ -223,15 +252,9 @@ pub(crate) fn empty_like_dense(t: &Tensor, dtype: DType) -> Result<Tensor> {
 /// An uninitialised tensor of `shape` whose dims are laid out in `t`'s stride order when `t` is
 /// dense (cuDNN's `alloc_with_matching_layout`), else contiguous.
 pub(crate) fn empty_ordered_like(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let mut order: Vec<usize> = (0..t.dim()).collect();
-    order.sort_by_key(|&d| std::cmp::Reverse(t.stride()[d]));
+    let order = stride_order(t);
     let dims_of = |shape: &[usize]| order.iter().map(|&d| shape[d]).collect::<Vec<_>>();
-    let own = Layout::contiguous(&dims_of(t.dims()));
-    let is_dense = order
-        .iter()
-        .enumerate()
-        .all(|(i, &d)| t.dims()[d] == 1 || t.stride()[d] == own.strides[i]);
-    if !is_dense {
+    if !is_dense(t) {
         return t.empty_same(shape, dtype);
     }
     let permuted = dims_of(shape);

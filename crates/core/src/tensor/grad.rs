@@ -112,6 +112,12 @@ impl Tensor {
         crate::autograd::backward(self, retain_graph)
     }
 
+    /// `self.backward(gradient)`: the pass starts from `gradient`, shaped as `self`.
+    pub fn backward_with(&self, gradient: &Tensor, retain_graph: bool) -> Result<()> {
+        super::check_interrupt()?;
+        crate::autograd::backward_from(self, Some(gradient), retain_graph)
+    }
+
     /// The same data, cut from the graph (shares memory).
     pub fn detach(&self) -> Result<Tensor> {
         Ok(self.data_handle())

@@ -86,48 +86,7 @@ impl Tensor {
         if let Some((cast, _off)) = cast {
             return cast[0].cross_entropy(&cast[1]);
         }
-        if self.device() != targets.device() {
-            return Err(device_mismatch(self.device(), targets.device()));
-        }
-        if targets.dtype().is_float() {
-            return Err(TensorError::runtime(
-                "cross_entropy with class probabilities is not supported: pass int64 class indices",
-            ));
-        }
-        if targets.dtype() != DType::I64 {
-            return Err(TensorError::runtime(format!(
-                "expected scalar type Long but found {}",
-                targets.dtype().scalar_type_name()
-            )));
-        }
-        let (logits, targets) = match self.dim() {
-            1 => (self.unsqueeze(0)?, targets.reshape(&[1])?),
-            2 => (self.clone(), targets.clone()),
-            d => {
-                return Err(TensorError::runtime(format!(
-                    "cross_entropy expects logits of 1 or 2 dims (got {d}D)"
-                )))
-            }
-        };
-        let (n, c) = (logits.dims()[0], logits.dims()[1]);
-        if targets.dim() != 1 || targets.dims()[0] != n {
-            return Err(TensorError::value(format!(
-                "Expected input batch_size ({n}) to match target batch_size ({}).",
-                targets.dims().first().copied().unwrap_or(0)
-            )));
-        }
-        // A shapes-only run (`torchlet fit`) has no values to check.
-        let known = if targets.has_values() {
-            targets.to_scalars()?
-        } else {
-            Vec::new()
-        };
-        for t in known {
-            let t = t.to_i64();
-            if t < 0 || t as usize >= c {
-                return Err(TensorError::index(format!("Target {t} is out of bounds.")));
-            }
-        }
+        let (logits, targets) = check_targets(self, targets)?;
         // PyTorch's `cross_entropy_loss` asks for the logits' own dtype, so autocast leaves this
         // log_softmax alone; `nll_loss` is on the float32 list and casts its result up.
         let logp = logits.softmax_as(1, true, Some(logits.dtype()))?;
@@ -135,6 +94,17 @@ impl Tensor {
             Some((cast, _off)) => cast[0].nll_loss(&cast[1]),
             None => logp.nll_loss(&targets),
         }
+    }
+
+    /// `F.nll_loss(self, targets)`: the mean negative log-likelihood of log-probabilities
+    /// [N, C] (or [C]) at int64 class indices.
+    pub fn nll_loss_mean(&self, targets: &Tensor) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if let Some((cast, _off)) = super::autocast::cast_inputs("nll_loss", &[self, targets])? {
+            return cast[0].nll_loss_mean(&cast[1]);
+        }
+        let (logp, targets) = check_targets(self, targets)?;
+        logp.nll_loss(&targets)
     }
 
     /// Mean negative log-likelihood of `self` (log-probabilities [N, C]) at `targets`.
@@ -170,4 +140,52 @@ impl Tensor {
         }
         Ok(out)
     }
+}
+
+/// The checks `cross_entropy` and `nll_loss` share: `x` [N, C] (or [C], made [1, C]) against
+/// int64 class indices [N] in range; both as 2-D and 1-D.
+fn check_targets(x: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
+    if x.device() != targets.device() {
+        return Err(device_mismatch(x.device(), targets.device()));
+    }
+    if targets.dtype().is_float() {
+        return Err(TensorError::runtime(
+            "cross_entropy with class probabilities is not supported: pass int64 class indices",
+        ));
+    }
+    if targets.dtype() != DType::I64 {
+        return Err(TensorError::runtime(format!(
+            "expected scalar type Long but found {}",
+            targets.dtype().scalar_type_name()
+        )));
+    }
+    let (logits, targets) = match x.dim() {
+        1 => (x.unsqueeze(0)?, targets.reshape(&[1])?),
+        2 => (x.clone(), targets.clone()),
+        d => {
+            return Err(TensorError::runtime(format!(
+                "cross_entropy and nll_loss expect inputs of 1 or 2 dims (got {d}D)"
+            )))
+        }
+    };
+    let (n, c) = (logits.dims()[0], logits.dims()[1]);
+    if targets.dim() != 1 || targets.dims()[0] != n {
+        return Err(TensorError::value(format!(
+            "Expected input batch_size ({n}) to match target batch_size ({}).",
+            targets.dims().first().copied().unwrap_or(0)
+        )));
+    }
+    // A shapes-only run (`torchlet fit`) has no values to check.
+    let known = if targets.has_values() {
+        targets.to_scalars()?
+    } else {
+        Vec::new()
+    };
+    for t in known {
+        let t = t.to_i64();
+        if t < 0 || t as usize >= c {
+            return Err(TensorError::index(format!("Target {t} is out of bounds.")));
+        }
+    }
+    Ok((logits, targets))
 }

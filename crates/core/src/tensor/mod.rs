@@ -4,7 +4,9 @@
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
-//! (`layer_norm`, `dropout`), `attention` (`scaled_dot_product_attention`: the backend choice, the
+//! (`layer_norm`, `dropout`), `conv` (conv1d/conv2d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
+//! are `conv_workspace_table`),
+//! `pool` (max/avg/adaptive pooling, batch norm; `memory_format` for channels-last), `attention` (`scaled_dot_product_attention`: the backend choice, the
 //! bool mask; `attention_fused` the cuDNN, flash and memory-efficient buffers, `attention_math`
 //! the composite), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
 //! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
@@ -28,6 +30,9 @@ mod batched;
 mod binary_list;
 pub mod collective;
 mod compare;
+pub mod conv;
+pub mod conv_workspace;
+mod conv_workspace_table;
 pub(crate) mod convert;
 mod creation;
 mod grad;
@@ -38,7 +43,9 @@ mod interrupt;
 mod linalg;
 mod loss;
 mod math;
+mod memory_format;
 mod nn;
+pub mod pool;
 mod print;
 mod random;
 mod reduce;

@@ -169,6 +169,12 @@ impl Tensor {
             }
             None => (0..n).collect(),
         };
+        Ok(self.reduced_shape(dims, keepdim))
+    }
+
+    /// `dims` and the shape reducing them leaves (1 where reduced with `keepdim`, else dropped).
+    fn reduced_shape(&self, dims: Vec<usize>, keepdim: bool) -> (Vec<usize>, Vec<usize>) {
+        let n = self.dim();
         let shape: Vec<usize> = if keepdim {
             (0..n)
                 .map(|i| if dims.contains(&i) { 1 } else { self.dims()[i] })
@@ -179,7 +185,7 @@ impl Tensor {
                 .map(|i| self.dims()[i])
                 .collect()
         };
-        Ok((dims, shape))
+        (dims, shape)
     }
 
     /// The reduction `op` over all elements (`dim` `None`) or along `dim`, as its row in
@@ -202,6 +208,38 @@ impl Tensor {
         dim: Option<isize>,
         keepdim: bool,
     ) -> Result<(Tensor, Option<Tensor>)> {
+        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
+        let (read, indices) = match dim {
+            None => (op.whole_read(), false),
+            Some(_) => (Read::AsIs, op.indexes_along_dim()),
+        };
+        self.reduce_planned(op, (dims, shape), keepdim, dim.is_some(), (read, indices))
+    }
+
+    /// The reduction `op` (sum, mean, …; not one with indices) over several `dims` at once, as
+    /// `x.mean((-1, -2), keepdim=True)` runs: one kernel, one output.
+    pub fn reduction_over(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let n = self.dim();
+        let mut wrapped = dims
+            .iter()
+            .map(|&d| wrap_dim(d, n))
+            .collect::<Result<Vec<_>>>()?;
+        wrapped.sort_unstable();
+        wrapped.dedup();
+        let plan = self.reduced_shape(wrapped, keepdim);
+        Ok(self
+            .reduce_planned(op, plan, keepdim, true, (Read::AsIs, false))?
+            .0)
+    }
+
+    fn reduce_planned(
+        &self,
+        op: ReduceOp,
+        (dims, shape): (Vec<usize>, Vec<usize>),
+        keepdim: bool,
+        along_dims: bool,
+        (read, indices): (Read, bool),
+    ) -> Result<(Tensor, Option<Tensor>)> {
         // Held to the end: the autocast policy stays suspended while the reduction runs.
         let autocast = op
             .autocast()
@@ -210,16 +248,11 @@ impl Tensor {
             Some((d, _)) => *d,
             None => op.out_dtype(self.dtype())?,
         };
-        let (dims, shape) = self.reduce_plan(dim, keepdim)?;
-        let (read, indices) = match dim {
-            None => (op.whole_read(), false),
-            Some(_) => (Read::AsIs, op.indexes_along_dim()),
-        };
         let (values, idx) = self.reduce_with(op, &dims, dtype, indices, read)?;
         let out = values.result_as_shape(&shape);
         if needs_grad(&[self]) {
             let (grad, whole_node, dim_node) = op.grad();
-            let node = if dim.is_some() { dim_node } else { whole_node };
+            let node = if along_dims { dim_node } else { whole_node };
             let fit = Fit {
                 input: self.shape(),
                 dims,

@@ -50,6 +50,23 @@ def _dtype_name(d):
     raise TypeError(f"dtype must be a torch.dtype (e.g. torch.float16), not {type(d).__name__}")
 
 
+class memory_format:
+    """How a tensor's dims lie in memory: torch.contiguous_format, channels_last, preserve_format."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "torch." + self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+preserve_format = memory_format("preserve_format")
+
+
 class device:
     """Where a tensor lives: torch.device("cuda:0"), with .type and .index."""
 
@@ -177,11 +194,35 @@ rand = _factory("rand")
 randn = _factory("randn")
 
 
+def _dense_order(input):
+    """The dims of `input` from the largest stride down when it is dense but not contiguous
+    (a channels-last or permuted tensor, whose layout PyTorch's *_like keep); else None."""
+    if _C._is_contiguous(input):
+        return None
+    shape, stride = _C._shape(input), _C._stride(input)
+    order = sorted(range(len(shape)), key=lambda d: -stride[d])
+    expected = 1
+    for d in reversed(order):
+        if shape[d] != 1 and stride[d] != expected:
+            return None
+        expected *= shape[d]
+    return order
+
+
 def _like(kind):
     def make(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
         dtype = _dtype_name(dtype) or _C._dtype(input)
         device = _device_name(device) or _C._device(input)
-        return _C._make(kind, _C._shape(input), dtype, device, requires_grad)
+        shape = _C._shape(input)
+        order = _dense_order(input) if memory_format in (None, preserve_format) else None
+        if memory_format is channels_last and len(shape) == 4:
+            order = [0, 2, 3, 1]
+        if order is None:
+            return _C._make(kind, shape, dtype, device, requires_grad)
+        # One allocation in the kept order, viewed back in the input's dims.
+        made = _C._make(kind, tuple(shape[d] for d in order), dtype, device, False)
+        made = made.permute(*[order.index(d) for d in range(len(shape))])
+        return made.requires_grad_() if requires_grad else made
 
     make.__name__ = make.__qualname__ = kind + "_like"
     return make
@@ -415,5 +456,6 @@ _define_functions()
 from torch import nn  # noqa: E402
 from torch import optim  # noqa: E402
 from torch import utils  # noqa: E402
+from torch import version  # noqa: E402
 from torch import backends  # noqa: E402,F401
 import torch.utils.checkpoint  # noqa: E402,F401

@@ -158,6 +158,8 @@ class Tensor(_C.TensorBase):
         return stride if dim is None else stride[dim]
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is torch.channels_last:
+            return _C._is_channels_last(self)
         return _C._is_contiguous(self)
 
     def is_floating_point(self):
@@ -234,10 +236,17 @@ class Tensor(_C.TensorBase):
         dtype = kwargs.pop("dtype", dtype)
         kwargs.pop("non_blocking", None)
         kwargs.pop("copy", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
-        return _C._to(self, torch._device_name(device), torch._dtype_name(dtype))
+        if fmt is None or fmt is torch.preserve_format:
+            return _C._to(self, torch._device_name(device), torch._dtype_name(dtype))
+        moves = (device is not None and torch.device(device) != self.device) or (dtype is not None and dtype != self.dtype)
+        if moves:
+            raise NotImplementedError(
+                "torchlet: to(device or dtype, memory_format=...) in one call is not supported yet "
+                "(PyTorch makes one copy): call .to(memory_format=...) and .to(device/dtype) separately")
+        return _C._to_memory_format(self, fmt is torch.channels_last, True)
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         return _C._to(self, torch._device_name(device) or "cuda", None)
@@ -270,6 +279,8 @@ class Tensor(_C.TensorBase):
         return _C._to(self, None, _C._dtype(other))
 
     def contiguous(self, memory_format=None):
+        if memory_format is torch.channels_last:
+            return _C._to_memory_format(self, True, False)
         return _C._contiguous(self)
 
     def clone(self, *, memory_format=None):

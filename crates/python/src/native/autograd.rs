@@ -66,13 +66,12 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         Ok(a.vm.ctx.new_bool(on).into())
     }),
     ("_backward", |a| {
-        if !a.is_none(1) {
-            return Err(a.vm.new_runtime_error(
-                "torchlet: backward(gradient) is not supported yet; call backward() on a scalar (e.g. loss.sum().backward())",
-            ));
-        }
-        let (root, retain) = (a.tensor(0)?, a.bool(2)?);
-        super::checkpoint::lending_interpreter(a.vm, || root.backward(retain)).or_raise(a.vm)?;
+        let (root, gradient, retain) = (a.tensor(0)?, a.opt_tensor(1)?, a.bool(2)?);
+        let pass = || match &gradient {
+            Some(g) => root.backward_with(g, retain),
+            None => root.backward(retain),
+        };
+        super::checkpoint::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
         super::none(a.vm)
     }),
 ];

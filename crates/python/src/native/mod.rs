@@ -4,7 +4,8 @@
 //! classes results take, errors as Python exceptions), `values` (Python values from Rust ones:
 //! JSON-like data, scalars, shapes), `creation` (factories and `manual_seed`), `ops` (tensor
 //! methods and functions, by name from core's op tables where core has one), `attention`
-//! (`scaled_dot_product_attention` and the backend switches), `autograd` (grad
+//! (`scaled_dot_product_attention` and the backend switches), `conv` (convolutions, pooling,
+//! batch norm), `autograd` (grad
 //! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
 //! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices).
@@ -13,6 +14,7 @@ mod args;
 mod attention;
 mod autograd;
 mod checkpoint;
+mod conv;
 mod creation;
 mod memory;
 mod ops;
@@ -43,9 +45,10 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 8] = [
+    let tables: [&[(&'static str, Native)]; 9] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
+        conv::FUNCTIONS,
         checkpoint::FUNCTIONS,
         ops::FUNCTIONS,
         autograd::FUNCTIONS,

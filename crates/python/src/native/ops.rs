@@ -232,6 +232,9 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_cross_entropy", |a| {
         one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?))
     }),
+    ("_nll_loss", |a| {
+        one(a, a.tensor(0)?.nll_loss_mean(&a.tensor(1)?))
+    }),
     ("_mse_loss", |a| {
         one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))
     }),

@@ -3,7 +3,8 @@
 //! Map: values: `tensor_api` (the `Tensor` type: properties, methods, printing, the reductions),
 //! `creation`, `operators` (one loop over the binary table), `comparisons`, `compound_assign`,
 //! `indexing`, `numbers` (Python's division and `int`/`float`), `truth` (Python's `bool(x)`),
-//! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …) and
+//! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …), `conv_api`
+//! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`) and
 //! `shape_api` (`cat`, `where`, `gather`, …), as functions and methods; `checkpoint` (activation
 //! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives), `optim_module`
 //! (optimizers from the option table), `nn_module`. Memory: `holders_api` (`memory_holders`,
@@ -16,6 +17,7 @@
 pub mod checkpoint;
 pub mod comparisons;
 pub mod compound_assign;
+pub mod conv_api;
 pub mod convert;
 pub mod creation;
 pub mod cuda_module;

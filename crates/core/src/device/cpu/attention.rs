@@ -1,30 +1,9 @@
 //! Host kernels for fused attention (flash and memory-efficient SDPA): forward and backward in f64.
 
 use super::norm::dropout_keep;
+use super::strided::{get, put};
 use crate::device::backend::{Attention, AttentionGrads, Operand};
-use torchlet_alloc::types::element::{load_f64, store_f64};
 use torchlet_alloc::types::Result;
-
-/// The storage index of element `idx` of a strided view.
-fn index(op: &Operand, idx: &[usize]) -> usize {
-    let l = op.layout;
-    l.offset
-        + idx
-            .iter()
-            .zip(&l.strides)
-            .map(|(i, s)| i * s)
-            .sum::<usize>()
-}
-
-fn get(op: &Operand, idx: &[usize]) -> f64 {
-    // SAFETY: `idx` lies inside the view's shape, hence inside its storage.
-    unsafe { load_f64(op.ptr as *const u8, op.dtype, index(op, idx)) }
-}
-
-fn put(op: &Operand, idx: &[usize], v: f64) {
-    // SAFETY: as `get`; the tensor layer hands destinations no other view aliases.
-    unsafe { store_f64(op.ptr as *mut u8, op.dtype, index(op, idx), v) }
-}
 
 /// One query row's view of the problem: its batch, head, the key head it reads and its index.
 #[derive(Clone, Copy)]

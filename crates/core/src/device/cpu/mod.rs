@@ -5,21 +5,25 @@
 //! masked_fill, triu/tril, gather, scatter_add), `reduce` (reductions, softmax, NLL loss),
 //! `staged` (a reduction through PyTorch's staging memory, as the simulated GPU runs it),
 //! `matmul` (the `gemm` crate), `norm` (layer norm, dropout), `attention` (fused SDPA,
-//! forward and backward) and `random` (seeded uniform and
+//! forward and backward), `conv`, `pool` and `batch_norm` (through `strided`'s element access) and `random` (seeded uniform and
 //! normal fills); `parallel` splits large ranges across rayon threads; `host_limit` refuses a
 //! request larger than the machine's RAM and swap before the kernel's overcommit grants it.
 
 mod attention;
+mod batch_norm;
 mod compare;
+mod conv;
 mod elementwise;
 mod host_limit;
 mod indexing;
 mod matmul;
 mod norm;
 mod parallel;
+mod pool;
 mod random;
 mod reduce;
 mod staged;
+mod strided;
 
 use std::alloc::{alloc, dealloc, Layout as MemLayout};
 use std::sync::Arc;
@@ -82,10 +86,13 @@ pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
 /// The host kernels, shared by every backend whose memory the host can address.
 pub mod kernels {
     pub use super::attention::{attention, attention_backward};
+    pub use super::batch_norm::{batch_norm, batch_norm_backward};
+    pub use super::conv::{conv2d, conv2d_backward};
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
     pub use super::indexing::{gather, masked_fill, scatter_add, triangle, where_select};
     pub use super::matmul::matmul;
     pub use super::norm::{addmm, dropout, dropout_backward, layer_norm, layer_norm_backward};
+    pub use super::pool::{pool2d, pool2d_backward};
     pub use super::random::random;
     pub use super::reduce::{
         nll_loss, nll_loss_backward, reduce, scatter, softmax, softmax_backward,
@@ -177,6 +184,59 @@ macro_rules! host_kernel_methods {
             grads: $crate::device::backend::AttentionGrads,
         ) -> Result<()> {
             $crate::device::cpu::kernels::attention_backward(a, out, lse, grads)
+        }
+        fn conv2d(
+            &self,
+            c: &$crate::device::backend::Conv,
+            bias: Option<Operand>,
+            out: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::conv2d(c, bias, out)
+        }
+        fn conv2d_backward(
+            &self,
+            c: &$crate::device::backend::Conv,
+            dout: Operand,
+            dx: Option<Operand>,
+            dw: Option<Operand>,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::conv2d_backward(c, dout, dx, dw)
+        }
+        fn pool2d(
+            &self,
+            p: &$crate::device::backend::Pool,
+            out: Operand,
+            indices: Option<Operand>,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::pool2d(p, out, indices)
+        }
+        fn pool2d_backward(
+            &self,
+            p: &$crate::device::backend::Pool,
+            dout: Operand,
+            indices: Option<Operand>,
+            dx: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::pool2d_backward(p, dout, indices, dx)
+        }
+        fn batch_norm(
+            &self,
+            bn: &$crate::device::backend::BatchNorm,
+            running: Option<(Operand, Operand, f64)>,
+            mean: Operand,
+            invstd: Operand,
+            y: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::batch_norm(bn, running, mean, invstd, y)
+        }
+        fn batch_norm_backward(
+            &self,
+            bn: &$crate::device::backend::BatchNorm,
+            mean: Operand,
+            invstd: Operand,
+            grads: $crate::device::backend::BatchNormGrads,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::batch_norm_backward(bn, mean, invstd, grads)
         }
         fn layer_norm(
             &self,

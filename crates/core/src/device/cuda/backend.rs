@@ -6,8 +6,8 @@ use std::sync::Arc;
 use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
 
 use crate::device::backend::{
-    Attention, AttentionGrads, Backend, BinaryOp, Distribution, LayerNormGrads, Operand, ReduceOp,
-    ReduceOut, UnaryOp,
+    Attention, AttentionGrads, Backend, BatchNorm, BatchNormGrads, BinaryOp, Conv, Distribution,
+    LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
 };
 use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
@@ -284,6 +284,59 @@ impl Backend for CudaBackend {
             .dev
             .gpu()
             .layer_norm_backward(&dy, &x, &mean, &rstd, weight.as_ref(), &grads)?)
+    }
+    fn conv2d(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
+        Ok(self.dev.gpu().conv2d(c, bias.as_ref(), &out)?)
+    }
+    fn conv2d_backward(
+        &self,
+        c: &Conv,
+        dout: Operand,
+        dx: Option<Operand>,
+        dw: Option<Operand>,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .conv2d_backward(c, &dout, dx.as_ref(), dw.as_ref())?)
+    }
+    fn pool2d(&self, p: &Pool, out: Operand, indices: Option<Operand>) -> Result<()> {
+        Ok(self.dev.gpu().pool2d(p, &out, indices.as_ref())?)
+    }
+    fn pool2d_backward(
+        &self,
+        p: &Pool,
+        dout: Operand,
+        indices: Option<Operand>,
+        dx: Operand,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .pool2d_backward(p, &dout, indices.as_ref(), &dx)?)
+    }
+    fn batch_norm(
+        &self,
+        bn: &BatchNorm,
+        running: Option<(Operand, Operand, f64)>,
+        mean: Operand,
+        invstd: Operand,
+        y: Operand,
+    ) -> Result<()> {
+        let running = running.as_ref().map(|(m, v, k)| (m, v, *k));
+        Ok(self.dev.gpu().batch_norm(bn, running, &mean, &invstd, &y)?)
+    }
+    fn batch_norm_backward(
+        &self,
+        bn: &BatchNorm,
+        mean: Operand,
+        invstd: Operand,
+        grads: BatchNormGrads,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .batch_norm_backward(bn, &mean, &invstd, &grads)?)
     }
     fn attention(&self, a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()> {
         Ok(self.dev.gpu().attention(a, &out, lse.as_ref())?)

@@ -19,6 +19,7 @@ const SOFTMAX: &str = include_str!("kernels/softmax.cu");
 const NORM: &str = include_str!("kernels/norm.cu");
 const INDEXING: &str = include_str!("kernels/indexing.cu");
 const ATTENTION: &str = include_str!("kernels/attention.cu");
+const CONV: &str = include_str!("kernels/conv.cu");
 
 /// Elements each thread of a strided elementwise kernel takes (`SILP` in prelude.cuh's
 /// `strided_each`); the host launches a thread for every `STRIDED_ILP` elements.
@@ -51,6 +52,7 @@ pub fn module_source(elem: DType) -> String {
         NORM,
         INDEXING,
         ATTENTION,
+        CONV,
     ]
     .join("\n")
 }

@@ -14,7 +14,7 @@
 //! types, `layout` passes strided operands to kernels (merging dimensions), `rows` spreads a row
 //! over registers for the row kernels. Launchers: `ops` (elementwise, casts, fills, scatter),
 //! `reduce` (reductions, softmax, NLL loss), `indexing` (index and mask kernels), `norm` (layer
-//! norm, dropout), `attention` (fused SDPA), `blas` (cuBLAS matmul with the workspace from the caching allocator), `rng`
+//! norm, dropout), `attention` (fused SDPA), `conv` (convolution, pooling, batch norm), `blas` (cuBLAS matmul with the workspace from the caching allocator), `rng`
 //! (cuRAND fills). Between devices: `peer` (peer-to-peer copies) and `nccl` (collectives).
 //! `fault` provokes a real kernel fault for the GPU tests.
 
@@ -24,6 +24,7 @@ pub mod backend;
 pub mod blas;
 pub mod compile;
 pub mod context;
+pub mod conv;
 pub mod device;
 pub mod elem;
 pub mod error;

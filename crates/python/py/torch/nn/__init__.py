@@ -4,6 +4,14 @@ from torch.nn import functional  # noqa: F401
 from torch.nn import init  # noqa: F401
 from torch.nn.modules import (  # noqa: F401
     GELU,
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv1d,
+    Conv2d,
+    MaxPool2d,
+    NLLLoss,
     Buffer,
     CrossEntropyLoss,
     Dropout,

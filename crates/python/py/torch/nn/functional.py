@@ -81,3 +81,89 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  scale=None, enable_gqa=False):
     return _C._sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
                     None if scale is None else float(scale), bool(enable_gqa))
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) == 1:
+        return (v[0], v[0])
+    if len(v) != 2 or not all(isinstance(i, int) for i in v):
+        raise TypeError(f"{name} must be an int or a tuple of two ints, got {v!r}")
+    return v
+
+
+def _conv_padding(padding, weight, dilation, dims):
+    """PyTorch's padding strings: 'valid' is none, 'same' keeps the size (symmetric only)."""
+    if not isinstance(padding, str):
+        return padding
+    if padding == "valid":
+        return 0
+    if padding != "same":
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+    kernel = weight.shape[-dims:]
+    dil = (dilation,) * dims if isinstance(dilation, int) else tuple(dilation)
+    total = [d * (k - 1) for d, k in zip(dil, kernel)]
+    if any(t % 2 for t in total):
+        raise NotImplementedError(
+            "torchlet: padding='same' with an even effective kernel size pads unevenly; "
+            "pad the input with F.pad and use padding=0")
+    return tuple(t // 2 for t in total) if dims > 1 else total[0] // 2
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    padding = _conv_padding(padding, weight, dilation, 2)
+    return _C._conv2d(input, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"),
+                      _pair(dilation, "dilation"), int(groups))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    padding = _conv_padding(padding, weight, dilation, 1)
+    one = lambda v: v if isinstance(v, int) else tuple(v)[0]
+    return _C._conv1d(input, weight, bias, one(stride), one(padding), one(dilation), int(groups))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == () or stride == [] else _pair(stride, "stride")
+    return _C._max_pool2d(input, kernel, stride, _pair(padding, "padding"), _pair(dilation, "dilation"),
+                          bool(ceil_mode), bool(return_indices))
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == () or stride == [] else _pair(stride, "stride")
+    return _C._avg_pool2d(input, kernel, stride, _pair(padding, "padding"), bool(ceil_mode),
+                          bool(count_include_pad), divisor_override)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    size = _pair(output_size, "output_size") if output_size is not None else None
+    if size is None or None in size:
+        given = input.shape[-2:]
+        size = tuple(g if s is None else s for s, g in zip(size or (None, None), given))
+    return _C._adaptive_avg_pool2d(input, size)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    return _C._batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                          0.0 if momentum is None else float(momentum), float(eps))
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    if weight is not None or reduction != "mean":
+        raise NotImplementedError("torchlet: nll_loss supports the defaults only (no weight, reduction='mean')")
+    if ignore_index != -100 and _C._holds_int(target, ignore_index):
+        raise NotImplementedError(
+            f"torchlet: nll_loss with targets equal to ignore_index={ignore_index} is not supported yet")
+    return _C._nll_loss(input, target)

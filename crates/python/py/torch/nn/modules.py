@@ -447,6 +447,198 @@ class LayerNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _ConvNd(Module):
+    """Conv1d/Conv2d: PyTorch's parameters (weight [out, in/groups, *kernel], bias [out]) and
+    initialisation (kaiming-uniform weight, uniform bias)."""
+
+    _dims = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        n = self._dims
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"torchlet: padding_mode={padding_mode!r} is not supported yet (only 'zeros')")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
+        self.dilation = _tuple(dilation, n)
+        self.transposed = False
+        self.output_padding = (0,) * n
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(torch.empty((out_channels, in_channels // groups, *self.kernel_size),
+                                            device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(torch.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._fans(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        n = self._dims
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        if self.padding != (0,) * n:
+            s += ", padding={padding}"
+        if self.dilation != (1,) * n:
+            s += ", dilation={dilation}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s.format(**self.__dict__)
+
+
+class Conv1d(_ConvNd):
+    _dims = 1
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv2d(_ConvNd):
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _BatchNorm(Module):
+    """BatchNorm1d/2d: weight and bias, then the running_mean, running_var and
+    num_batches_tracked buffers, as PyTorch's _NormBase allocates them."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(torch.empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(torch.empty(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", torch.zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", torch.ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            bn_training, factor, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
 class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
@@ -534,6 +726,18 @@ class CrossEntropyLoss(Module):
     def forward(self, input, target):
         return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(Module):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__()
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class MSELoss(Module):

@@ -1,0 +1,240 @@
+// Convolution, pooling and batch norm, forward and backward: values, not speed. One thread per
+// output element (convolution), per [H, W] plane (pooling) or per channel (batch norm); the
+// buffers are the ones the tensor layer allocated as PyTorch's kernels do, so memory is exact.
+#if IS_FP
+
+// A 2-D convolution: input [N, C, H, W], weight [K, C/G, R, S], output [N, K, Ho, Wo]; strides in
+// elements of x, w, the output (or its gradient), and the input's and weight's gradients.
+struct Cnv {
+  i64 N, C, H, W, K, Cg, Kg, R, S, Ho, Wo;
+  i64 sx[4], sw[4], so[4], sdx[4], sdw[4];
+  i64 stride[2], pad[2], dil[2];
+  i64 sb;
+};
+
+__device__ __forceinline__ i64 at4(const i64* s, i64 a, i64 b, i64 c, i64 d) {
+  return a * s[0] + b * s[1] + c * s[2] + d * s[3];
+}
+
+extern "C" __global__ void KNAME(conv_fwd_)(Cnv p, T* out, const T* x, const T* w, const T* bias) {
+  i64 e = gtid();
+  if (e >= p.N * p.K * p.Ho * p.Wo) return;
+  i64 ow = e % p.Wo, oh = (e / p.Wo) % p.Ho, k = (e / (p.Wo * p.Ho)) % p.K, n = e / (p.Wo * p.Ho * p.K);
+  i64 first = k / p.Kg * p.Cg;
+  A acc = bias ? (A)ld(bias[k * p.sb]) : (A)0;
+  for (i64 c = 0; c < p.Cg; c++)
+    for (i64 r = 0; r < p.R; r++) {
+      i64 ih = oh * p.stride[0] + r * p.dil[0] - p.pad[0];
+      if (ih < 0 || ih >= p.H) continue;
+      for (i64 s = 0; s < p.S; s++) {
+        i64 iw = ow * p.stride[1] + s * p.dil[1] - p.pad[1];
+        if (iw < 0 || iw >= p.W) continue;
+        acc += (A)ld(x[at4(p.sx, n, first + c, ih, iw)]) * (A)ld(w[at4(p.sw, k, c, r, s)]);
+      }
+    }
+  out[at4(p.so, n, k, oh, ow)] = Cv<T>::from(acc);
+}
+
+extern "C" __global__ void KNAME(conv_dx_)(Cnv p, T* dx, const T* dout, const T* w) {
+  i64 e = gtid();
+  if (e >= p.N * p.C * p.H * p.W) return;
+  i64 iw = e % p.W, ih = (e / p.W) % p.H, ch = (e / (p.W * p.H)) % p.C, n = e / (p.W * p.H * p.C);
+  i64 g = ch / p.Cg, c = ch % p.Cg;
+  A acc = 0;
+  for (i64 r = 0; r < p.R; r++) {
+    i64 nh = ih + p.pad[0] - r * p.dil[0];
+    if (nh < 0 || nh % p.stride[0] || nh / p.stride[0] >= p.Ho) continue;
+    for (i64 s = 0; s < p.S; s++) {
+      i64 nw = iw + p.pad[1] - s * p.dil[1];
+      if (nw < 0 || nw % p.stride[1] || nw / p.stride[1] >= p.Wo) continue;
+      for (i64 k = g * p.Kg; k < (g + 1) * p.Kg; k++)
+        acc += (A)ld(dout[at4(p.so, n, k, nh / p.stride[0], nw / p.stride[1])]) * (A)ld(w[at4(p.sw, k, c, r, s)]);
+    }
+  }
+  dx[at4(p.sdx, n, ch, ih, iw)] = Cv<T>::from(acc);
+}
+
+extern "C" __global__ void KNAME(conv_dw_)(Cnv p, T* dw, const T* dout, const T* x) {
+  i64 e = gtid();
+  if (e >= p.K * p.Cg * p.R * p.S) return;
+  i64 s = e % p.S, r = (e / p.S) % p.R, c = (e / (p.S * p.R)) % p.Cg, k = e / (p.S * p.R * p.Cg);
+  i64 ch = k / p.Kg * p.Cg + c;
+  A acc = 0;
+  for (i64 n = 0; n < p.N; n++)
+    for (i64 oh = 0; oh < p.Ho; oh++) {
+      i64 ih = oh * p.stride[0] + r * p.dil[0] - p.pad[0];
+      if (ih < 0 || ih >= p.H) continue;
+      for (i64 ow = 0; ow < p.Wo; ow++) {
+        i64 iw = ow * p.stride[1] + s * p.dil[1] - p.pad[1];
+        if (iw < 0 || iw >= p.W) continue;
+        acc += (A)ld(dout[at4(p.so, n, k, oh, ow)]) * (A)ld(x[at4(p.sx, n, ch, ih, iw)]);
+      }
+    }
+  dw[at4(p.sdw, k, c, r, s)] = Cv<T>::from(acc);
+}
+
+// A 2-D pooling of input [N, C, H, W] into [N, C, Ho, Wo]. kind: 0 max, 1 average, 2 adaptive
+// average; strides of x, the output (or its gradient), the indices and the input's gradient.
+struct Pl {
+  i64 N, C, H, W, Ho, Wo;
+  i64 sx[4], so[4], si[4], sdx[4];
+  i64 kernel[2], stride[2], pad[2], dil[2];
+  int kind, count_include_pad;
+  i64 divisor;  // 0: none
+};
+
+// The window of output cell o along one axis: [lo, hi) before clipping, with tap spacing step.
+__device__ __forceinline__ void pl_span(const Pl& p, int axis, i64 o, i64 size, i64 outs, i64& lo, i64& hi,
+                                        i64& step) {
+  if (p.kind == 2) {
+    lo = o * size / outs;
+    hi = ((o + 1) * size + outs - 1) / outs;
+    step = 1;
+    return;
+  }
+  lo = o * p.stride[axis] - p.pad[axis];
+  hi = lo + (p.kernel[axis] - 1) * p.dil[axis] + 1;
+  step = p.dil[axis];
+}
+
+__device__ __forceinline__ A pl_divisor(const Pl& p, i64 hl, i64 hh, i64 wl, i64 wh) {
+  if (p.kind == 1 && p.divisor) return (A)p.divisor;
+  if (p.kind == 1 && p.count_include_pad)
+    return (A)((min(hh, p.H + p.pad[0]) - hl) * (min(wh, p.W + p.pad[1]) - wl));
+  return (A)((min(hh, p.H) - max(hl, (i64)0)) * (min(wh, p.W) - max(wl, (i64)0)));
+}
+
+extern "C" __global__ void KNAME(pool_fwd_)(Pl p, T* out, i64* idx, const T* x) {
+  i64 e = gtid();
+  if (e >= p.N * p.C * p.Ho * p.Wo) return;
+  i64 ow = e % p.Wo, oh = (e / p.Wo) % p.Ho, c = (e / (p.Wo * p.Ho)) % p.C, n = e / (p.Wo * p.Ho * p.C);
+  i64 hl, hh, hs, wl, wh, ws;
+  pl_span(p, 0, oh, p.H, p.Ho, hl, hh, hs);
+  pl_span(p, 1, ow, p.W, p.Wo, wl, wh, ws);
+  A best = -INFINITY, sum = 0;
+  i64 arg = -1;
+  for (i64 ih = hl; ih < hh; ih += hs) {
+    if (ih < 0 || ih >= p.H) continue;
+    for (i64 iw = wl; iw < wh; iw += ws) {
+      if (iw < 0 || iw >= p.W) continue;
+      A v = (A)ld(x[at4(p.sx, n, c, ih, iw)]);
+      sum += v;
+      if (arg < 0 || v > best || v != v) { best = v; arg = ih * p.W + iw; }
+    }
+  }
+  if (p.kind == 0) {
+    out[at4(p.so, n, c, oh, ow)] = Cv<T>::from(best);
+    if (idx) idx[at4(p.si, n, c, oh, ow)] = arg < 0 ? 0 : arg;
+  } else {
+    out[at4(p.so, n, c, oh, ow)] = Cv<T>::from(sum / pl_divisor(p, hl, hh, wl, wh));
+  }
+}
+
+// One thread per [H, W] plane: zero its gradient, then add each output's share.
+extern "C" __global__ void KNAME(pool_bwd_)(Pl p, T* dx, const T* dout, const i64* idx) {
+  i64 plane = gtid();
+  if (plane >= p.N * p.C) return;
+  i64 n = plane / p.C, c = plane % p.C;
+  for (i64 i = 0; i < p.H * p.W; i++) dx[at4(p.sdx, n, c, i / p.W, i % p.W)] = Cv<T>::from((A)0);
+  for (i64 oh = 0; oh < p.Ho; oh++)
+    for (i64 ow = 0; ow < p.Wo; ow++) {
+      A g = (A)ld(dout[at4(p.so, n, c, oh, ow)]);
+      if (idx) {
+        i64 i = idx[at4(p.si, n, c, oh, ow)];
+        T* d = &dx[at4(p.sdx, n, c, i / p.W, i % p.W)];
+        *d = Cv<T>::from((A)ld(*d) + g);
+        continue;
+      }
+      i64 hl, hh, hs, wl, wh, ws;
+      pl_span(p, 0, oh, p.H, p.Ho, hl, hh, hs);
+      pl_span(p, 1, ow, p.W, p.Wo, wl, wh, ws);
+      A share = g / pl_divisor(p, hl, hh, wl, wh);
+      for (i64 ih = max(hl, (i64)0); ih < min(hh, p.H); ih++)
+        for (i64 iw = max(wl, (i64)0); iw < min(wh, p.W); iw++) {
+          T* d = &dx[at4(p.sdx, n, c, ih, iw)];
+          *d = Cv<T>::from((A)ld(*d) + share);
+        }
+    }
+}
+
+// Batch norm of x [N, C, L] over N and L, one thread per channel; strides of x, y (or dy), dx.
+// The weight, bias and running statistics are float32 (pf) or of x's dtype, as PyTorch allows.
+struct Bn {
+  i64 N, C, L;
+  i64 sx[3], sy[3], sdx[3];
+  double eps, momentum;
+  int training, running, pf;
+};
+
+__device__ __forceinline__ i64 at3(const i64* s, i64 a, i64 b, i64 c) { return a * s[0] + b * s[1] + c * s[2]; }
+
+__device__ __forceinline__ double bn_ld(const Bn& p, const void* v, i64 c) {
+  return p.pf ? (double)((const float*)v)[c] : (double)ld(((const T*)v)[c]);
+}
+
+__device__ __forceinline__ void bn_st(const Bn& p, void* v, i64 c, double x) {
+  if (p.pf) ((float*)v)[c] = (float)x; else ((T*)v)[c] = Cv<T>::from(x);
+}
+
+extern "C" __global__ void KNAME(bn_fwd_)(Bn p, T* y, float* mean, float* invstd, void* rmean, void* rvar,
+                                          const T* x, const void* w, const void* b) {
+  i64 c = gtid();
+  if (c >= p.C) return;
+  double count = (double)(p.N * p.L), mu, inv;
+  if (p.training) {
+    double s = 0, q = 0;
+    for (i64 n = 0; n < p.N; n++)
+      for (i64 l = 0; l < p.L; l++) s += (double)ld(x[at3(p.sx, n, c, l)]);
+    mu = s / count;
+    for (i64 n = 0; n < p.N; n++)
+      for (i64 l = 0; l < p.L; l++) {
+        double d = (double)ld(x[at3(p.sx, n, c, l)]) - mu;
+        q += d * d;
+      }
+    double var = q / count;
+    inv = 1.0 / sqrt(var + p.eps);
+    mean[c] = (float)mu;
+    invstd[c] = (float)inv;
+    if (p.running) {
+      double unbiased = count > 1 ? var * count / (count - 1) : var;
+      bn_st(p, rmean, c, (1 - p.momentum) * bn_ld(p, rmean, c) + p.momentum * mu);
+      bn_st(p, rvar, c, (1 - p.momentum) * bn_ld(p, rvar, c) + p.momentum * unbiased);
+    }
+  } else {
+    mu = bn_ld(p, rmean, c);
+    inv = 1.0 / sqrt(bn_ld(p, rvar, c) + p.eps);
+  }
+  double wc = w ? bn_ld(p, w, c) : 1.0, bc = b ? bn_ld(p, b, c) : 0.0;
+  for (i64 n = 0; n < p.N; n++)
+    for (i64 l = 0; l < p.L; l++)
+      y[at3(p.sy, n, c, l)] = Cv<T>::from(((double)ld(x[at3(p.sx, n, c, l)]) - mu) * inv * wc + bc);
+}
+
+extern "C" __global__ void KNAME(bn_bwd_)(Bn p, T* dx, void* dw, void* db, const float* mean, const float* invstd,
+                                          const void* rmean, const void* rvar, const T* x, const void* w,
+                                          const T* dy) {
+  i64 c = gtid();
+  if (c >= p.C) return;
+  double count = (double)(p.N * p.L);
+  double mu = p.training ? (double)mean[c] : bn_ld(p, rmean, c);
+  double inv = p.training ? (double)invstd[c] : 1.0 / sqrt(bn_ld(p, rvar, c) + p.eps);
+  double wc = w ? bn_ld(p, w, c) : 1.0, sdy = 0, sdyx = 0;
+  for (i64 n = 0; n < p.N; n++)
+    for (i64 l = 0; l < p.L; l++) {
+      double g = (double)ld(dy[at3(p.sy, n, c, l)]);
+      sdy += g;
+      sdyx += g * ((double)ld(x[at3(p.sx, n, c, l)]) - mu) * inv;
+    }
+  if (dx)
+    for (i64 n = 0; n < p.N; n++)
+      for (i64 l = 0; l < p.L; l++) {
+        double g = (double)ld(dy[at3(p.sy, n, c, l)]);
+        double xh = ((double)ld(x[at3(p.sx, n, c, l)]) - mu) * inv;
+        double v = p.training ? (g - sdy / count - xh * sdyx / count) * inv * wc : g * inv * wc;
+        dx[at3(p.sdx, n, c, l)] = Cv<T>::from(v);
+      }
+  if (dw) bn_st(p, dw, c, sdyx);
+  if (db) bn_st(p, db, c, sdy);
+}
+
+#endif

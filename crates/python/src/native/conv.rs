@@ -1,0 +1,119 @@
+//! Convolutions, pooling, batch norm (`torch.nn.functional.conv2d`, `max_pool2d`, …) and the
+//! channels-last memory format over
+//! core's ops; the Python side (`torch/nn/functional.py`) turns ints and tuples into pairs.
+
+use rustpython_vm::PyResult;
+use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::pool::{PoolOptions, Running};
+
+use super::args::Args;
+use super::tensor::{wrap, OrRaise};
+use super::Native;
+
+/// Every convolution, pooling and normalisation function, by the name `torch` calls it.
+pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
+    // (tensor, channels_last, as `to` (else as `contiguous`)).
+    ("_to_memory_format", |a| {
+        let node = if a.bool(2)? {
+            "ToCopyBackward0"
+        } else {
+            "CloneBackward0"
+        };
+        let t = a.tensor(0)?.to_memory_format(a.bool(1)?, node);
+        Ok(wrap(a.vm, t.or_raise(a.vm)?))
+    }),
+    ("_is_channels_last", |a| {
+        Ok(a.vm.ctx.new_bool(a.tensor(0)?.is_channels_last()).into())
+    }),
+    // (input, weight, bias, stride, padding, dilation, groups), each pair as a 2-tuple.
+    ("_conv2d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let o = ConvOptions {
+            stride: pair(a, 3)?,
+            padding: pair(a, 4)?,
+            dilation: pair(a, 5)?,
+            groups: a.int(6)? as usize,
+        };
+        Ok(wrap(a.vm, x.conv2d(&w, b.as_ref(), &o).or_raise(a.vm)?))
+    }),
+    ("_conv1d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let [s, p, d, g] = [3, 4, 5, 6].map(|i| a.int(i));
+        let y = x.conv1d(
+            &w,
+            b.as_ref(),
+            s? as usize,
+            p? as usize,
+            d? as usize,
+            g? as usize,
+        );
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    // (input, kernel, stride, padding, dilation, ceil_mode, return_indices)
+    ("_max_pool2d", |a| {
+        let o = pool_options(a, 1)?;
+        let (y, idx) = a.tensor(0)?.max_pool2d(&o, a.bool(6)?).or_raise(a.vm)?;
+        Ok(match idx {
+            Some(i) => {
+                a.vm.ctx
+                    .new_tuple(vec![wrap(a.vm, y), wrap(a.vm, i)])
+                    .into()
+            }
+            None => wrap(a.vm, y),
+        })
+    }),
+    // (input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    ("_avg_pool2d", |a| {
+        let o = PoolOptions {
+            kernel: pair(a, 1)?,
+            stride: pair(a, 2)?,
+            padding: pair(a, 3)?,
+            dilation: [1, 1],
+            ceil_mode: a.bool(4)?,
+        };
+        let y = a.tensor(0)?.avg_pool2d(&o, a.bool(5)?, a.opt_int(6)?);
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    ("_adaptive_avg_pool2d", |a| {
+        Ok(wrap(
+            a.vm,
+            a.tensor(0)?
+                .adaptive_avg_pool2d(pair(a, 1)?)
+                .or_raise(a.vm)?,
+        ))
+    }),
+    // (input, running_mean, running_var, weight, bias, training, momentum, eps)
+    ("_batch_norm", |a| {
+        let (rm, rv) = (a.opt_tensor(1)?, a.opt_tensor(2)?);
+        let running = match (&rm, &rv) {
+            (Some(mean), Some(var)) => Some(Running {
+                mean,
+                var,
+                momentum: a.float(6)?,
+            }),
+            _ => None,
+        };
+        let (w, b) = (a.opt_tensor(3)?, a.opt_tensor(4)?);
+        let y = a
+            .tensor(0)?
+            .batch_norm(running, w.as_ref(), b.as_ref(), a.bool(5)?, a.float(7)?);
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+];
+
+/// Argument `i`, a 2-tuple of non-negative ints.
+fn pair(a: &Args, i: usize) -> PyResult<[usize; 2]> {
+    let v = a.ints(i)?;
+    Ok([v[0].max(0) as usize, v[1].max(0) as usize])
+}
+
+/// Max pooling's (kernel, stride, padding, dilation, ceil_mode) from argument `i` on.
+fn pool_options(a: &Args, i: usize) -> PyResult<PoolOptions> {
+    Ok(PoolOptions {
+        kernel: pair(a, i)?,
+        stride: pair(a, i + 1)?,
+        padding: pair(a, i + 2)?,
+        dilation: pair(a, i + 3)?,
+        ceil_mode: a.bool(i + 4)?,
+    })
+}

@@ -1,0 +1,83 @@
+"""Write torchlet's table of cuDNN workspaces from tests/data/torch_conv.json.
+
+    python3 scripts/conv_workspace_table.py > crates/core/src/tensor/conv_workspace_table.rs
+
+For every recorded conv2d case: the workspace of the forward, of the input's gradient and of the
+weight's gradient (bytes; 0 where the algorithm took none), and whether the weight's gradient was
+allocated first (the depthwise kernels). tests/tensors/conv.rs checks the table against the JSON.
+"""
+
+import json
+import pathlib
+
+DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
+
+
+def workspaces(events, grads):
+    """The workspace after each of `grads` (sizes), in order of the grads' allocation."""
+    events = [e for e in events if e[0] != "segment_alloc"]
+    found, order = {}, []
+    current = None
+    for i, (action, size) in enumerate(events):
+        if action != "alloc":
+            continue
+        if size in grads and size not in order and current != size:
+            order.append(size)
+            current = size
+            found.setdefault(size, 0)
+            continue
+        freed_next = i + 1 < len(events) and events[i + 1] == ["free_completed", size]
+        if freed_next and current is not None and found[current] == 0:
+            found[current] = size
+    return found, order
+
+
+def main():
+    here = pathlib.Path(__file__).parent.parent / "tests" / "data"
+    doc = json.loads((here / "torch_conv.json").read_text())
+    rows = []
+    for r in doc["records"]:
+        c = r["case"]
+        if c["op"] != "conv2d" or "error" in r:
+            continue
+        name, size = DTYPES[c["dtype"]]
+        n, ch, h, w, k, kr, stride, pad, groups = c["shape"]
+        out = 1
+        for d in r["out"]["shape"]:
+            out *= d
+        fwd, _ = workspaces(r["forward"], [out * size])
+        dx, dw = n * ch * h * w * size, k * (ch // groups) * kr * kr * size
+        bwd, order = workspaces(r["backward"], [dx, dw])
+        rows.append(
+            f"    Recorded {{ dtype: DType::{name}, shape: {c['shape']}, channels_last: {str(c['channels_last']).lower()}, "
+            f"forward: {fwd[out * size]}, input_grad: {bwd.get(dx, 0)}, weight_grad: {bwd.get(dw, 0)}, "
+            f"weight_grad_first: {str(order[:1] == [dw] and dx != dw).lower()} }},"
+        )
+    env = doc["recorded_with"]
+    print(f"""//! cuDNN's workspaces for the convolutions recorded with PyTorch {env['torch']} (cuDNN {env['cudnn']}) on
+//! an {env['device']}: written by scripts/conv_workspace_table.py from tests/data/torch_conv.json.
+
+use super::DType;
+
+/// One recorded convolution: its case and the workspace (bytes) of each of its three kernels.
+pub(super) struct Recorded {{
+    pub dtype: DType,
+    /// N, C, H, W, K, R (= S), stride, padding, groups.
+    pub shape: [usize; 9],
+    pub channels_last: bool,
+    pub forward: usize,
+    pub input_grad: usize,
+    pub weight_grad: usize,
+    /// The depthwise kernels allocate the weight's gradient before the input's.
+    pub weight_grad_first: bool,
+}}
+
+/// Every recorded case.
+pub(super) const RECORDED: &[Recorded] = &[""")
+    for row in rows:
+        print(row.replace("[", "[").replace("]", "]"))
+    print("];")
+
+
+if __name__ == "__main__":
+    main()
