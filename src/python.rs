@@ -12,7 +12,9 @@ use torchlet_python::{Python, PythonError};
 /// Run `path` as `__main__` with `args` in `sys.argv`; exit code 1 (or `SystemExit`'s) on error.
 pub fn run_file(path: &Path, args: &[String]) -> Result<ExitCode, String> {
     let python = Python::new()?;
-    Ok(exit_code(python.run_file(path, args)))
+    let code = exit_code(python.run_file(path, args));
+    eprint!("{}", torchlet_session::fit::estimate_note_now());
+    Ok(code)
 }
 
 /// Run one snippet (`-c CODE`).

@@ -219,6 +219,7 @@ fn describe(report: &Value) -> String {
         );
         out += &breakdown::text(&pr["breakdown"], res);
     }
+    out += &torchlet_session::fit::estimate_note(&report["estimated_workspaces"]);
     out += &format!(
         "(the run, {}, took {:.2} s and at most {} of host memory)\n",
         report["mode"].as_str().unwrap_or("shapes only"),

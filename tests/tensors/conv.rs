@@ -5,8 +5,6 @@
 use crate::common;
 use common::device_test;
 
-use std::process::Command;
-
 use serde_json::Value;
 use torchlet_core::device::Device;
 use torchlet_core::tensor::conv::ConvOptions;
@@ -367,7 +365,7 @@ fn events(phase: &Value) -> Vec<(String, u64)> {
 fn pytorchs_recording_script_records_pytorchs_events_under_torchlet() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("conv.json");
-    let run = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    let run = common::binary::torchlet()
         .args(["fit", "--gpu", "H100-80GB", "tests/data/record_conv.py"])
         .arg(&out)
         .arg(OPS)
@@ -413,4 +411,102 @@ fn pytorchs_recording_script_records_pytorchs_events_under_torchlet() {
             w["case"]
         );
     }
+}
+
+/// Run `code` as a `.py` file with `torchlet` and `args` before it, on the test's GPU (real or
+/// simulated); (success, stdout + stderr).
+fn torchlet_py(args: &[&str], code: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("model.py");
+    std::fs::write(&file, code).unwrap();
+    let mut command = common::binary::torchlet();
+    if !common::real_gpu() {
+        command.env("TORCHLET_SIMULATE_CUDA", common::SIMULATED_GPU);
+    }
+    let run = command.args(args).arg(&file).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (run.status.success(), text)
+}
+
+/// The MNIST network of pytorch/examples (mnist/main.py), trained for two steps.
+const MNIST: &str = r#"
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = self.conv1(x)
+        x = F.relu(x)
+        x = self.conv2(x)
+        x = F.relu(x)
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = self.fc1(x)
+        x = F.relu(x)
+        x = self.dropout2(x)
+        x = self.fc2(x)
+        output = F.log_softmax(x, dim=1)
+        return output
+
+
+torch.manual_seed(0)
+model = Net().to("cuda")
+print(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+data = torch.randn(8, 1, 28, 28, device="cuda")
+target = torch.randint(0, 10, (8,), device="cuda")
+losses = []
+for step in range(2):
+    optimizer.zero_grad()
+    output = model(data)
+    loss = F.nll_loss(output, target)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+print("losses", losses, "finite", all(l == l and l < 100 for l in losses))
+print("allocated", torch.cuda.memory_allocated(), "peak", torch.cuda.max_memory_allocated())
+"#;
+
+#[test]
+fn pytorchs_mnist_example_trains_under_torchlet() {
+    let (ok, text) = torchlet_py(&["run"], MNIST);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("(conv1): Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1))"),
+        "{text}"
+    );
+    assert!(text.contains("finite True"), "{text}");
+    // Batch 8 is recorded: no estimated workspace, so no note.
+    assert!(!text.contains("estimated"), "{text}");
+}
+
+#[test]
+fn a_convolution_torchlet_has_no_recording_of_says_its_workspace_is_estimated() {
+    let code = "import torch\nimport torch.nn.functional as F\nx = torch.randn(3, 5, 17, 17, device='cuda')\nw = torch.randn(6, 5, 3, 3, device='cuda')\ny = F.conv2d(x, w)\n";
+    let (ok, text) = torchlet_py(&["fit", "--gpu", "H200"], code);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("note: cuDNN's workspace is estimated for 1 convolution shape(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("input [3, 5, 17, 17] weight [6, 5, 3, 3]"),
+        "{text}"
+    );
 }

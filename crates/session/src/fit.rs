@@ -92,7 +92,41 @@ pub fn report(started: Instant, error: Option<Value>) -> Value {
         "error": error,
         "seconds": started.elapsed().as_secs_f64(),
         "max_rss_bytes": max_rss_bytes(),
+        "estimated_workspaces": torchlet_core::tensor::conv_workspace::estimated_workspaces(),
     })
+}
+
+/// The estimate note for what this process has run so far.
+pub fn estimate_note_now() -> String {
+    estimate_note(&json!(
+        torchlet_core::tensor::conv_workspace::estimated_workspaces()
+    ))
+}
+
+/// The note that the cuDNN workspaces of some convolutions are estimated (Note [cuDNN
+/// workspaces]): empty when every convolution's shape was recorded.
+pub fn estimate_note(cases: &Value) -> String {
+    let cases: Vec<&str> = cases
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str())
+        .collect();
+    if cases.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "note: cuDNN's workspace is estimated for {} convolution shape(s) torchlet has no recording of \
+         (scaled from the nearest recorded one); the peaks may differ from PyTorch's by that much:\n",
+        cases.len()
+    );
+    for c in cases.iter().take(5) {
+        out += &format!("  conv2d {c}\n");
+    }
+    if cases.len() > 5 {
+        out += &format!("  … and {} more\n", cases.len() - 5);
+    }
+    out
 }
 
 /// At most this many points of a timeline go into the report (a page draws them all).
