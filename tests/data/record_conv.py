@@ -56,6 +56,15 @@ def conv_cases():
         (8, 32, 26, 26, 64, 3, 1, 0, 1),
         (16, 128, 32, 32, 128, 3, 1, 1, 32),
         (4, 64, 64, 64, 64, 3, 1, 1, 64),
+        # pytorch/examples' MNIST network at its batch size (tests/parity/py_mnist_cnn.py)
+        (64, 1, 28, 28, 32, 3, 1, 0, 1),
+        (64, 32, 26, 26, 64, 3, 1, 0, 1),
+        # the ResNet-style parity program (tests/parity/py_resnet_block.py)
+        (8, 3, 64, 64, 16, 7, 2, 3, 1),
+        (8, 16, 16, 16, 16, 3, 1, 1, 1),
+        (8, 16, 16, 16, 32, 3, 2, 1, 1),
+        (8, 32, 8, 8, 32, 3, 1, 1, 1),
+        (8, 16, 16, 16, 32, 1, 2, 0, 1),
     ]
     for dtype in DTYPES:
         for s in shapes:

@@ -462,6 +462,21 @@ const ROWS: &[(&str, &str, &str)] = &[
         "[vals(layer_norm(v, 3)), vals(layer_norm(m, [3], tensor([2.0, 2.0, 2.0], dev), tensor([1.0, 1.0, 1.0], dev)))]",
         "[[-1.1625, -0.1162, 1.2787], [-1.4495, 1.0, 3.4495, -1.4495, 1.0, 3.4495]]",
     ),
+    ("conv2d", "vals(conv2d(m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))", "[91.0]"),
+    ("max_pool2d", "vals(max_pool2d(m.view(1, 1, 2, 3), 2))", "[5.0]"),
+    ("avg_pool2d", "vals(avg_pool2d(m.view(1, 1, 2, 3), 2))", "[3.0]"),
+    ("adaptive_avg_pool2d", "vals(adaptive_avg_pool2d(m.view(1, 1, 2, 3), 1))", "[3.5]"),
+    (
+        "batch_norm",
+        "vals(batch_norm(m.view(1, 2, 3), tensor([0.0, 0.0], dev), tensor([1.0, 1.0], dev)))",
+        "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]",
+    ),
+    ("nll_loss", "vals(nll_loss(m, tensor([2, 0], dev)))", "[-3.5]"),
+    (
+        "scaled_dot_product_attention",
+        "vals(scaled_dot_product_attention((m * 0.0).view(1, 1, 2, 3), m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))",
+        "[2.5, 3.5, 4.5, 2.5, 3.5, 4.5]",
+    ),
     (
         "dropout",
         "[vals(dropout(v, 0.5, false)), vals(dropout(v, 0.0)), vals(dropout(v, 1.0))]",

@@ -47,6 +47,8 @@ python_parity!(
     grad_accumulation,
     half_roundtrip,
     py_gpt_modules,
+    py_mnist_cnn,
+    py_resnet_block,
     py_no_grad_function,
     py_sequential_sgd,
     py_sdpa_cudnn,

@@ -663,7 +663,9 @@ def _activation(name, function, doc):
             self.inplace = inplace
 
         def forward(self, input):
-            return function(input)
+            if self.inplace and name != "ReLU":
+                raise NotImplementedError(f"torchlet: {name}(inplace=True) is not supported yet")
+            return function(input, self.inplace)
 
         def extra_repr(self):
             return "inplace=True" if self.inplace else ""
@@ -672,10 +674,10 @@ def _activation(name, function, doc):
     return Activation
 
 
-ReLU = _activation("ReLU", lambda x: F.relu(x), "max(0, x), elementwise")
-SiLU = _activation("SiLU", lambda x: F.silu(x), "x · sigmoid(x), elementwise")
-Tanh = _activation("Tanh", lambda x: torch.tanh(x), "tanh, elementwise")
-Sigmoid = _activation("Sigmoid", lambda x: torch.sigmoid(x), "sigmoid, elementwise")
+ReLU = _activation("ReLU", lambda x, inplace: F.relu(x, inplace=inplace), "max(0, x), elementwise")
+SiLU = _activation("SiLU", lambda x, inplace: F.silu(x), "x · sigmoid(x), elementwise")
+Tanh = _activation("Tanh", lambda x, inplace: torch.tanh(x), "tanh, elementwise")
+Sigmoid = _activation("Sigmoid", lambda x, inplace: torch.sigmoid(x), "sigmoid, elementwise")
 
 
 class GELU(Module):
