@@ -432,68 +432,39 @@ fn torchlet_py(args: &[&str], code: &str) -> (bool, String) {
     (run.status.success(), text)
 }
 
-/// The MNIST network of pytorch/examples (mnist/main.py), trained for two steps.
-const MNIST: &str = r#"
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = self.conv1(x)
-        x = F.relu(x)
-        x = self.conv2(x)
-        x = F.relu(x)
-        x = F.max_pool2d(x, 2)
-        x = self.dropout1(x)
-        x = torch.flatten(x, 1)
-        x = self.fc1(x)
-        x = F.relu(x)
-        x = self.dropout2(x)
-        x = self.fc2(x)
-        output = F.log_softmax(x, dim=1)
-        return output
-
-
-torch.manual_seed(0)
-model = Net().to("cuda")
-print(model)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-data = torch.randn(8, 1, 28, 28, device="cuda")
-target = torch.randint(0, 10, (8,), device="cuda")
-losses = []
-for step in range(2):
-    optimizer.zero_grad()
-    output = model(data)
-    loss = F.nll_loss(output, target)
-    loss.backward()
-    optimizer.step()
-    losses.append(loss.item())
-print("losses", losses, "finite", all(l == l and l < 100 for l in losses))
-print("allocated", torch.cuda.memory_allocated(), "peak", torch.cuda.max_memory_allocated())
-"#;
-
 #[test]
-fn pytorchs_mnist_example_trains_under_torchlet() {
-    let (ok, text) = torchlet_py(&["run"], MNIST);
+fn pytorchs_mnist_example_trains_under_torchlet_run() {
+    // The parity program (pytorch/examples' network at batch 64), as a user runs it.
+    let mut command = common::binary::torchlet();
+    if !common::real_gpu() {
+        command.env("TORCHLET_SIMULATE_CUDA", common::SIMULATED_GPU);
+    }
+    let run = command
+        .args(["run", "py_mnist_cnn.py"])
+        .current_dir(common::binary::repo().join("tests/parity"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "{text}");
+    // Its shapes are recorded: no estimated workspace, so no note.
+    assert!(!text.contains("estimated"), "{text}");
+    let code = "import torch.nn as nn\nprint(nn.Conv2d(1, 32, 3, 1))\nprint(nn.BatchNorm2d(8))\n";
+    let (ok, text) = torchlet_py(&["run"], code);
     assert!(ok, "{text}");
     assert!(
-        text.contains("(conv1): Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1))"),
+        text.contains("Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1))"),
         "{text}"
     );
-    assert!(text.contains("finite True"), "{text}");
-    // Batch 8 is recorded: no estimated workspace, so no note.
-    assert!(!text.contains("estimated"), "{text}");
+    assert!(
+        text.contains(
+            "BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

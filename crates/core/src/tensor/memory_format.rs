@@ -44,7 +44,7 @@ pub(crate) fn empty_in(
 /// `contiguous(memory_format)`).
 pub(crate) fn in_format(t: &Tensor, channels_last: bool) -> Result<Tensor> {
     let ready = if channels_last && t.dim() == 4 {
-        is_channels_last(t) || t.dims()[1] == 1 && t.is_contiguous()
+        t.is_channels_last()
     } else {
         t.is_contiguous()
     };

@@ -46,7 +46,10 @@ fn check_pool(x: &Tensor, o: &PoolOptions, what: &str) -> Result<[usize; 2]> {
         ));
     }
     if o.stride.contains(&0) {
-        return err("stride should be greater than zero, but got dH: {} dW: {}".replace("{}", "0"));
+        return err(format!(
+            "stride should be greater than zero, but got dH: {} dW: {}",
+            o.stride[0], o.stride[1]
+        ));
     }
     if o.kernel.contains(&0) {
         return err(format!(
@@ -162,7 +165,7 @@ impl Tensor {
             count_include_pad,
             divisor,
         };
-        let y = self.pooled_into(&x, [ho, wo], kind, o, "AvgPool2DBackward0")?;
+        let y = Tensor::pooled_into(&x, [ho, wo], kind, o, "AvgPool2DBackward0")?;
         unbatch(y, unbatched)
     }
 
@@ -187,7 +190,7 @@ impl Tensor {
             dilation: [1, 1],
             ceil_mode: false,
         };
-        let y = self.pooled_into(
+        let y = Tensor::pooled_into(
             &x,
             size,
             PoolKind::AdaptiveAvg,
@@ -199,7 +202,6 @@ impl Tensor {
 
     /// An average pooling of the 4-D `x` into a new [N, C, Ho, Wo], with its backward node.
     fn pooled_into(
-        &self,
         x: &Tensor,
         [ho, wo]: [usize; 2],
         kind: PoolKind,

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use super::error::CudaResult;
 use super::layout::OperandExt;
 use super::module::{grid_for, launch, BLOCK};
+use super::norm::addr_or_null as addr;
 use super::ops::Gpu;
 use crate::device::backend::{BatchNorm, BatchNormGrads, Conv, Operand, Pool, PoolKind};
 use torchlet_alloc::types::DType;
@@ -17,10 +18,6 @@ macro_rules! args {
 /// The first `N` element strides of a view (zeros for an absent one).
 fn strides<const N: usize>(v: Option<&Operand>) -> [i64; N] {
     std::array::from_fn(|d| v.map_or(0, |v| v.layout.strides[d] as i64))
-}
-
-fn addr(v: Option<&Operand>) -> u64 {
-    v.map_or(0, |v| v.addr())
 }
 
 /// The kernels' `struct Cnv`.

@@ -17,7 +17,7 @@ macro_rules! args {
 }
 
 /// A device address, or null for an absent optional operand.
-fn addr_or_null(v: Option<&Operand>) -> u64 {
+pub(super) fn addr_or_null(v: Option<&Operand>) -> u64 {
     v.map_or(0, |v| v.addr())
 }
 

@@ -146,11 +146,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def adaptive_avg_pool2d(input, output_size):
-    size = _pair(output_size, "output_size") if output_size is not None else None
-    if size is None or None in size:
-        given = input.shape[-2:]
-        size = tuple(g if s is None else s for s, g in zip(size or (None, None), given))
-    return _C._adaptive_avg_pool2d(input, size)
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    # None keeps the input's size along that axis, as PyTorch's does.
+    size = tuple(g if s is None else s for s, g in zip(size, input.shape[-2:]))
+    return _C._adaptive_avg_pool2d(input, _pair(size, "output_size"))
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
