@@ -65,6 +65,14 @@ def conv_cases():
         (8, 16, 16, 16, 32, 3, 2, 1, 1),
         (8, 32, 8, 8, 32, 3, 1, 1, 1),
         (8, 16, 16, 16, 32, 1, 2, 0, 1),
+        # the UNet parity program (tests/parity/py_unet_block.py)
+        (4, 6, 32, 32, 32, 3, 1, 1, 1),
+        (4, 32, 32, 32, 32, 3, 1, 1, 1),
+        (4, 32, 33, 33, 32, 3, 2, 0, 1),
+        (4, 32, 16, 16, 32, 3, 1, 1, 1),
+        (4, 64, 32, 32, 32, 3, 1, 1, 1),
+        (4, 64, 32, 32, 32, 1, 1, 0, 1),
+        (4, 32, 32, 32, 3, 3, 1, 1, 1),
     ]
     for dtype in DTYPES:
         for s in shapes:
@@ -135,6 +143,10 @@ def other_cases():
         recs.append(run_other("interpolate_nearest", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (8, 64, 32, 32), dtype))
         recs.append(run_other("interpolate_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), (8, 64, 32, 32), dtype))
         recs.append(run_other("rms_norm", lambda x: F.rms_norm(x, (1024,)), (8, 512, 1024), dtype))
+        if wanted("rms_norm_weight"):
+            rn = torch.nn.RMSNorm(1024).cuda().to(DTYPES[dtype])
+            recs.append(run_other("rms_norm_weight", lambda x: rn(x), (8, 512, 1024), dtype))
+        recs.append(run_other("pad", lambda x: F.pad(x, (0, 1, 0, 1)), (8, 64, 32, 32), dtype))
     return recs
 
 

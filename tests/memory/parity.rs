@@ -406,6 +406,39 @@ fn event_key(e: &Value) -> (String, u64) {
     )
 }
 
+/// Note [autocast cache order]: leaving an autocast block frees the cached casts of weights,
+/// which PyTorch walks in the order of a hash map keyed by their TensorImpl addresses (host
+/// addresses, not reproducible); torchlet frees them in the order they were cached. Frees leave
+/// the same pool in any order, so a run of frees PyTorch attributes to a `with torch.autocast`
+/// line is compared as a multiset: each side's run is sorted where torchlet has frees there too.
+fn keys_up_to_cache_order(
+    theirs: &[Value],
+    mine: &[Value],
+) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+    let mut their_keys: Vec<_> = theirs.iter().map(event_key).collect();
+    let mut my_keys: Vec<_> = mine.iter().map(event_key).collect();
+    let cache_free = |e: &Value| {
+        e["action"] == "free_completed"
+            && e["code"]
+                .as_str()
+                .is_some_and(|c| c.trim_start().starts_with("with torch.autocast"))
+    };
+    let mut i = 0;
+    while i < theirs.len() {
+        let end = (i..theirs.len())
+            .find(|&j| !cache_free(&theirs[j]))
+            .unwrap_or(theirs.len());
+        let mine_frees =
+            end <= my_keys.len() && my_keys[i..end].iter().all(|(a, _)| a == "free_completed");
+        if end - i > 1 && mine_frees {
+            their_keys[i..end].sort();
+            my_keys[i..end].sort();
+        }
+        i = end.max(i + 1);
+    }
+    (their_keys, my_keys)
+}
+
 /// The index of the first differing event; unless `expected`, a difference fails the test with
 /// both sides' events around it.
 pub(crate) fn compare_events(
@@ -417,8 +450,9 @@ pub(crate) fn compare_events(
 ) -> Option<usize> {
     let theirs = torch["events"].as_array().expect("torch events");
     let mine = ours["events"].as_array().expect("torchlet events");
-    let first_difference = (0..theirs.len().max(mine.len()))
-        .find(|&i| theirs.get(i).map(event_key) != mine.get(i).map(event_key));
+    let (their_keys, my_keys) = keys_up_to_cache_order(theirs, mine);
+    let first_difference =
+        (0..theirs.len().max(mine.len())).find(|&i| their_keys.get(i) != my_keys.get(i));
     let i = first_difference?;
     if expected {
         return Some(i);

@@ -12,7 +12,13 @@ use torchlet_core::tensor::pool::{PoolOptions, Running};
 use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
 /// Deterministic values in [-1, 1) of `shape`.
-fn values(shape: &[usize], seed: usize, dtype: DType, device: Device, grad: bool) -> Tensor {
+pub(crate) fn values(
+    shape: &[usize],
+    seed: usize,
+    dtype: DType,
+    device: Device,
+    grad: bool,
+) -> Tensor {
     let n: usize = shape.iter().product();
     let v = (0..n)
         .map(|i| Scalar::Float(((i * 7919 + seed * 104729) % 2000) as f64 / 1000.0 - 1.0))
@@ -24,11 +30,11 @@ fn values(shape: &[usize], seed: usize, dtype: DType, device: Device, grad: bool
     Tensor::from_values(v, shape.to_vec(), &o).unwrap()
 }
 
-fn vec_of(t: &Tensor) -> Vec<f64> {
+pub(crate) fn vec_of(t: &Tensor) -> Vec<f64> {
     t.to_vec_f64().unwrap()
 }
 
-fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+pub(crate) fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
@@ -114,7 +120,11 @@ device_test!(
 );
 
 /// `sum(f(inputs)²)`'s gradient against central differences, for every input, in float64.
-fn check_gradients(device: Device, shapes: &[&[usize]], f: impl Fn(&[Tensor]) -> Tensor) {
+pub(crate) fn check_gradients(
+    device: Device,
+    shapes: &[&[usize]],
+    f: impl Fn(&[Tensor]) -> Tensor,
+) {
     let inputs: Vec<Tensor> = shapes
         .iter()
         .enumerate()
@@ -348,7 +358,8 @@ fn recorded() -> Value {
 }
 
 /// The ops torchlet runs of the recording script.
-const OPS: &str = "conv2d,max_pool2d,avg_pool2d,adaptive_avg_pool2d,batch_norm_train";
+const OPS: &str = "conv2d,max_pool2d,avg_pool2d,adaptive_avg_pool2d,batch_norm_train,group_norm,\
+interpolate_nearest,interpolate_bilinear,rms_norm,rms_norm_weight,pad";
 
 /// A record's events without segment allocations (which depend on what was cached before).
 fn events(phase: &Value) -> Vec<(String, u64)> {

@@ -44,6 +44,12 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/nn/init.py"),
     ),
     (
+        "torch.nn.utils",
+        false,
+        include_str!("../py/torch/nn/utils.py"),
+    ),
+    ("torch.linalg", false, include_str!("../py/torch/linalg.py")),
+    (
         "torch.optim",
         true,
         include_str!("../py/torch/optim/__init__.py"),

@@ -176,6 +176,58 @@ pub struct BatchNorm<'a> {
     pub training: bool,
 }
 
+/// Group norm over the channels (dim 1) of the input viewed [N, C, L], in `groups` groups of
+/// consecutive channels; the statistics [N, G] are kept in the input's dtype.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupNorm<'a> {
+    /// The input [N, C, L], contiguous.
+    pub x: Operand<'a>,
+    /// The per-channel scale [C].
+    pub weight: Option<Operand<'a>>,
+    /// The per-channel shift [C].
+    pub bias: Option<Operand<'a>>,
+    /// How many groups the channels split into.
+    pub groups: usize,
+    /// Added to the variance before its inverse square root.
+    pub eps: f64,
+}
+
+/// Where group norm's backward writes: each gradient only when asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupNormGrads<'a> {
+    /// The output's gradient [N, C, L], contiguous.
+    pub dy: Operand<'a>,
+    /// The input's gradient [N, C, L].
+    pub dx: Option<Operand<'a>>,
+    /// The weight's gradient [C].
+    pub dweight: Option<Operand<'a>>,
+    /// The bias's gradient [C].
+    pub dbias: Option<Operand<'a>>,
+}
+
+/// How `interpolate` maps output positions to input ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UpsampleMode {
+    /// The input position `floor(o * ratio)`.
+    Nearest,
+    /// Linear in each axis between the two nearest input positions.
+    Bilinear {
+        /// Map the corner pixels' centres onto each other (else the half-pixel convention).
+        align_corners: bool,
+    },
+}
+
+/// A 2-D resize of `x` [N, C, H, W] (in the backward: the input gradient's view).
+#[derive(Clone, Copy, Debug)]
+pub struct Upsample<'a> {
+    /// The input [N, C, H, W], any strides.
+    pub x: Operand<'a>,
+    /// Nearest or bilinear.
+    pub mode: UpsampleMode,
+    /// Per axis, the factor output positions are scaled by (PyTorch's `scale` in its kernels).
+    pub ratio: [f32; 2],
+}
+
 /// Where batch norm's backward writes: each gradient only when asked for.
 #[derive(Clone, Copy, Debug)]
 pub struct BatchNormGrads<'a> {
@@ -262,6 +314,7 @@ pub trait Backend: Send + Sync {
     ) -> Result<()>;
     /// Layer norm of each row of the contiguous `x` [rows, n] into `y`, with the per-row `mean`
     /// and `rstd` [rows] (float32, float64 for float64 input); `weight`/`bias` [n] contiguous.
+    /// Without `mean` the rows are not centred: the root-mean-square norm (`rms_norm`).
     #[allow(clippy::too_many_arguments)]
     fn layer_norm(
         &self,
@@ -270,7 +323,7 @@ pub trait Backend: Send + Sync {
         bias: Option<Operand>,
         eps: f64,
         y: Operand,
-        mean: Operand,
+        mean: Option<Operand>,
         rstd: Operand,
     ) -> Result<()>;
     /// Layer norm's backward from the contiguous `dy`, the forward's `x`, `mean`, `rstd`, `weight`.
@@ -278,7 +331,7 @@ pub trait Backend: Send + Sync {
         &self,
         dy: Operand,
         x: Operand,
-        mean: Operand,
+        mean: Option<Operand>,
         rstd: Operand,
         weight: Option<Operand>,
         grads: LayerNormGrads,
@@ -372,6 +425,21 @@ pub trait Backend: Send + Sync {
         invstd: Operand,
         y: Operand,
     ) -> Result<()>;
+    /// Group norm into `y`, each (sample, group)'s mean and inverse standard deviation into
+    /// `mean`/`rstd` [N, G]; the output is normalised with the statistics as stored.
+    fn group_norm(&self, gn: &GroupNorm, y: Operand, mean: Operand, rstd: Operand) -> Result<()>;
+    /// Group norm's backward from the forward's `mean` and `rstd`.
+    fn group_norm_backward(
+        &self,
+        gn: &GroupNorm,
+        mean: Operand,
+        rstd: Operand,
+        grads: GroupNormGrads,
+    ) -> Result<()>;
+    /// A 2-D resize of `u.x` into `out` [N, C, Ho, Wo].
+    fn upsample2d(&self, u: &Upsample, out: Operand) -> Result<()>;
+    /// A resize's input gradient: `dx` (overwritten; `u.x` is its view) from `dout`.
+    fn upsample2d_backward(&self, u: &Upsample, dout: Operand, dx: Operand) -> Result<()>;
     /// Batch norm's backward from the forward's `mean` and `invstd` (in evaluation: the running
     /// mean and variance).
     fn batch_norm_backward(

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use crate::device::backend::{
     Attention, AttentionGrads, Backend, BatchNorm, BatchNormGrads, BinaryOp, Conv, Distribution,
-    LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
+    GroupNorm, GroupNormGrads, LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
+    Upsample,
 };
 use crate::device::blas_handle::Workspace;
 use crate::device::reduce_plan::DeviceProps;
@@ -129,6 +130,30 @@ impl Backend for ShapesBackend {
     ) -> Result<()> {
         Ok(())
     }
+    fn group_norm(
+        &self,
+        _gn: &GroupNorm,
+        _y: Operand,
+        _mean: Operand,
+        _rstd: Operand,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn group_norm_backward(
+        &self,
+        _gn: &GroupNorm,
+        _mean: Operand,
+        _rstd: Operand,
+        _grads: GroupNormGrads,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn upsample2d(&self, _u: &Upsample, _out: Operand) -> Result<()> {
+        Ok(())
+    }
+    fn upsample2d_backward(&self, _u: &Upsample, _dout: Operand, _dx: Operand) -> Result<()> {
+        Ok(())
+    }
     fn layer_norm(
         &self,
         _x: Operand,
@@ -136,7 +161,7 @@ impl Backend for ShapesBackend {
         _bias: Option<Operand>,
         _eps: f64,
         _y: Operand,
-        _mean: Operand,
+        _mean: Option<Operand>,
         _rstd: Operand,
     ) -> Result<()> {
         Ok(())
@@ -145,7 +170,7 @@ impl Backend for ShapesBackend {
         &self,
         _dy: Operand,
         _x: Operand,
-        _mean: Operand,
+        _mean: Option<Operand>,
         _rstd: Operand,
         _weight: Option<Operand>,
         _grads: LayerNormGrads,

@@ -186,7 +186,7 @@ binary_methods! {
     fn pow(Pow) "**" Arithmetic,
         tensors [],
         number pow_number [],
-        first [],
+        first [rpow_scalar],
         "t.pow(exponent) — elementwise power by a number or a tensor (also t ** exponent)";
     fn gt(Gt) ">" Ordering,
         tensors [compare], number gt_scalar [compare], first [compare],

@@ -260,20 +260,33 @@ struct ConvSaved {
 impl ConvSaved {
     /// PyTorch's `convolution_backward`: the input's and the weight's gradients (in the order and
     /// with the workspaces of the backend's kernels), then the bias's, `grad.sum([0, 2, 3])`.
+    ///
+    /// Note [conv backward grad copies]: cuDNN's `backward_input` allocates the input's gradient
+    /// and then makes its own contiguous copy of a gradient that is not dense in the format;
+    /// `backward_weight` makes its copy before allocating the weight's gradient; each frees its
+    /// copy on return. The native depthwise kernels (weight's gradient first) copy once.
     fn backward(&self, g: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let (input, weight) = (self.x.get()?, self.weight.get()?);
         let cl = is_channels_last(input) || is_channels_last(weight);
         let ws = input.conv_workspaces(weight, &self.options, cl);
         let (x, w) = (in_format(input, cl)?, in_format(weight, cl)?);
-        let dout = in_format(g, cl)?;
+        let shared = ws.weight_grad_first.then(|| in_format(g, cl)).transpose()?;
         let c = conv(&x, &w, &self.options);
         let grad_of =
             |t: &Tensor, want: bool, bytes: usize, input_grad: bool| -> Result<Option<Tensor>> {
                 if !want {
                     return Ok(None);
                 }
+                let early = match (&shared, input_grad) {
+                    (Some(_), _) | (None, true) => None,
+                    (None, false) => Some(in_format(g, cl)?),
+                };
                 let d = empty_in(t, t.dims(), t.dtype(), cl)?;
                 if d.numel() > 0 && g.numel() > 0 {
+                    let dout = match (&shared, &early) {
+                        (Some(s), _) | (None, Some(s)) => s.clone(),
+                        (None, None) => in_format(g, cl)?,
+                    };
                     let scratch = workspace(t, bytes)?;
                     let (dx, dw) = if input_grad {
                         (Some(d.operand()), None)
@@ -294,7 +307,7 @@ impl ConvSaved {
             let dx = grad_of(input, mask[0], ws.input_grad, true)?;
             (dx, grad_of(weight, mask[1], ws.weight_grad, false)?)
         };
-        drop((dout, w, x));
+        drop((shared, w, x));
         let mut out = vec![dx, dw];
         if self.has_bias {
             let db = match mask[2] {

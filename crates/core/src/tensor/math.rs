@@ -288,6 +288,18 @@ impl Tensor {
         self.reciprocal()?.mul_scalar(s)
     }
 
+    /// `s ** self` (PyTorch's `pow(Scalar, Tensor)`: one new tensor); autograd through it is
+    /// not offered yet, and asking for it says so.
+    pub fn rpow_scalar(&self, s: Scalar) -> Result<Tensor> {
+        if needs_grad(&[self]) {
+            return Err(TensorError::runtime(
+                "torchlet: a number raised to a tensor that requires grad (s ** t) is not supported \
+                 yet; write torch.exp(t * math.log(s))",
+            ));
+        }
+        self.scalar_raw(BinaryOp::Pow, s, true)
+    }
+
     /// `1 / self`.
     pub fn reciprocal(&self) -> Result<Tensor> {
         if let Some((cast, _off)) = super::autocast::cast_inputs("reciprocal", &[self])? {

@@ -4,7 +4,9 @@
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
-//! (`layer_norm`, `dropout`), `conv` (conv1d/conv2d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
+//! (`layer_norm`, `dropout`), `rms_norm`, `group_norm`, `pad` (constant padding), `upsample`
+//! (nearest and bilinear `interpolate`), `vector_norm` (the norms of gradient clipping),
+//! `amp_scale` (GradScaler's unscale and scale update), `conv` (conv1d/conv2d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
 //! are `conv_workspace_table`),
 //! `pool` (max/avg/adaptive pooling, batch norm; `memory_format` for channels-last), `attention` (`scaled_dot_product_attention`: the backend choice, the
 //! bool mask; `attention_fused` the cuDNN, flash and memory-efficient buffers, `attention_math`
@@ -22,6 +24,7 @@
 //! every allocation (the backend only fills memory it is handed), which is what keeps memory
 //! events PyTorch's.
 
+pub mod amp_scale;
 pub mod attention;
 mod attention_fused;
 mod attention_math;
@@ -36,6 +39,7 @@ mod conv_workspace_table;
 pub(crate) mod convert;
 mod creation;
 mod grad;
+mod group_norm;
 mod handle;
 mod index_ops;
 mod inplace;
@@ -45,15 +49,19 @@ mod loss;
 mod math;
 mod memory_format;
 mod nn;
+mod pad;
 pub mod pool;
 mod print;
 mod random;
 mod reduce;
 mod reduce_grad;
 mod reduce_list;
+mod rms_norm;
 mod shape_ops;
 mod unary_list;
 mod update;
+pub mod upsample;
+pub mod vector_norm;
 mod views;
 
 pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};

@@ -12,7 +12,7 @@ fn shape_str(shape: &[usize]) -> String {
 }
 
 /// PyTorch's `_check_layer_norm_inputs`: the rows (M) and row length (N).
-fn check_layer_norm(
+pub(super) fn check_layer_norm(
     x: &Tensor,
     shape: &[usize],
     weight: Option<&Tensor>,
@@ -67,7 +67,7 @@ fn layer_norm_params(
 }
 
 /// The dtype of layer norm's saved statistics (PyTorch's accumulate type on CUDA).
-fn stat_dtype(t: DType) -> DType {
+pub(super) fn stat_dtype(t: DType) -> DType {
     if t == DType::F64 {
         DType::F64
     } else {
@@ -76,7 +76,7 @@ fn stat_dtype(t: DType) -> DType {
 }
 
 /// `t` itself when contiguous, else a contiguous copy (PyTorch's `expect_contiguous`).
-fn expect_contiguous(t: &Tensor) -> Result<Tensor> {
+pub(super) fn expect_contiguous(t: &Tensor) -> Result<Tensor> {
     if t.is_contiguous() {
         Ok(t.clone())
     } else {
@@ -123,7 +123,7 @@ impl Tensor {
                 b.as_ref().map(|b| b.operand()),
                 eps,
                 y.operand_with(&rows),
-                mean.operand(),
+                Some(mean.operand()),
                 rstd.operand(),
             )?;
         }
@@ -206,7 +206,7 @@ impl LayerNormSaved {
             input.backend().layer_norm_backward(
                 dy.operand_with(&rows),
                 x.operand_with(&rows),
-                self.mean.get()?.operand(),
+                Some(self.mean.get()?.operand()),
                 self.rstd.get()?.operand(),
                 weight.map(|w| w.operand()),
                 LayerNormGrads {

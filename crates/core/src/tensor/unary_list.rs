@@ -84,6 +84,8 @@ elementwise_methods! {
         => |g, x| g.div(x), "t.log() — elementwise natural logarithm";
     fn sqrt(UnaryOp::Sqrt) "SqrtBackward0" saves output
         => |g, r| g.div(&r.mul_scalar(Scalar::Int(2))?), "t.sqrt() — elementwise square root";
+    fn rsqrt(UnaryOp::Rsqrt) "RsqrtBackward0" saves output
+        => |g, r| rsqrt_backward(g, r), "t.rsqrt() — elementwise 1 / sqrt(x)";
     fn abs(UnaryOp::Abs) "AbsBackward0" saves input
         => |g, x| g.mul(&x.unary_raw(UnaryOp::Sign)?), "t.abs() — elementwise absolute value";
     fn relu(UnaryOp::Relu) "ReluBackward0" saves output
@@ -107,4 +109,11 @@ elementwise_methods! {
             call: |t, approximate| t.gelu(approximate),
         },
     ]
+}
+
+/// `-0.5 * grad * result.pow(3)` as PyTorch's RsqrtBackward0 computes it: the cube first (the
+/// right operand of the generated C++ product is evaluated first), then the scaled gradient.
+fn rsqrt_backward(g: &Tensor, r: &Tensor) -> Result<Tensor> {
+    let cube = r.pow_scalar(3.0)?;
+    g.mul_scalar(Scalar::Float(-0.5))?.mul(&cube)
 }

@@ -453,8 +453,20 @@ def _define_functions():
 
 _define_functions()
 
+
+def _foreach_norm(tensors, ord=2):
+    """One 0-dim norm per tensor, with the GPU kernel's partial sums (clip_grad_norm_'s first step)."""
+    return _C._foreach_norm(list(tensors), _builtin_float(ord))
+
+
+def _foreach_mul_(tensors, scalar):
+    """Each tensor multiplied in place by a number or a 0-dim tensor (no allocation)."""
+    for t in tensors:
+        t.mul_(scalar)
+
 from torch import nn  # noqa: E402
 from torch import optim  # noqa: E402
+from torch import linalg  # noqa: E402,F401
 from torch import utils  # noqa: E402
 from torch import version  # noqa: E402
 from torch import backends  # noqa: E402,F401

@@ -235,13 +235,16 @@ class Tensor(_C.TensorBase):
         device = kwargs.pop("device", device)
         dtype = kwargs.pop("dtype", dtype)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("copy", None)
+        copy = kwargs.pop("copy", False)
         fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        moves = (device is not None and torch.device(device) != self.device) or (dtype is not None and dtype != self.dtype)
+        if copy and not moves:
+            # to(copy=True) copies even when nothing changes (one new tensor, as clone makes).
+            return self.clone(memory_format=fmt or torch.preserve_format)
         if fmt is None or fmt is torch.preserve_format:
             return _C._to(self, torch._device_name(device), torch._dtype_name(dtype))
-        moves = (device is not None and torch.device(device) != self.device) or (dtype is not None and dtype != self.dtype)
         if moves:
             raise NotImplementedError(
                 "torchlet: to(device or dtype, memory_format=...) in one call is not supported yet "
@@ -288,6 +291,9 @@ class Tensor(_C.TensorBase):
 
     def detach(self):
         return _C._detach(self)
+
+    def reciprocal(self):
+        return _C._reciprocal(self)
 
     def detach_(self):
         _C._detach_(self)
@@ -437,7 +443,10 @@ class Tensor(_C.TensorBase):
                     raise NotImplementedError(
                         f"torchlet: slices with a step ({k}) are not supported yet; only step 1"
                     )
-                out = _C._narrow(out, dim, start, max(0, stop - start))
+                # A slice of the whole dim is skipped, as PyTorch's applySlice skips it (no
+                # SliceBackward0, whose backward would allocate a zero-filled gradient).
+                if not (start == 0 and stop == size):
+                    out = _C._narrow(out, dim, start, max(0, stop - start))
                 dim += 1
             elif isinstance(k, (Tensor, list)):
                 index = k if isinstance(k, Tensor) else torch.tensor(k, device=out.device)
@@ -454,6 +463,8 @@ class Tensor(_C.TensorBase):
                 raise TypeError(
                     "only integers, slices (`:`), ellipsis (`...`), None and long tensors are valid indices"
                 )
+        if out is self:
+            out = self.view(_C._shape(self))  # indexing always makes a new tensor (a view)
         return out
 
     def __setitem__(self, key, value):

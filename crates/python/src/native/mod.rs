@@ -5,7 +5,8 @@
 //! JSON-like data, scalars, shapes), `creation` (factories and `manual_seed`), `ops` (tensor
 //! methods and functions, by name from core's op tables where core has one), `attention`
 //! (`scaled_dot_product_attention` and the backend switches), `conv` (convolutions, pooling,
-//! batch norm), `autograd` (grad
+//! batch norm), `norm` (group and RMS norm, padding, resizing), `grad_tools` (gradient norms,
+//! GradScaler's kernels), `autograd` (grad
 //! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
 //! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices).
@@ -16,7 +17,9 @@ mod autograd;
 mod checkpoint;
 mod conv;
 mod creation;
+mod grad_tools;
 mod memory;
+mod norm;
 mod ops;
 mod optim;
 pub(crate) mod tensor;
@@ -45,10 +48,12 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 9] = [
+    let tables: [&[(&'static str, Native)]; 11] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
         conv::FUNCTIONS,
+        norm::FUNCTIONS,
+        grad_tools::FUNCTIONS,
         checkpoint::FUNCTIONS,
         ops::FUNCTIONS,
         autograd::FUNCTIONS,

@@ -125,6 +125,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         )
     }),
     ("_t", |a| one(a, a.tensor(0)?.t())),
+    ("_reciprocal", |a| one(a, a.tensor(0)?.reciprocal())),
     ("_permute", |a| one(a, a.tensor(0)?.permute(&isizes(a, 1)?))),
     ("_unsqueeze", |a| {
         one(a, a.tensor(0)?.unsqueeze(a.int(1)? as isize))

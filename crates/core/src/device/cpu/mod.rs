@@ -4,9 +4,9 @@
 //! fill, arange, unary and binary ops), `compare` (comparisons into bool), `indexing` (where,
 //! masked_fill, triu/tril, gather, scatter_add), `reduce` (reductions, softmax, NLL loss),
 //! `staged` (a reduction through PyTorch's staging memory, as the simulated GPU runs it),
-//! `matmul` (the `gemm` crate), `norm` (layer norm, dropout), `attention` (fused SDPA,
-//! forward and backward), `conv`, `pool` and `batch_norm` (through `strided`'s element access) and `random` (seeded uniform and
-//! normal fills); `parallel` splits large ranges across rayon threads; `host_limit` refuses a
+//! `matmul` (the `gemm` crate), `norm` (layer and RMS norm, dropout), `attention` (fused SDPA,
+//! forward and backward), `conv`, `pool`, `batch_norm`, `group_norm` and `upsample` (through
+//! `strided`'s element access) and `random` (seeded uniform and normal fills); `parallel` splits large ranges across rayon threads; `host_limit` refuses a
 //! request larger than the machine's RAM and swap before the kernel's overcommit grants it.
 
 mod attention;
@@ -14,6 +14,7 @@ mod batch_norm;
 mod compare;
 mod conv;
 mod elementwise;
+mod group_norm;
 mod host_limit;
 mod indexing;
 mod matmul;
@@ -24,6 +25,7 @@ mod random;
 mod reduce;
 mod staged;
 mod strided;
+mod upsample;
 
 use std::alloc::{alloc, dealloc, Layout as MemLayout};
 use std::sync::Arc;
@@ -89,6 +91,7 @@ pub mod kernels {
     pub use super::batch_norm::{batch_norm, batch_norm_backward};
     pub use super::conv::{conv2d, conv2d_backward};
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
+    pub use super::group_norm::{group_norm, group_norm_backward};
     pub use super::indexing::{gather, masked_fill, scatter_add, triangle, where_select};
     pub use super::matmul::matmul;
     pub use super::norm::{addmm, dropout, dropout_backward, layer_norm, layer_norm_backward};
@@ -97,6 +100,7 @@ pub mod kernels {
     pub use super::reduce::{
         nll_loss, nll_loss_backward, reduce, scatter, softmax, softmax_backward,
     };
+    pub use super::upsample::{upsample2d, upsample2d_backward};
 }
 
 /// Implement the kernel methods of `Backend` with the host kernels (for `cpu` and `sim`);
@@ -219,6 +223,35 @@ macro_rules! host_kernel_methods {
         ) -> Result<()> {
             $crate::device::cpu::kernels::pool2d_backward(p, dout, indices, dx)
         }
+        fn group_norm(
+            &self,
+            gn: &$crate::device::backend::GroupNorm,
+            y: Operand,
+            mean: Operand,
+            rstd: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::group_norm(gn, y, mean, rstd)
+        }
+        fn group_norm_backward(
+            &self,
+            gn: &$crate::device::backend::GroupNorm,
+            mean: Operand,
+            rstd: Operand,
+            grads: $crate::device::backend::GroupNormGrads,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::group_norm_backward(gn, mean, rstd, grads)
+        }
+        fn upsample2d(&self, u: &$crate::device::backend::Upsample, out: Operand) -> Result<()> {
+            $crate::device::cpu::kernels::upsample2d(u, out)
+        }
+        fn upsample2d_backward(
+            &self,
+            u: &$crate::device::backend::Upsample,
+            dout: Operand,
+            dx: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::upsample2d_backward(u, dout, dx)
+        }
         fn batch_norm(
             &self,
             bn: &$crate::device::backend::BatchNorm,
@@ -245,7 +278,7 @@ macro_rules! host_kernel_methods {
             bias: Option<Operand>,
             eps: f64,
             y: Operand,
-            mean: Operand,
+            mean: Option<Operand>,
             rstd: Operand,
         ) -> Result<()> {
             $crate::device::cpu::kernels::layer_norm(x, weight, bias, eps, y, mean, rstd)
@@ -254,7 +287,7 @@ macro_rules! host_kernel_methods {
             &self,
             dy: Operand,
             x: Operand,
-            mean: Operand,
+            mean: Option<Operand>,
             rstd: Operand,
             weight: Option<Operand>,
             grads: $crate::device::backend::LayerNormGrads,

@@ -1,4 +1,5 @@
-//! Host kernels for layer norm (forward and backward, per row in f64) and dropout.
+//! Host kernels for layer norm (forward and backward, per row in f64; without a mean, RMS norm)
+//! and dropout.
 
 use crate::device::backend::{LayerNormGrads, Operand};
 use torchlet_alloc::types::element::{load_f64, store_f64};
@@ -22,17 +23,22 @@ pub fn layer_norm(
     bias: Option<Operand>,
     eps: f64,
     y: Operand,
-    mean: Operand,
+    mean: Option<Operand>,
     rstd: Operand,
 ) -> Result<()> {
     let n = *x.layout.shape.last().unwrap_or(&1);
-    let rows = mean.layout.numel();
+    let rows = rstd.layout.numel();
     for r in 0..rows {
         let row = (0..n).map(|j| get(&x, r * n + j));
-        let mu = row.clone().sum::<f64>() / n.max(1) as f64;
+        let mu = match &mean {
+            Some(_) => row.clone().sum::<f64>() / n.max(1) as f64,
+            None => 0.0,
+        };
         let var = row.map(|v| (v - mu) * (v - mu)).sum::<f64>() / n.max(1) as f64;
         let rs = 1.0 / (var + eps).sqrt();
-        put(&mean, r, mu);
+        if let Some(mean) = &mean {
+            put(mean, r, mu);
+        }
         put(&rstd, r, rs);
         for j in 0..n {
             let mut v = (get(&x, r * n + j) - mu) * rs;
@@ -53,19 +59,20 @@ pub fn layer_norm(
 pub fn layer_norm_backward(
     dy: Operand,
     x: Operand,
-    mean: Operand,
+    mean: Option<Operand>,
     rstd: Operand,
     weight: Option<Operand>,
     grads: LayerNormGrads,
 ) -> Result<()> {
     let n = *x.layout.shape.last().unwrap_or(&1);
-    let rows = mean.layout.numel();
+    let rows = rstd.layout.numel();
+    let centred = mean.is_some();
     let parts = grads.parts.max(1);
     let per_part = rows.div_ceil(parts).max(1);
     let mut dw = vec![0f64; parts * n];
     let mut db = vec![0f64; parts * n];
     for r in 0..rows {
-        let (mu, rs) = (get(&mean, r), get(&rstd, r));
+        let (mu, rs) = (mean.as_ref().map_or(0.0, |m| get(m, r)), get(&rstd, r));
         let w = |j: usize| weight.as_ref().map_or(1.0, |w| get(w, j));
         let (mut s1, mut s2) = (0f64, 0f64);
         for j in 0..n {
@@ -79,6 +86,7 @@ pub fn layer_norm_backward(
         if let Some(dx) = &grads.dx {
             for j in 0..n {
                 let (g, xh) = (get(&dy, r * n + j), (get(&x, r * n + j) - mu) * rs);
+                let s1 = if centred { s1 } else { 0.0 };
                 let v = (n as f64 * g * w(j) - s1 - xh * s2) * rs / n as f64;
                 put(dx, r * n + j, v);
             }

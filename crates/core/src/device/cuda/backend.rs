@@ -7,7 +7,8 @@ use torchlet_alloc::{AllocConfig, CachingAllocator, DeviceAllocator, DevicePtr};
 
 use crate::device::backend::{
     Attention, AttentionGrads, Backend, BatchNorm, BatchNormGrads, BinaryOp, Conv, Distribution,
-    LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
+    GroupNorm, GroupNormGrads, LayerNormGrads, Operand, Pool, ReduceOp, ReduceOut, UnaryOp,
+    Upsample,
 };
 use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
@@ -263,27 +264,36 @@ impl Backend for CudaBackend {
         bias: Option<Operand>,
         eps: f64,
         y: Operand,
-        mean: Operand,
+        mean: Option<Operand>,
         rstd: Operand,
     ) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .layer_norm(&x, weight.as_ref(), bias.as_ref(), eps, &y, &mean, &rstd)?)
+        Ok(self.dev.gpu().layer_norm(
+            &x,
+            weight.as_ref(),
+            bias.as_ref(),
+            eps,
+            &y,
+            mean.as_ref(),
+            &rstd,
+        )?)
     }
     fn layer_norm_backward(
         &self,
         dy: Operand,
         x: Operand,
-        mean: Operand,
+        mean: Option<Operand>,
         rstd: Operand,
         weight: Option<Operand>,
         grads: LayerNormGrads,
     ) -> Result<()> {
-        Ok(self
-            .dev
-            .gpu()
-            .layer_norm_backward(&dy, &x, &mean, &rstd, weight.as_ref(), &grads)?)
+        Ok(self.dev.gpu().layer_norm_backward(
+            &dy,
+            &x,
+            mean.as_ref(),
+            &rstd,
+            weight.as_ref(),
+            &grads,
+        )?)
     }
     fn conv2d(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
         Ok(self.dev.gpu().conv2d(c, bias.as_ref(), &out)?)
@@ -337,6 +347,27 @@ impl Backend for CudaBackend {
             .dev
             .gpu()
             .batch_norm_backward(bn, &mean, &invstd, &grads)?)
+    }
+    fn group_norm(&self, gn: &GroupNorm, y: Operand, mean: Operand, rstd: Operand) -> Result<()> {
+        Ok(self.dev.gpu().group_norm(gn, &y, &mean, &rstd)?)
+    }
+    fn group_norm_backward(
+        &self,
+        gn: &GroupNorm,
+        mean: Operand,
+        rstd: Operand,
+        grads: GroupNormGrads,
+    ) -> Result<()> {
+        Ok(self
+            .dev
+            .gpu()
+            .group_norm_backward(gn, &mean, &rstd, &grads)?)
+    }
+    fn upsample2d(&self, u: &Upsample, out: Operand) -> Result<()> {
+        Ok(self.dev.gpu().upsample2d(u, &out)?)
+    }
+    fn upsample2d_backward(&self, u: &Upsample, dout: Operand, dx: Operand) -> Result<()> {
+        Ok(self.dev.gpu().upsample2d_backward(u, &dout, &dx)?)
     }
     fn attention(&self, a: &Attention, out: Operand, lse: Option<Operand>) -> Result<()> {
         Ok(self.dev.gpu().attention(a, &out, lse.as_ref())?)

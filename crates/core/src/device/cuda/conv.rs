@@ -1,4 +1,5 @@
-//! Convolution, pooling and batch norm on the GPU: launches of the kernels in `kernels/conv.cu`.
+//! Convolution, pooling, batch norm and 2-D resizing on the GPU: launches of the kernels in
+//! `kernels/conv.cu`.
 
 use std::ffi::c_void;
 
@@ -7,7 +8,9 @@ use super::layout::OperandExt;
 use super::module::{grid_for, launch, BLOCK};
 use super::norm::addr_or_null as addr;
 use super::ops::Gpu;
-use crate::device::backend::{BatchNorm, BatchNormGrads, Conv, Operand, Pool, PoolKind};
+use crate::device::backend::{
+    BatchNorm, BatchNormGrads, Conv, Operand, Pool, PoolKind, Upsample, UpsampleMode,
+};
 use torchlet_alloc::types::DType;
 
 /// Pointers to each argument's value, as cuLaunchKernel wants them.
@@ -98,6 +101,33 @@ impl PoolArgs {
             count_include_pad: include,
             divisor,
             ..Default::default()
+        }
+    }
+}
+
+/// The kernels' `struct Up`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct UpArgs {
+    sizes: [i64; 6],
+    sx: [i64; 4],
+    so: [i64; 4],
+    ratio: [f32; 2],
+    mode: i32,
+}
+
+impl UpArgs {
+    fn new(u: &Upsample, out: &Operand) -> Self {
+        let (x, o) = (&u.x.layout.shape, &out.layout.shape);
+        UpArgs {
+            sizes: [x[0], x[1], x[2], x[3], o[2], o[3]].map(|d| d as i64),
+            sx: strides(Some(&u.x)),
+            so: strides(Some(out)),
+            ratio: u.ratio,
+            mode: match u.mode {
+                UpsampleMode::Nearest => 0,
+                UpsampleMode::Bilinear { align_corners } => 1 + align_corners as i32,
+            },
         }
     }
 }
@@ -212,6 +242,25 @@ impl Gpu<'_> {
         let planes = p.x.layout.shape[0] * p.x.layout.shape[1];
         let (mut d, mut g, mut i) = (dx.addr(), dout.addr(), addr(indices));
         self.conv_launch("pool_bwd", planes, &p.x, &mut args!(a, d, g, i))
+    }
+
+    /// A 2-D resize of `u.x` into `out`.
+    pub fn upsample2d(&self, u: &Upsample, out: &Operand) -> CudaResult<()> {
+        let mut a = UpArgs::new(u, out);
+        let (mut o, mut x) = (out.addr(), u.x.addr());
+        self.conv_launch("upsample_fwd", out.numel(), &u.x, &mut args!(a, o, x))
+    }
+
+    /// A resize's input gradient, gathered per input element (`u.x` is `dx`'s view).
+    pub fn upsample2d_backward(
+        &self,
+        u: &Upsample,
+        dout: &Operand,
+        dx: &Operand,
+    ) -> CudaResult<()> {
+        let mut a = UpArgs::new(u, dout);
+        let (mut d, mut g) = (dx.addr(), dout.addr());
+        self.conv_launch("upsample_bwd", dx.numel(), &u.x, &mut args!(a, d, g))
     }
 
     /// Batch norm's output; in training its saved statistics and the running ones' update.

@@ -1,4 +1,4 @@
-//! Layer norm and dropout on the GPU: launches of the kernels in `kernels/norm.cu`.
+//! Layer, RMS and group norm and dropout on the GPU: launches of the kernels in `kernels/norm.cu`.
 
 use std::ffi::c_void;
 
@@ -8,7 +8,7 @@ use super::layout::OperandExt;
 use super::module::{launch, BLOCK};
 use super::ops::Gpu;
 use super::rows::RowPlan;
-use crate::device::backend::{LayerNormGrads, Operand};
+use crate::device::backend::{GroupNorm, GroupNormGrads, LayerNormGrads, Operand};
 use torchlet_alloc::types::Layout;
 
 /// Pointers to each argument's value, as cuLaunchKernel wants them.
@@ -41,16 +41,17 @@ impl Gpu<'_> {
         b: Option<&Operand>,
         eps: f64,
         y: &Operand,
-        mean: &Operand,
+        mean: Option<&Operand>,
         rstd: &Operand,
     ) -> CudaResult<()> {
         let name = self.float_kernel("layer_norm", x)?;
-        let rows = mean.numel();
+        let rows = rstd.numel();
         let n = x.numel().checked_div(rows).unwrap_or(0);
         if rows == 0 || n == 0 {
             return Ok(());
         }
-        let (mut yp, mut mp, mut rp, mut xp) = (y.addr(), mean.addr(), rstd.addr(), x.addr());
+        let (mut yp, mut mp, mut rp, mut xp) =
+            (y.addr(), addr_or_null(mean), rstd.addr(), x.addr());
         let (mut wp, mut bp, mut rr, mut nn, mut e) =
             (addr_or_null(w), addr_or_null(b), rows as i64, n as i64, eps);
         let addrs: Vec<u64> = [Some(xp), Some(yp), w.map(|v| v.addr()), b.map(|v| v.addr())]
@@ -75,17 +76,18 @@ impl Gpu<'_> {
         &self,
         dy: &Operand,
         x: &Operand,
-        mean: &Operand,
+        mean: Option<&Operand>,
         rstd: &Operand,
         w: Option<&Operand>,
         grads: &LayerNormGrads,
     ) -> CudaResult<()> {
-        let rows = mean.numel();
+        let rows = rstd.numel();
         let n = x.numel().checked_div(rows).unwrap_or(0);
         if rows == 0 || n == 0 {
             return Ok(());
         }
-        let (mut gp, mut xp, mut mp, mut rp) = (dy.addr(), x.addr(), mean.addr(), rstd.addr());
+        let (mut gp, mut xp, mut mp, mut rp) =
+            (dy.addr(), x.addr(), addr_or_null(mean), rstd.addr());
         let (mut rr, mut nn) = (rows as i64, n as i64);
         if let Some(dx) = &grads.dx {
             let f = self
@@ -109,6 +111,79 @@ impl Gpu<'_> {
         let (mut pp, mut per) = (parts as i64, rows.div_ceil(parts) as i64);
         let params = &mut args!(dwp, dbp, gp, xp, mp, rp, rr, nn, pp, per);
         launch(self.ctx, f, (self.grid(parts * n), 1, 1), BLOCK, params)
+    }
+
+    /// Group norm of the contiguous [N, C, L] input: one block per (sample, group).
+    pub fn group_norm(
+        &self,
+        gn: &GroupNorm,
+        y: &Operand,
+        mean: &Operand,
+        rstd: &Operand,
+    ) -> CudaResult<()> {
+        let (n, c, l) = group_sizes(gn);
+        if n * c * l == 0 {
+            return Ok(());
+        }
+        let f = self
+            .kernels
+            .function(self.ctx, self.float_kernel("group_norm", &gn.x)?)?;
+        let (mut yp, mut mp, mut rp, mut xp) = (y.addr(), mean.addr(), rstd.addr(), gn.x.addr());
+        let (mut wp, mut bp) = (
+            addr_or_null(gn.weight.as_ref()),
+            addr_or_null(gn.bias.as_ref()),
+        );
+        let rows = n * gn.groups;
+        let (mut rr, mut g, mut d, mut ll, mut e) = (
+            rows as i64,
+            gn.groups as i64,
+            (c / gn.groups) as i64,
+            l as i64,
+            gn.eps,
+        );
+        let params = &mut args!(yp, mp, rp, xp, wp, bp, rr, g, d, ll, e);
+        launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)
+    }
+
+    /// Group norm's backward: the input's gradient per (sample, group), then per channel the
+    /// weight's and bias's.
+    pub fn group_norm_backward(
+        &self,
+        gn: &GroupNorm,
+        mean: &Operand,
+        rstd: &Operand,
+        grads: &GroupNormGrads,
+    ) -> CudaResult<()> {
+        let (n, c, l) = group_sizes(gn);
+        if n * c * l == 0 {
+            return Ok(());
+        }
+        let (mut gp, mut xp, mut mp, mut rp) =
+            (grads.dy.addr(), gn.x.addr(), mean.addr(), rstd.addr());
+        let (mut g, mut ll) = (gn.groups as i64, l as i64);
+        if let Some(dx) = &grads.dx {
+            let f = self
+                .kernels
+                .function(self.ctx, self.float_kernel("group_norm_dx", &gn.x)?)?;
+            let rows = n * gn.groups;
+            let (mut dxp, mut wp) = (dx.addr(), addr_or_null(gn.weight.as_ref()));
+            let (mut rr, mut d) = (rows as i64, (c / gn.groups) as i64);
+            let params = &mut args!(dxp, gp, xp, mp, rp, wp, rr, g, d, ll);
+            launch(self.ctx, f, (rows.min(65535) as u32, 1, 1), BLOCK, params)?;
+        }
+        if grads.dweight.is_none() && grads.dbias.is_none() {
+            return Ok(());
+        }
+        let f = self
+            .kernels
+            .function(self.ctx, self.float_kernel("group_norm_dwb", &gn.x)?)?;
+        let (mut dwp, mut dbp) = (
+            addr_or_null(grads.dweight.as_ref()),
+            addr_or_null(grads.dbias.as_ref()),
+        );
+        let (mut nn, mut cc) = (n as i64, c as i64);
+        let params = &mut args!(dwp, dbp, gp, xp, mp, rp, nn, cc, g, ll);
+        launch(self.ctx, f, (self.grid(c), 1, 1), BLOCK, params)
     }
 
     /// Dropout of `src` into the contiguous `out` and bool `mask`.
@@ -168,4 +243,10 @@ impl Gpu<'_> {
         let params = &mut args!(o, g, m, sc, nn);
         launch(self.ctx, f, (self.grid(n), 1, 1), BLOCK, params)
     }
+}
+
+/// (N, C, L) of a group norm's input.
+fn group_sizes(gn: &GroupNorm) -> (usize, usize, usize) {
+    let s = &gn.x.layout.shape;
+    (s[0], s[1], s[2])
 }

@@ -35,6 +35,8 @@ unary_ops! {
     Log => "log" { float: |x| x.ln(), fast_f32: yes, cuda: "m_log(x)", }
     /// Square root.
     Sqrt => "sqrt" { float: |x| x.sqrt(), fast_f32: yes, cuda: "m_sqrt(x)", }
+    /// `1 / sqrt(x)`.
+    Rsqrt => "rsqrt" { float: |x| 1.0 / x.sqrt(), fast_f32: yes, cuda: "((X)1 / m_sqrt(x))", }
     /// `|x|`.
     Abs => "abs" { float: |x| x.abs(), int: |x| x.wrapping_abs(), fast_f32: yes, cuda: "(x < (X)0 ? -x : x)", }
     /// `max(x, 0)` (NaN stays NaN).

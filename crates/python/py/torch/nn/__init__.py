@@ -17,6 +17,7 @@ from torch.nn.modules import (  # noqa: F401
     Dropout,
     Embedding,
     Flatten,
+    GroupNorm,
     Identity,
     LayerNorm,
     Linear,
@@ -27,17 +28,13 @@ from torch.nn.modules import (  # noqa: F401
     Parameter,
     ParameterList,
     ReLU,
+    RMSNorm,
     Sequential,
+    Upsample,
     Sigmoid,
     SiLU,
     Softmax,
     Tanh,
 )
 
-
-class utils:
-    """torch.nn.utils: clip_grad_norm_ is not offered yet."""
-
-    @staticmethod
-    def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-        raise NotImplementedError("torchlet: torch.nn.utils.clip_grad_norm_ is not supported yet")
+from torch.nn import utils  # noqa: E402,F401

@@ -49,6 +49,79 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _C._layer_norm(input, tuple(normalized_shape), weight, bias, eps)
 
 
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return _C._group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _C._rms_norm(input, tuple(normalized_shape), weight, eps)
+
+
+def pad(input, pad, mode="constant", value=None):
+    if mode != "constant":
+        raise NotImplementedError(f"torchlet: F.pad with mode={mode!r} is not supported yet (only 'constant')")
+    return _C._constant_pad(input, [int(p) for p in pad], 0.0 if value is None else float(value))
+
+
+_INTERPOLATING = ("linear", "bilinear", "bicubic", "trilinear")
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """F.interpolate as PyTorch resolves size and scale_factor; 4-D nearest and bilinear run."""
+    if mode in _INTERPOLATING:
+        align_corners = False if align_corners is None else align_corners
+    elif align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and output size of {size}. Please provide "
+                    "input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size) for _ in range(dim)]
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scale_factor}. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in "
+                    "(s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor) for _ in range(dim)]
+        output_size = [int(input.shape[i + 2] * scale_factors[i]) for i in range(dim)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor:
+        scale_factors = None
+    if antialias:
+        raise NotImplementedError("torchlet: F.interpolate(antialias=True) is not supported yet")
+    if input.dim() != 4 or mode not in ("nearest", "bilinear"):
+        raise NotImplementedError(
+            f"torchlet: F.interpolate supports 4-D input in 'nearest' and 'bilinear' modes; got "
+            f"{input.dim()}-D input with mode={mode!r}")
+    return _C._upsample2d(input, tuple(output_size), None if scale_factors is None else tuple(scale_factors),
+                          mode, bool(align_corners))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     if max_norm is not None or sparse:

@@ -237,4 +237,88 @@ extern "C" __global__ void KNAME(bn_bwd_)(Bn p, T* dx, void* dw, void* db, const
   if (db) bn_st(p, db, c, sdy);
 }
 
+// 2-D resizing of [N, C, H, W] into [N, C, Ho, Wo]. mode: 0 nearest, 1 bilinear, 2 bilinear with
+// align_corners; ratio per axis as PyTorch's kernels index with (f32, as they compute). The
+// backward gathers, for each input element, the outputs that read it (the host kernel's sums).
+struct Up {
+  i64 N, C, H, W, Ho, Wo;
+  i64 sx[4], so[4];
+  float ratio[2];
+  int mode;
+};
+
+struct Taps {
+  i64 i0, i1;
+  float w0, w1;
+};
+
+__device__ __forceinline__ Taps up_taps(const Up& p, i64 o, i64 in, float r) {
+  Taps t;
+  if (p.mode == 0) {
+    i64 i = (i64)floorf((float)o * r);
+    t.i0 = t.i1 = i < in - 1 ? i : in - 1;
+    t.w0 = 1.0f;
+    t.w1 = 0.0f;
+    return t;
+  }
+  float src = p.mode == 2 ? r * (float)o : r * ((float)o + 0.5f) - 0.5f;
+  if (src < 0.0f) src = 0.0f;
+  t.i0 = (i64)src;
+  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
+  t.w1 = src - (float)t.i0;
+  t.w0 = 1.0f - t.w1;
+  return t;
+}
+
+__device__ __forceinline__ float up_weight(const Up& p, i64 o, i64 i, i64 in, float r) {
+  Taps t = up_taps(p, o, in, r);
+  return (t.i0 == i ? t.w0 : 0.0f) + (t.i1 == i ? t.w1 : 0.0f);
+}
+
+// The outputs along one axis that may read input i (a superset; up_taps decides).
+__device__ __forceinline__ void up_readers(i64 i, i64 outs, float r, i64& lo, i64& hi) {
+  if (r <= 0.0f) { lo = 0; hi = outs; return; }
+  lo = (i64)floorf(((float)i - 1.0f) / r) - 2;
+  hi = (i64)ceilf(((float)i + 2.0f) / r) + 2;
+  if (lo < 0) lo = 0;
+  if (hi > outs) hi = outs;
+}
+
+extern "C" __global__ void KNAME(upsample_fwd_)(Up p, T* out, const T* x) {
+  for (i64 e = gtid(); e < p.N * p.C * p.Ho * p.Wo; e += gstride()) {
+    i64 ow = e % p.Wo, oh = (e / p.Wo) % p.Ho, c = (e / (p.Wo * p.Ho)) % p.C, n = e / (p.Wo * p.Ho * p.C);
+    Taps th = up_taps(p, oh, p.H, p.ratio[0]), tw = up_taps(p, ow, p.W, p.ratio[1]);
+    A v;
+    if (p.mode == 0) {
+      v = (A)ld(x[at4(p.sx, n, c, th.i0, tw.i0)]);
+    } else {
+      A a = (A)ld(x[at4(p.sx, n, c, th.i0, tw.i0)]), b = (A)ld(x[at4(p.sx, n, c, th.i0, tw.i1)]);
+      A d = (A)ld(x[at4(p.sx, n, c, th.i1, tw.i0)]), f = (A)ld(x[at4(p.sx, n, c, th.i1, tw.i1)]);
+      v = (A)th.w0 * ((A)tw.w0 * a + (A)tw.w1 * b) + (A)th.w1 * ((A)tw.w0 * d + (A)tw.w1 * f);
+    }
+    out[at4(p.so, n, c, oh, ow)] = Cv<T>::from(v);
+  }
+}
+
+// p.sx: the input gradient's strides; p.so: the output gradient's.
+extern "C" __global__ void KNAME(upsample_bwd_)(Up p, T* dx, const T* dout) {
+  for (i64 e = gtid(); e < p.N * p.C * p.H * p.W; e += gstride()) {
+    i64 iw = e % p.W, ih = (e / p.W) % p.H, c = (e / (p.W * p.H)) % p.C, n = e / (p.W * p.H * p.C);
+    i64 hl, hh, wl, wh;
+    up_readers(ih, p.Ho, p.ratio[0], hl, hh);
+    up_readers(iw, p.Wo, p.ratio[1], wl, wh);
+    A sum = 0;
+    for (i64 oh = hl; oh < hh; oh++) {
+      float a = up_weight(p, oh, ih, p.H, p.ratio[0]);
+      if (a == 0.0f) continue;
+      for (i64 ow = wl; ow < wh; ow++) {
+        float b = up_weight(p, ow, iw, p.W, p.ratio[1]);
+        if (b == 0.0f) continue;
+        sum += (A)a * (A)b * (A)ld(dout[at4(p.so, n, c, oh, ow)]);
+      }
+    }
+    dx[at4(p.sx, n, c, ih, iw)] = Cv<T>::from(sum);
+  }
+}
+
 #endif

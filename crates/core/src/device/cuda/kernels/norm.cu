@@ -1,5 +1,5 @@
 // Layer norm (forward and backward) over rows of a contiguous [rows, n] input, and dropout.
-// mean/rstd are A (float, double for double). Forward rows that fit in registers take
+// mean/rstd are A (float, double for double); a null mean leaves the rows uncentred (RMS norm). Forward rows that fit in registers take
 // layer_norm_rows; the rest one block per row with shared memory sums.
 #if IS_FP
 
@@ -9,12 +9,12 @@ extern "C" __global__ void KNAME(layer_norm_)(T* y, A* mean, A* rstd, const T* x
     const T* xr = x + row * n;
     A s = 0;
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) s += (A)ld(xr[j]);
-    A mu = block_sum(s) / (A)n;
+    A mu = mean ? block_sum(s) / (A)n : (A)0;
     A q = 0;
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) { A d = (A)ld(xr[j]) - mu; q += d * d; }
     A var = block_sum(q) / (A)n;
     A rs = (A)1 / m_sqrt(var + (A)eps);
-    if (threadIdx.x == 0) { mean[row] = mu; rstd[row] = rs; }
+    if (threadIdx.x == 0) { if (mean) mean[row] = mu; rstd[row] = rs; }
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
       A v = ((A)ld(xr[j]) - mu) * rs;
       if (w) v *= (A)ld(w[j]);
@@ -44,7 +44,7 @@ __device__ __forceinline__ void layer_norm_rows(T* y, A* mean, A* rstd, const T*
 #pragma unroll
       for (int e = 0; e < W; e++) sum += (A)ld(r[k].v[e]);
     }
-    A mu = group_reduce<GSum>(sum, G) / (A)n;
+    A mu = mean ? group_reduce<GSum>(sum, G) / (A)n : (A)0;
     A q = 0;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
@@ -53,7 +53,7 @@ __device__ __forceinline__ void layer_norm_rows(T* y, A* mean, A* rstd, const T*
       for (int e = 0; e < W; e++) { A d = (A)ld(r[k].v[e]) - mu; q += d * d; }
     }
     A rs = (A)1 / m_sqrt(group_reduce<GSum>(q, G) / (A)n + (A)eps);
-    if (s.live && s.t == 0) { mean[s.row] = mu; rstd[s.row] = rs; }
+    if (s.live && s.t == 0) { if (mean) mean[s.row] = mu; rstd[s.row] = rs; }
 #pragma unroll
     for (int k = 0; k < NV; k++) {
       if (!slot_ok(s, G, k, nvec)) continue;
@@ -92,7 +92,7 @@ extern "C" __global__ void KNAME(layer_norm_dx_)(T* dx, const T* dy, const T* x,
   for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* gr = dy + row * n;
     const T* xr = x + row * n;
-    A mu = mean[row], rs = rstd[row];
+    A mu = mean ? mean[row] : (A)0, rs = rstd[row];
     A s1 = 0, s2 = 0;
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
       A gw = (A)ld(gr[j]) * (w ? (A)ld(w[j]) : (A)1);
@@ -104,7 +104,7 @@ extern "C" __global__ void KNAME(layer_norm_dx_)(T* dx, const T* dy, const T* x,
     for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
       A gw = (A)ld(gr[j]) * (w ? (A)ld(w[j]) : (A)1);
       A xh = ((A)ld(xr[j]) - mu) * rs;
-      dx[row * n + j] = Cv<T>::from(((A)n * gw - s1 - xh * s2) * rs / (A)n);
+      dx[row * n + j] = Cv<T>::from(((A)n * gw - (mean ? s1 : (A)0) - xh * s2) * rs / (A)n);
     }
   }
 }
@@ -119,7 +119,7 @@ extern "C" __global__ void KNAME(layer_norm_dwb_)(T* dw, T* db, const T* dy, con
     A sw = 0, sb = 0;
     for (i64 r = p * per_part; r < end; r++) {
       A g = ld(dy[r * n + j]);
-      sw += g * ((A)ld(x[r * n + j]) - mean[r]) * rstd[r];
+      sw += g * ((A)ld(x[r * n + j]) - (mean ? mean[r] : (A)0)) * rstd[r];
       sb += g;
     }
     if (dw) dw[c] = Cv<T>::from(sw);
@@ -151,4 +151,77 @@ extern "C" __global__ void KNAME(dropout_bw_)(T* out, const T* g, const bool* ma
     out[i] = Cv<T>::from(mask[i] ? (A)ld(g[i]) * (A)scale : (A)0);
   }
 }
+// Group norm over a contiguous [N, C, L] input with G groups of D = C / G channels: one block per
+// (sample, group) row of D * L elements. mean and rstd [N, G] are T, as PyTorch keeps them, and
+// the output is normalised with the statistics as stored.
+extern "C" __global__ void KNAME(group_norm_)(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b,
+                                              i64 rows, i64 G, i64 D, i64 L, double eps) {
+  const i64 m = D * L;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * m;
+    A s = 0;
+    for (i64 j = threadIdx.x; j < m; j += blockDim.x) s += (A)ld(xr[j]);
+    A mu = block_sum(s) / (A)m;
+    A q = 0;
+    for (i64 j = threadIdx.x; j < m; j += blockDim.x) { A d = (A)ld(xr[j]) - mu; q += d * d; }
+    A rs = (A)1 / m_sqrt(block_sum(q) / (A)m + (A)eps);
+    T mu_t = Cv<T>::from(mu), rs_t = Cv<T>::from(rs);
+    if (threadIdx.x == 0) { mean[row] = mu_t; rstd[row] = rs_t; }
+    mu = (A)ld(mu_t);
+    rs = (A)ld(rs_t);
+    const i64 c0 = (row % G) * D;
+    for (i64 j = threadIdx.x; j < m; j += blockDim.x) {
+      const i64 c = c0 + j / L;
+      A v = ((A)ld(xr[j]) - mu) * rs;
+      if (w) v *= (A)ld(w[c]);
+      if (b) v += (A)ld(b[c]);
+      y[row * m + j] = Cv<T>::from(v);
+    }
+  }
+}
+
+// dx = rstd / M * (M * g * w - sum(g * w) - xhat * sum(g * w * xhat)) per (sample, group) row.
+extern "C" __global__ void KNAME(group_norm_dx_)(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
+                                                 const T* w, i64 rows, i64 G, i64 D, i64 L) {
+  const i64 m = D * L;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const i64 c0 = (row % G) * D;
+    const A mu = (A)ld(mean[row]), rs = (A)ld(rstd[row]);
+    A s1 = 0, s2 = 0;
+    for (i64 j = threadIdx.x; j < m; j += blockDim.x) {
+      A gw = (A)ld(dy[row * m + j]) * (w ? (A)ld(w[c0 + j / L]) : (A)1);
+      s1 += gw;
+      s2 += gw * ((A)ld(x[row * m + j]) - mu) * rs;
+    }
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
+    for (i64 j = threadIdx.x; j < m; j += blockDim.x) {
+      A gw = (A)ld(dy[row * m + j]) * (w ? (A)ld(w[c0 + j / L]) : (A)1);
+      A xh = ((A)ld(x[row * m + j]) - mu) * rs;
+      dx[row * m + j] = Cv<T>::from(((A)m * gw - s1 - xh * s2) * rs / (A)m);
+    }
+  }
+}
+
+// dw[c] = sum over samples and positions of g * xhat, db[c] = sum of g; one thread per channel.
+extern "C" __global__ void KNAME(group_norm_dwb_)(T* dw, T* db, const T* dy, const T* x, const T* mean,
+                                                  const T* rstd, i64 N, i64 C, i64 G, i64 L) {
+  const i64 D = C / G;
+  for (i64 c = gtid(); c < C; c += gstride()) {
+    A sw = 0, sb = 0;
+    for (i64 n = 0; n < N; n++) {
+      const i64 r = n * G + c / D;
+      const A mu = (A)ld(mean[r]), rs = (A)ld(rstd[r]);
+      const i64 base = (n * C + c) * L;
+      for (i64 i = 0; i < L; i++) {
+        A g = (A)ld(dy[base + i]);
+        sw += g * ((A)ld(x[base + i]) - mu) * rs;
+        sb += g;
+      }
+    }
+    if (dw) dw[c] = Cv<T>::from(sw);
+    if (db) db[c] = Cv<T>::from(sb);
+  }
+}
+
 #endif
