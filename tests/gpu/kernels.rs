@@ -1070,7 +1070,7 @@ fn layer_norm_row_kernels_for_every_length_alignment_and_dtype() {
                         affine.then_some(&bv),
                         1e-5,
                         &y.view(),
-                        &mean.view(),
+                        Some(&mean.view()),
                         &rstd.view(),
                     )
                     .unwrap();
