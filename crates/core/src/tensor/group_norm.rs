@@ -4,6 +4,7 @@
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::device::backend::{GroupNorm, GroupNormGrads};
 
+use super::nn::expect_contiguous;
 use super::{DType, Layout, Result, Tensor, TensorError};
 
 impl Tensor {
@@ -25,7 +26,7 @@ impl Tensor {
             return cast[0].group_norm(groups, w, b, eps);
         }
         let (n, c, l) = check_group_norm(self, groups, weight, bias)?;
-        let x = contiguous(self)?;
+        let x = expect_contiguous(self)?;
         let y = x.empty_same(x.dims(), x.dtype())?;
         let mean = x.empty_same(&[n, groups], x.dtype())?;
         let rstd = x.empty_same(&[n, groups], x.dtype())?;
@@ -71,15 +72,6 @@ fn acc_dtype(dtype: DType) -> DType {
     match dtype {
         DType::F16 | DType::BF16 => DType::F32,
         other => other,
-    }
-}
-
-/// `t` itself when contiguous, else a contiguous copy (group_norm's `input.contiguous()`).
-fn contiguous(t: &Tensor) -> Result<Tensor> {
-    if t.is_contiguous() {
-        Ok(t.clone())
-    } else {
-        t.contiguous_copy()
     }
 }
 
@@ -163,7 +155,7 @@ impl GroupNormSaved {
     fn backward(&self, g: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let x = self.x.get()?;
         let weight = self.weight.as_ref().map(|w| w.get()).transpose()?;
-        let dy = contiguous(g)?;
+        let dy = expect_contiguous(g)?;
         let (n, c) = (x.dims()[0], x.dims()[1]);
         let l = x.numel() / (n * c).max(1);
         let rows = Layout::contiguous(&[n, c, l]);
