@@ -133,6 +133,9 @@ struct KernelArgs {
     /// The connection file Jupyter passes (kernel.json's argv).
     #[arg(long, short = 'f', value_name = "FILE")]
     connection_file: Option<PathBuf>,
+    /// The language of the notebook's cells: torchlet's Rhai, or Python with torchlet's torch.
+    #[arg(long, value_enum, default_value_t = torchlet_kernel::LanguageKind::Rhai)]
+    language: torchlet_kernel::LanguageKind,
     #[command(subcommand)]
     action: Option<KernelAction>,
 }
@@ -181,8 +184,9 @@ fn main() -> ExitCode {
         })) => torchlet_kernel::install(&install),
         Some(Command::Kernel(KernelArgs {
             connection_file: Some(file),
+            language,
             ..
-        })) => torchlet_kernel::run(&file),
+        })) => torchlet_kernel::run(&file, language),
         Some(Command::Kernel(_)) => {
             Err("kernel: pass --connection-file FILE, or `kernel install`".into())
         }

@@ -44,6 +44,22 @@ impl Drop for Kernel {
 /// time under a lock held until the kernel listens, and a kernel that exits before listening (it
 /// lost a port to another process) is started again on fresh ports.
 pub fn start(key: &str, logs: Option<&Path>) -> Kernel {
+    start_with(key, logs, &[], &[])
+}
+
+/// A kernel of torchlet's Python (`kernel --language python`) on a simulated GPU of `gpu`.
+pub fn start_python(key: &str, gpu: &str) -> Kernel {
+    start_with(
+        key,
+        None,
+        &["--language", "python"],
+        &[("TORCHLET_SIMULATE_CUDA", gpu)],
+    )
+}
+
+/// `start`, with `args` after `kernel` and `env` set (TORCHLET_SIMULATE_CUDA is unset unless
+/// `env` sets it).
+pub fn start_with(key: &str, logs: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Kernel {
     let _starting = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
     for attempt in 1..=ATTEMPTS {
         let info = free_ports(key);
@@ -51,9 +67,12 @@ pub fn start(key: &str, logs: Option<&Path>) -> Kernel {
         let file = dir.path().join("connection.json");
         std::fs::write(&file, serde_json::to_string(&info).unwrap()).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
-            .args(["kernel", "--connection-file"])
+            .arg("kernel")
+            .args(args)
+            .arg("--connection-file")
             .arg(&file)
             .env_remove("TORCHLET_SIMULATE_CUDA")
+            .envs(env.iter().copied())
             .stdout(log_file(logs, "stdout"))
             .stderr(log_file(logs, "stderr"))
             .spawn()

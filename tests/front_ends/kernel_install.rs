@@ -49,6 +49,22 @@ fn prefix_install_writes_spec_and_logos() {
     assert_eq!(spec["language"], "rhai");
     assert_eq!(spec["interrupt_mode"], "message");
     assert!(spec.get("env").is_none(), "no env unless asked");
+    let python = self::spec(&tmp.path().join("share/jupyter/kernels/torchlet-python"));
+    assert_eq!(
+        python["language"], "python",
+        "the Python kernelspec beside Rhai's"
+    );
+    assert_eq!(python["display_name"], "torchlet (Python)");
+    assert_eq!(
+        python["argv"].as_array().unwrap()[1..],
+        [
+            "kernel",
+            "--language",
+            "python",
+            "--connection-file",
+            "{connection_file}"
+        ]
+    );
     for (logo, size) in [("logo-32x32.png", 32u32), ("logo-64x64.png", 64)] {
         let png = std::fs::read(dir.join(logo)).expect("logo written");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
@@ -82,6 +98,34 @@ fn user_install_honours_jupyter_data_dir_and_options() {
     let spec = spec(&data.join("kernels/torchlet-sim"));
     assert_eq!(spec["display_name"], "torchlet (sim)");
     assert_eq!(spec["env"]["TORCHLET_SIMULATE_CUDA"], "8GiB");
+    let python = self::spec(&data.join("kernels/torchlet-sim-python"));
+    assert_eq!(python["display_name"], "torchlet (sim), Python");
+    assert_eq!(python["env"]["TORCHLET_SIMULATE_CUDA"], "8GiB");
+    let only = tmp.path().join("only");
+    let out = install(
+        &[
+            "--prefix",
+            only.to_str().unwrap(),
+            "--language",
+            "python",
+            "--name",
+            "py",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        self::spec(&only.join("share/jupyter/kernels/py"))["language"],
+        "python"
+    );
+    assert!(
+        !only.join("share/jupyter/kernels/torchlet").exists(),
+        "one language only"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod fit;
 mod jupyter_venv;
 mod kernel_install;
 mod kernel_jupyter;
+mod kernel_python;
 mod kernel_wire;
 mod python;
 mod repl_commands;

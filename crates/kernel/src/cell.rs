@@ -2,13 +2,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use jupyter_protocol::ExpressionResult;
+use jupyter_protocol::{ErrorOutput, ExpressionResult};
 
 use super::interpreter::Unanswered;
 use super::iopub::Publisher;
-use super::magics;
+use super::language::{Language, Ran};
 use super::replies;
-use torchlet_session::{Outcome, ScriptError, Session};
+use torchlet_session::{Outcome, ScriptError};
 
 /// What running a cell produced, besides what it already published.
 pub struct ExecuteDone {
@@ -18,6 +18,8 @@ pub struct ExecuteDone {
     pub user_expressions: HashMap<String, ExpressionResult>,
     /// Text to show in the pager (`name?`), if the cell asked for help.
     pub page: Option<String>,
+    /// The error's traceback as the language wrote it, if it writes its own.
+    pub traceback: Option<Vec<String>>,
 }
 
 impl ExecuteDone {
@@ -40,20 +42,34 @@ impl ExecuteDone {
             },
             user_expressions: HashMap::new(),
             page: None,
+            traceback: None,
         }
+    }
+
+    /// The cell's error as an output, with the language's traceback or one written here.
+    pub fn error_output(&self, count: usize) -> Option<ErrorOutput> {
+        let error = self.outcome.error.as_ref()?;
+        let mut output = replies::error_output(error, count);
+        if let Some(lines) = &self.traceback {
+            output.traceback = lines.clone();
+        }
+        Some(output)
     }
 }
 
 /// Run `code` as cell `In[count]`, then, if it succeeded, evaluate `expressions` for their
 /// values alone.
 pub fn run(
-    session: &mut Session,
+    language: &mut dyn Language,
     publisher: &Publisher,
     (code, count): (&str, usize),
     expressions: &HashMap<String, String>,
 ) -> ExecuteDone {
-    session.set_source_name(&format!("In[{count}]"));
-    let (mut outcome, page) = magics::run_cell(session, code);
+    let Ran {
+        mut outcome,
+        page,
+        traceback,
+    } = language.run_cell(code, count);
     if let Some(error) = outcome.error.as_mut().filter(|e| e.kind == "SystemExit") {
         // A notebook's kernel outlives its cells: exit() stops this cell only.
         error.message = "exit() stopped this cell; the kernel keeps running (the notebook's Kernel menu restarts or shuts it down)".into();
@@ -63,7 +79,7 @@ pub fn run(
         // Expressions are evaluated for their value only: what they print is not part of the cell.
         let was_muted = publisher.set_muted(true);
         for (name, expression) in expressions {
-            let result = session.execute(expression);
+            let result = language.evaluate(expression);
             user_expressions.insert(name.clone(), replies::expression_result(&result));
         }
         publisher.set_muted(was_muted);
@@ -72,5 +88,6 @@ pub fn run(
         outcome,
         user_expressions,
         page,
+        traceback,
     }
 }

@@ -52,7 +52,7 @@ impl Debugger {
             "inspectVariables" | "variables" | "richInspectVariables" => {
                 let asked = command.clone();
                 interpreter
-                    .ask(move |session| vars_answer(session, &asked, &arguments))
+                    .ask(move |language| language.variables(&asked, &arguments))
                     .await
                     .unwrap_or_else(|why| Err(why.to_string()))
             }
@@ -248,7 +248,7 @@ fn event(name: &str, body: Value, seq: i64) -> JupyterMessageContent {
 }
 
 /// The interpreter thread's side: answer a variables command from `session`.
-fn vars_answer(
+pub(crate) fn vars_answer(
     session: &torchlet_session::Session,
     command: &str,
     arguments: &Value,

@@ -1,4 +1,4 @@
-//! `torchlet kernel install`: writes the kernelspec (kernel.json and logos) where Jupyter looks.
+//! `torchlet kernel install`: writes the kernelspecs (Rhai's and Python's kernel.json and logos) where Jupyter looks.
 //!
 //! kernel.json is written from the hand-written template in `kernelspec/`, never through
 //! `jupyter_protocol::JupyterKernelspec`: that type serialises unset fields as `null`, and
@@ -8,7 +8,10 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-const TEMPLATE: &str = include_str!("../../../kernelspec/kernel.json");
+use super::language::LanguageKind;
+
+const RHAI_TEMPLATE: &str = include_str!("../../../kernelspec/kernel.json");
+const PYTHON_TEMPLATE: &str = include_str!("../../../kernelspec/python/kernel.json");
 const LOGO_32: &[u8] = include_bytes!("../../../kernelspec/logo-32x32.png");
 const LOGO_64: &[u8] = include_bytes!("../../../kernelspec/logo-64x64.png");
 
@@ -31,10 +34,13 @@ pub struct InstallArgs {
     /// Install under this prefix (DIR/share/jupyter/kernels/NAME).
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
+    /// Which kernelspecs: Rhai's, Python's, or both (NAME and NAME-python).
+    #[arg(long, value_enum, default_value_t = Languages::Both)]
+    pub language: Languages,
     /// The kernelspec's name (its directory); front ends select the kernel by it.
     #[arg(long, default_value = "torchlet")]
     pub name: String,
-    /// The name front ends show.
+    /// The name front ends show (with both languages, Python's gets ", Python" after it).
     #[arg(long, value_name = "TEXT")]
     pub display_name: Option<String>,
     /// An environment variable the kernel starts with, e.g. TORCHLET_SIMULATE_CUDA=16GiB (repeatable).
@@ -42,9 +48,61 @@ pub struct InstallArgs {
     pub env: Vec<String>,
 }
 
-/// Write the kernelspec where `args` says, and say where it went.
+/// The kernelspecs `kernel install` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Languages {
+    /// Rhai's (`NAME`) and Python's (`NAME-python`).
+    #[default]
+    Both,
+    /// Rhai's only.
+    Rhai,
+    /// Python's only, named NAME.
+    Python,
+}
+
+/// Write the kernelspecs `args` asks for, and say where they went.
 pub fn install(args: &InstallArgs) -> Result<ExitCode, String> {
-    let dir = kernel_dir(args)?;
+    let specs: &[LanguageKind] = match args.language {
+        Languages::Both => &[LanguageKind::Rhai, LanguageKind::Python],
+        Languages::Rhai => &[LanguageKind::Rhai],
+        Languages::Python => &[LanguageKind::Python],
+    };
+    let each: Vec<InstallArgs> = specs.iter().map(|&k| for_language(args, k)).collect();
+    // Every name is checked before anything is written.
+    let dirs = each.iter().map(kernel_dir).collect::<Result<Vec<_>, _>>()?;
+    for (spec, dir) in each.iter().zip(&dirs) {
+        install_one(spec, dir)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `args` for one language's spec: with both, Python's is `NAME-python`, and a display name
+/// given is marked ", Python".
+fn for_language(args: &InstallArgs, kind: LanguageKind) -> InstallArgs {
+    let both = args.language == Languages::Both;
+    let python = kind == LanguageKind::Python;
+    InstallArgs {
+        language: if python {
+            Languages::Python
+        } else {
+            Languages::Rhai
+        },
+        name: if both && python {
+            format!("{}-python", args.name)
+        } else {
+            args.name.clone()
+        },
+        display_name: match &args.display_name {
+            Some(text) if both && python => Some(format!("{text}, Python")),
+            other => other.clone(),
+        },
+        env: args.env.clone(),
+        prefix: args.prefix.clone(),
+        ..*args
+    }
+}
+
+fn install_one(args: &InstallArgs, dir: &Path) -> Result<(), String> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| format!("cannot find the path of the torchlet executable: {e}"))?;
@@ -56,7 +114,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, String> {
         }
     }
     let spec = kernel_json(args, &env, &exe)?;
-    std::fs::create_dir_all(&dir)
+    std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create {}: {e} (try --user)", dir.display()))?;
     let write = |name: &str, bytes: &[u8]| {
         std::fs::write(dir.join(name), bytes)
@@ -71,7 +129,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, String> {
             "The kernel simulates CUDA devices of {size} (TORCHLET_SIMULATE_CUDA in kernel.json)."
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The GPU simulation this command runs with (`--simulate-cuda[=SIZE]` or TORCHLET_SIMULATE_CUDA):
@@ -91,7 +149,11 @@ fn simulation_requested() -> Option<String> {
 /// The kernel.json text: the template with this executable's absolute path, the options, and
 /// `env` (`KEY=VALUE` pairs).
 pub fn kernel_json(args: &InstallArgs, env: &[String], exe: &Path) -> Result<String, String> {
-    let mut spec: Value = serde_json::from_str(TEMPLATE).expect("kernelspec/kernel.json is JSON");
+    let template = match args.language {
+        Languages::Python => PYTHON_TEMPLATE,
+        Languages::Both | Languages::Rhai => RHAI_TEMPLATE,
+    };
+    let mut spec: Value = serde_json::from_str(template).expect("kernelspec templates are JSON");
     spec["argv"][0] = Value::String(exe.to_string_lossy().into_owned());
     if let Some(name) = &args.display_name {
         spec["display_name"] = Value::String(name.clone());

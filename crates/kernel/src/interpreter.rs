@@ -1,8 +1,8 @@
-//! The interpreter thread: owns the `Session` (which is not `Send`) and answers what the sockets ask of it.
+//! The interpreter thread: owns the language (a Rhai `Session` or Python, neither `Send`) and answers what the sockets ask of it.
 //!
-//! The sockets live on tokio tasks; the session lives here, on one plain thread, so a long cell
+//! The sockets live on tokio tasks; the language lives here, on one plain thread, so a long cell
 //! never starves the heartbeat or the control channel, and `interrupt_request` can stop the cell
-//! through the session's `InterruptHandle` while every variable stays in scope.
+//! through its `Interrupt` while every variable stays in scope.
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -12,11 +12,33 @@ use jupyter_protocol::{ClearOutput, DisplayData as WireDisplay, JupyterMessage};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
 use super::iopub::Publisher;
+use super::language::{Language, LanguageKind};
+use super::python_cells::PythonCells;
 use super::replies;
+use torchlet_python::Interrupter;
 use torchlet_session::{DisplayData, Frontend, InterruptHandle, Session, SessionOptions};
 
-/// A question for the session, with its answer's channel built in.
-type Task = Box<dyn FnOnce(&mut Session) + Send>;
+/// A question for the language, with its answer's channel built in.
+type Task = Box<dyn FnOnce(&mut dyn Language) + Send>;
+
+/// Stops the running cell from any thread, whichever the language.
+#[derive(Clone)]
+pub enum Interrupt {
+    /// The Rhai session's flag.
+    Rhai(InterruptHandle),
+    /// Raises `KeyboardInterrupt` in the running Python code.
+    Python(Interrupter),
+}
+
+impl Interrupt {
+    /// Stop the running cell at its next operation.
+    pub fn interrupt(&self) {
+        match self {
+            Interrupt::Rhai(handle) => handle.interrupt(),
+            Interrupt::Python(interrupter) => interrupter.interrupt(),
+        }
+    }
+}
 
 /// The interpreter thread as the socket tasks see it: anything that needs the session is asked
 /// of it here, and answered in the order asked (so a question waits behind a running cell).
@@ -24,6 +46,7 @@ type Task = Box<dyn FnOnce(&mut Session) + Send>;
 pub struct Interpreter {
     tasks: mpsc::Sender<Task>,
     input: InputRoute,
+    kind: LanguageKind,
 }
 
 /// Why a question got no answer.
@@ -45,17 +68,17 @@ impl std::fmt::Display for Unanswered {
 }
 
 impl Interpreter {
-    /// Run `question` with the session on the interpreter thread and wait for its answer.
+    /// Run `question` with the language on the interpreter thread and wait for its answer.
     ///
     /// A panic in it (a torchlet bug) is caught there and answered as `Crashed`, so the thread,
     /// and every variable of the session, outlives it.
     pub async fn ask<R: Send + 'static>(
         &self,
-        question: impl FnOnce(&mut Session) -> R + Send + 'static,
+        question: impl FnOnce(&mut dyn Language) -> R + Send + 'static,
     ) -> Result<R, Unanswered> {
         let (reply, answer) = oneshot::channel();
-        let task: Task = Box::new(move |session| {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| question(session)));
+        let task: Task = Box::new(move |language| {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| question(language)));
             let _ = reply.send(
                 run.map_err(|panic| Unanswered::Crashed(torchlet_session::panic_text(&*panic))),
             );
@@ -67,6 +90,11 @@ impl Interpreter {
     /// Where `input()` asks: a question that may read input opens it to one request's client.
     pub fn input(&self) -> &InputRoute {
         &self.input
+    }
+
+    /// The language this kernel speaks.
+    pub fn kind(&self) -> LanguageKind {
+        self.kind
     }
 }
 
@@ -114,29 +142,46 @@ pub struct InputAsk {
     pub reply: mpsc::Sender<Result<String, String>>,
 }
 
-/// Start the interpreter thread; `interrupt` is filled in once the session exists.
+/// Start the interpreter thread for `kind`; `interrupt` is filled in once the language exists.
 pub fn spawn(
+    kind: LanguageKind,
     publisher: Publisher,
     stdin: tmpsc::UnboundedSender<InputAsk>,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
+    interrupt: Arc<OnceLock<Interrupt>>,
 ) -> Interpreter {
     let (tasks, rx) = mpsc::channel::<Task>();
     let input = InputRoute::default();
     let route = input.clone();
     std::thread::Builder::new()
         .name("torchlet-interpreter".into())
-        .spawn(move || serve(rx, publisher, stdin, route, interrupt))
+        .spawn(move || {
+            let language = match kind {
+                LanguageKind::Rhai => Ok(rhai_session(publisher, stdin, route, &interrupt)),
+                LanguageKind::Python => python_cells(publisher, &interrupt),
+            };
+            match language {
+                Ok(mut language) => serve(rx, language.as_mut()),
+                // Every question then goes unanswered, and the front end says the kernel died.
+                Err(why) => eprintln!("torchlet kernel: {why}"),
+            }
+        })
         .expect("cannot start the interpreter thread");
-    Interpreter { tasks, input }
+    Interpreter { tasks, input, kind }
 }
 
-fn serve(
-    tasks: mpsc::Receiver<Task>,
+fn serve(tasks: mpsc::Receiver<Task>, language: &mut dyn Language) {
+    while let Ok(task) = tasks.recv() {
+        task(language);
+    }
+}
+
+/// The Rhai session, its output and `input()` routed through the kernel.
+fn rhai_session(
     publisher: Publisher,
     stdin: tmpsc::UnboundedSender<InputAsk>,
     input: InputRoute,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
-) {
+    interrupt: &OnceLock<Interrupt>,
+) -> Box<dyn Language> {
     let frontend = Rc::new(KernelFrontend {
         publisher,
         stdin,
@@ -147,13 +192,21 @@ fn serve(
         source_name: Some("In[0]".into()),
         ..Default::default()
     };
-    let mut session = Session::new(options, frontend.clone());
+    let session = Session::new(options, frontend.clone());
     let handle = session.interrupt_handle();
     *frontend.interrupt.borrow_mut() = Some(handle.clone());
-    let _ = interrupt.set(handle);
-    while let Ok(task) = tasks.recv() {
-        task(&mut session);
-    }
+    let _ = interrupt.set(Interrupt::Rhai(handle));
+    Box::new(session)
+}
+
+/// A Python interpreter whose output goes to iopub.
+fn python_cells(
+    publisher: Publisher,
+    interrupt: &OnceLock<Interrupt>,
+) -> Result<Box<dyn Language>, String> {
+    let cells = PythonCells::new(publisher)?;
+    let _ = interrupt.set(Interrupt::Python(cells.python().interrupter()));
+    Ok(Box::new(cells))
 }
 
 /// Sends what the session prints and shows to iopub, and asks the front end for `input()`.
@@ -245,7 +298,12 @@ mod tests {
     fn interpreter() -> Interpreter {
         let (iopub, _) = tmpsc::unbounded_channel();
         let (stdin, _) = tmpsc::unbounded_channel();
-        spawn(Publisher::new(iopub), stdin, Arc::new(OnceLock::new()))
+        spawn(
+            LanguageKind::Rhai,
+            Publisher::new(iopub),
+            stdin,
+            Arc::new(OnceLock::new()),
+        )
     }
 
     #[test]
@@ -255,13 +313,13 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let defined = interpreter.ask(|s| s.execute("let kept = 41;").error.is_none());
+            let defined = interpreter.ask(|s| s.evaluate("let kept = 41;").error.is_none());
             assert!(matches!(defined.await, Ok(true)));
             let crashed = interpreter.ask(|_| -> usize { panic!("a bug below the session") });
             assert!(
                 matches!(crashed.await, Err(Unanswered::Crashed(what)) if what == "a bug below the session")
             );
-            let read = interpreter.ask(|s| s.execute("kept + 1").value.map(|v| v.plain));
+            let read = interpreter.ask(|s| s.evaluate("kept + 1").value.map(|v| v.plain));
             assert_eq!(read.await.ok().flatten().as_deref(), Some("42"));
         });
     }

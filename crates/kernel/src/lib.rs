@@ -1,9 +1,10 @@
-//! The Jupyter kernel over a `Session`: ZeroMQ sockets, the interpreter thread, and the kernelspec.
+//! The Jupyter kernel over a language (a Rhai `Session` or Python): ZeroMQ sockets, the interpreter thread, and the kernelspecs.
 //!
 //! Map: `server` binds the sockets and serves control, stdin and heartbeat; `shell` answers shell
 //! requests; `wire` reads requests off a socket; `iopub` owns the XPUB socket and orders everything
-//! published; `interpreter` runs the `Session` on its own thread and answers whatever a handler
-//! asks of it (`cell` is what an execute_request asks); `replies`, `introspect` (with the
+//! published; `interpreter` runs the language on its own thread and answers whatever a handler
+//! asks of it (`cell` is what an execute_request asks); `language` is what the kernel asks of
+//! either language, Rhai's `Session` or Python's `python_cells`; `replies`, `introspect` (with the
 //! language's `callee`, the call open at a cursor), `history` and `magics` build the answers; `debugger` serves the
 //! variables panel (its contents come from `session::variables_panel`); `install` writes
 //! kernel.json.
@@ -14,7 +15,9 @@ mod install;
 mod interpreter;
 mod introspect;
 mod iopub;
+mod language;
 mod magics;
+mod python_cells;
 mod replies;
 mod server;
 mod shell;
@@ -24,9 +27,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub use install::{install, jupyter_data_dir, kernel_dir, kernel_json, InstallArgs};
+pub use language::LanguageKind;
 
-/// Serve the kernel described by `connection_file` until a shutdown_request.
-pub fn run(connection_file: &Path) -> Result<ExitCode, String> {
+/// Serve the kernel described by `connection_file`, speaking `language`, until a shutdown_request.
+pub fn run(connection_file: &Path, language: LanguageKind) -> Result<ExitCode, String> {
     let text = std::fs::read_to_string(connection_file).map_err(|e| {
         format!(
             "cannot read the connection file {}: {e}",
@@ -51,7 +55,7 @@ pub fn run(connection_file: &Path) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the kernel's async runtime: {e}"))?;
-    let result = runtime.block_on(server::serve(info));
+    let result = runtime.block_on(server::serve(info, language));
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result.map(|()| ExitCode::SUCCESS)
 }

@@ -1,52 +1,91 @@
 //! Wire forms of session results: kernel_info, MIME bundles, errors with tracebacks, cursors.
 use jupyter_protocol::{
     CodeMirrorMode, DebugReply, DebugRequest, ErrorOutput, ExpressionResult, HelpLink,
-    KernelInfoReply, LanguageInfo, Media, MediaType, ReplyError, ReplyStatus,
+    KernelInfoReply, LanguageInfo, Media, MediaType, ReplyStatus,
 };
 
+use super::language::LanguageKind;
 use torchlet_session::{Candidate, DisplayData, Outcome, ScriptError};
 
 /// The protocol version torchlet speaks (the messages of jupyter-protocol carry 5.3 headers).
 pub const PROTOCOL_VERSION: &str = "5.3";
 
-/// The kernel_info_reply: torchlet speaks Rhai, files end in `.rhai`.
-pub fn kernel_info() -> KernelInfoReply {
+/// The kernel_info_reply: Rhai (files end in `.rhai`) or Python.
+pub fn kernel_info(kind: LanguageKind) -> KernelInfoReply {
+    let python = kind == LanguageKind::Python;
     KernelInfoReply {
         status: ReplyStatus::Ok,
         protocol_version: PROTOCOL_VERSION.into(),
         implementation: "torchlet".into(),
         implementation_version: env!("CARGO_PKG_VERSION").into(),
-        language_info: LanguageInfo {
-            name: "rhai".into(),
-            version: "1.27".into(),
-            mimetype: Some("text/x-rhai".into()),
-            file_extension: Some(".rhai".into()),
-            // Neither Pygments nor CodeMirror knows Rhai. Rust's modes read `#` as the start of an
-            // attribute, so `#{device: "cuda"}` coloured the rest of a cell as one token, and
-            // they leave backtick strings plain. JavaScript's share Rhai's `let`, `//`, quotes,
-            // backtick strings with `${…}`, and `#{` costs them one character.
-            pygments_lexer: Some("javascript".into()),
-            codemirror_mode: Some(CodeMirrorMode::Simple("javascript".into())),
-            nbconvert_exporter: Some("script".into()),
+        language_info: if python {
+            python_language()
+        } else {
+            rhai_language()
         },
-        banner: format!(
-            "torchlet {}: tensors in Rhai over a CUDA caching allocator that reproduces \
-             PyTorch's memory numbers. help(name) or name? for documentation; %mem, %vars.",
-            env!("CARGO_PKG_VERSION")
-        ),
+        banner: if python {
+            format!(
+                "torchlet {}: PyTorch programs as written, on a CUDA caching allocator that \
+                 reproduces PyTorch's memory numbers. `import torch` is torchlet's.",
+                env!("CARGO_PKG_VERSION")
+            )
+        } else {
+            format!(
+                "torchlet {}: tensors in Rhai over a CUDA caching allocator that reproduces \
+                 PyTorch's memory numbers. help(name) or name? for documentation; %mem, %vars.",
+                env!("CARGO_PKG_VERSION")
+            )
+        },
         help_links: vec![
-            HelpLink {
-                text: "Rhai language book".into(),
-                url: "https://rhai.rs/book/".into(),
+            if python {
+                HelpLink {
+                    text: "torchlet's Python: what runs".into(),
+                    url: "https://docs.python.org/3/".into(),
+                }
+            } else {
+                HelpLink {
+                    text: "Rhai language book".into(),
+                    url: "https://rhai.rs/book/".into(),
+                }
             },
             HelpLink {
                 text: "PyTorch CUDA memory management (what torchlet reproduces)".into(),
                 url: "https://pytorch.org/docs/stable/notes/cuda.html".into(),
             },
         ],
-        // The variables panel (see `debugger`); JupyterLab reads the kernelspec's flag too.
-        debugger: true,
+        // The variables panel (see `debugger`), served for Rhai; JupyterLab reads the
+        // kernelspec's flag too.
+        debugger: !python,
         error: None,
+    }
+}
+
+fn rhai_language() -> LanguageInfo {
+    LanguageInfo {
+        name: "rhai".into(),
+        version: "1.27".into(),
+        mimetype: Some("text/x-rhai".into()),
+        file_extension: Some(".rhai".into()),
+        // Neither Pygments nor CodeMirror knows Rhai. Rust's modes read `#` as the start of an
+        // attribute, so `#{device: "cuda"}` coloured the rest of a cell as one token, and
+        // they leave backtick strings plain. JavaScript's share Rhai's `let`, `//`, quotes,
+        // backtick strings with `${…}`, and `#{` costs them one character.
+        pygments_lexer: Some("javascript".into()),
+        codemirror_mode: Some(CodeMirrorMode::Simple("javascript".into())),
+        nbconvert_exporter: Some("script".into()),
+    }
+}
+
+/// Python 3 as ipykernel describes it, so notebooks highlight, export and save as Python.
+fn python_language() -> LanguageInfo {
+    LanguageInfo {
+        name: "python".into(),
+        version: "3.13".into(),
+        mimetype: Some("text/x-python".into()),
+        file_extension: Some(".py".into()),
+        pygments_lexer: Some("ipython3".into()),
+        codemirror_mode: Some(CodeMirrorMode::ipython_code_mirror_mode()),
+        nbconvert_exporter: Some("python".into()),
     }
 }
 
@@ -151,16 +190,6 @@ pub fn error_output(error: &ScriptError, count: usize) -> ErrorOutput {
         evalue: error.message.clone(),
         traceback: traceback(error, count),
     }
-}
-
-/// The same three fields, for the execute_reply.
-pub fn reply_error(error: &ScriptError, count: usize) -> Box<ReplyError> {
-    let out = error_output(error, count);
-    Box::new(ReplyError {
-        ename: out.ename,
-        evalue: out.evalue,
-        traceback: out.traceback,
-    })
 }
 
 /// A user_expression's result: its display bundle, or its error.

@@ -19,15 +19,15 @@ use jupyter_zmq_client::{
 use tokio::sync::mpsc as tmpsc;
 
 use super::debugger::Debugger;
-use super::interpreter::{self, InputAsk, Interpreter};
+use super::interpreter::{self, InputAsk, Interpreter, Interrupt};
 use super::iopub::{self, Publisher};
+use super::language::LanguageKind;
 use super::replies;
 use super::shell::Shell;
 use super::wire::{self, Incoming};
-use torchlet_session::InterruptHandle;
 
 /// Bind every socket of `info`, serve until a shutdown_request, and return.
-pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
+pub async fn serve(info: ConnectionInfo, kind: LanguageKind) -> Result<(), String> {
     let session_id = uuid::Uuid::new_v4().to_string();
     let bind = |what: &str, e: RuntimeError| format!("cannot bind the {what} socket: {e}");
     let iopub = create_kernel_iopub_xpub_connection(&info, &session_id)
@@ -55,7 +55,7 @@ pub async fn serve(info: ConnectionInfo) -> Result<(), String> {
     tokio::spawn(run_stdin(stdin, stdin_rx));
 
     let interrupt = Arc::new(OnceLock::new());
-    let interpreter = interpreter::spawn(publisher.clone(), stdin_tx, interrupt.clone());
+    let interpreter = interpreter::spawn(kind, publisher.clone(), stdin_tx, interrupt.clone());
     tokio::spawn(forward_sigint(interrupt.clone()));
 
     let (shutdown_tx, shutdown_rx) = tmpsc::unbounded_channel();
@@ -87,7 +87,7 @@ async fn wait_for_shutdown(mut rx: tmpsc::UnboundedReceiver<()>) {
 }
 
 /// Jupyter's "signal" interrupt (and Ctrl-C in a terminal) stops the running cell, not the kernel.
-async fn forward_sigint(interrupt: Arc<OnceLock<InterruptHandle>>) {
+async fn forward_sigint(interrupt: Arc<OnceLock<Interrupt>>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -217,7 +217,7 @@ pub(super) fn shutdown_reply(
 async fn run_control(
     control: KernelControlConnection,
     publisher: Publisher,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
+    interrupt: Arc<OnceLock<Interrupt>>,
     interpreter: Interpreter,
     (shutdown, debugger): (tmpsc::UnboundedSender<()>, Arc<Debugger>),
 ) {
@@ -254,7 +254,7 @@ async fn run_control(
         let mut stop = false;
         let reply = match &message.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
-                Some(replies::kernel_info().as_child_of(&message))
+                Some(replies::kernel_info(interpreter.kind()).as_child_of(&message))
             }
             JupyterMessageContent::InterruptRequest(_) => {
                 if let Some(handle) = interrupt.get() {

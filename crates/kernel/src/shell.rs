@@ -15,13 +15,12 @@ use tokio::sync::mpsc as tmpsc;
 use super::cell::{self, ExecuteDone};
 use super::debugger::Debugger;
 use super::history::History;
-use super::interpreter::{Interpreter, Unanswered};
-use super::introspect;
+use super::interpreter::{Interpreter, Interrupt, Unanswered};
 use super::iopub::Publisher;
 use super::replies;
 use super::server::{bad_message, send_reply, shutdown_reply, unsupported};
 use super::wire::{self, Incoming};
-use torchlet_session::{Completeness, InterruptHandle};
+use torchlet_session::Completeness;
 
 /// How long after a failed cell a request made before the failure may still arrive and be aborted.
 /// It only bounds the damage of a client clock running behind the kernel's: requests in flight
@@ -72,7 +71,7 @@ impl Abort {
 async fn read_requests(
     mut recv: RouterRecvConnection,
     arrivals: tmpsc::UnboundedSender<Arrival>,
-    interrupt: Arc<OnceLock<InterruptHandle>>,
+    interrupt: Arc<OnceLock<Interrupt>>,
 ) {
     loop {
         match wire::read(&mut recv).await {
@@ -122,7 +121,7 @@ impl Shell {
         socket: KernelShellConnection,
         publisher: Publisher,
         interpreter: Interpreter,
-        interrupt: Arc<OnceLock<InterruptHandle>>,
+        interrupt: Arc<OnceLock<Interrupt>>,
         (shutdown, debugger): (tmpsc::UnboundedSender<()>, Arc<Debugger>),
     ) -> Shell {
         let (send, recv) = socket.split();
@@ -160,7 +159,7 @@ impl Shell {
         let reply = match &message.content {
             _ if aborted => Some(aborted_reply(message)),
             JupyterMessageContent::KernelInfoRequest(_) => {
-                Some(replies::kernel_info().as_child_of(message))
+                Some(replies::kernel_info(self.interpreter.kind()).as_child_of(message))
             }
             JupyterMessageContent::ExecuteRequest(request) => {
                 Some(self.execute(request, message).await)
@@ -227,7 +226,7 @@ impl Shell {
         let asked = code.clone();
         let found = self
             .interpreter
-            .ask(move |session| introspect::complete(session, &asked, cursor))
+            .ask(move |language| language.complete(&asked, cursor))
             .await
             .unwrap_or_default();
         let (start, end) = if found.items.is_empty() {
@@ -254,7 +253,7 @@ impl Shell {
         let cursor = replies::byte_offset(&code, request.cursor_pos);
         let text = self
             .interpreter
-            .ask(move |session| introspect::inspect(session, &code, cursor))
+            .ask(move |language| language.inspect(&code, cursor))
             .await
             .ok()
             .flatten();
@@ -271,7 +270,7 @@ impl Shell {
         let asked = code.to_string();
         let status = self
             .interpreter
-            .ask(move |session| session.is_complete(&asked))
+            .ask(move |language| language.is_complete(&asked))
             .await
             .ok();
         match status {
@@ -323,10 +322,13 @@ impl Shell {
             data: Media::new(vec![MediaType::Plain(text.clone())]),
             start: 0,
         });
-        let error = outcome
-            .error
-            .as_ref()
-            .map(|e| replies::reply_error(e, self.count));
+        let error = done.error_output(self.count).map(|out| {
+            Box::new(jupyter_protocol::ReplyError {
+                ename: out.ename,
+                evalue: out.evalue,
+                traceback: out.traceback,
+            })
+        });
         let status = if error.is_some() {
             if request.stop_on_error && !silent {
                 self.abort = Some(Abort {
@@ -357,9 +359,9 @@ impl Shell {
         let parent = request.allow_stdin.then(|| message.clone());
         let (publisher, input) = (self.publisher.clone(), self.interpreter.input().clone());
         self.interpreter
-            .ask(move |session| {
+            .ask(move |language| {
                 let _open = parent.map(|parent| input.open(parent));
-                cell::run(session, &publisher, (&code, count), &expressions)
+                cell::run(language, &publisher, (&code, count), &expressions)
             })
             .await
     }
@@ -376,9 +378,8 @@ impl Shell {
                 transient: Some(Transient { display_id: None }),
             });
         }
-        if let Some(error) = &done.outcome.error {
-            self.publisher
-                .output(replies::error_output(error, self.count));
+        if let Some(error) = done.error_output(self.count) {
+            self.publisher.output(error);
         }
     }
 

@@ -8,13 +8,16 @@
 //!
 //! Map: `interpreter` (one interpreter and its `__main__`: run a file or snippets, errors as
 //! tracebacks), `cell` (what a notebook kernel adds: cells with a last value, output to a sink,
-//! interrupts), `package` (the `torch` package's sources, part of the binary, and the finder that
+//! interrupts), `introspect` (what a notebook asks between cells: completeness, completion, help on
+//! a name), `package` (the `torch` package's sources, part of the binary, and the finder that
 //! imports them), `native` (`torch._C`).
 
 mod cell;
 mod interpreter;
+mod introspect;
 mod native;
 mod package;
 
 pub use cell::{Interrupter, OutputSink};
 pub use interpreter::{Python, PythonError};
+pub use introspect::{CellState, Completions};

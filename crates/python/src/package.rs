@@ -4,7 +4,7 @@
 
 use rustpython_vm::{PyResult, VirtualMachine};
 
-/// Each module of the package: its dotted name, whether it is a package, and its source.
+/// Each module of the package (and `_torchlet_notebook`, the kernel's helpers): its dotted name, whether it is a package, and its source.
 const SOURCES: &[(&str, bool, &str)] = &[
     ("torch", true, include_str!("../py/torch/__init__.py")),
     (
@@ -90,6 +90,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         false,
         include_str!("../py/torch/backends/cudnn.py"),
     ),
+    (
+        "_torchlet_notebook",
+        false,
+        include_str!("../py/_torchlet_notebook.py"),
+    ),
 ];
 
 /// The finder on `sys.meta_path` that imports `SOURCES` by name.
@@ -105,8 +110,7 @@ class TorchletFinder:
             return None
         from importlib.machinery import ModuleSpec
         is_package = SOURCES[name][0]
-        origin = "torch/" + "/".join(name.split(".")[1:]) if name != "torch" else "torch"
-        origin += "/__init__.py" if is_package else ".py"
+        origin = "/".join(name.split(".")) + ("/__init__.py" if is_package else ".py")
         spec = ModuleSpec(name, cls, origin=origin, is_package=is_package)
         return spec
 

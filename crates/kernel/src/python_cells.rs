@@ -1,0 +1,114 @@
+//! The Python kernel's language: cells run on torchlet's Python, printed text streamed to iopub.
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::iopub::Publisher;
+use super::language::{Language, Ran};
+use torchlet_python::{CellState, Python, PythonError};
+use torchlet_session::{
+    Candidate, Completeness, Completion, CompletionKind, DisplayData, Outcome, ScriptError,
+};
+
+/// One Python interpreter whose `__main__` lives as long as the kernel.
+pub struct PythonCells {
+    python: Python,
+}
+
+impl PythonCells {
+    /// A new interpreter whose `print` and tracebacks go to `publisher` as they are written.
+    pub fn new(publisher: Publisher) -> Result<PythonCells, String> {
+        let python = Python::new()?;
+        let sink = Rc::new(move |is_err: bool, text: &str| publisher.stream(is_err, text));
+        python
+            .capture_output(sink)
+            .map_err(|e| format!("cannot route Python's output: {}", e.traceback))?;
+        Ok(PythonCells { python })
+    }
+
+    /// The interpreter, for its interrupter.
+    pub fn python(&self) -> &Python {
+        &self.python
+    }
+}
+
+impl Language for PythonCells {
+    fn run_cell(&mut self, code: &str, count: usize) -> Ran {
+        let started = Instant::now();
+        let result = self.python.run_cell(code, &format!("In[{count}]"));
+        let elapsed = started.elapsed();
+        match result {
+            Ok(shown) => Ran {
+                outcome: Outcome {
+                    value: shown.map(DisplayData::text),
+                    error: None,
+                    elapsed,
+                },
+                page: None,
+                traceback: None,
+            },
+            Err(error) => Ran {
+                traceback: Some(traceback_lines(&error)),
+                outcome: Outcome {
+                    value: None,
+                    error: Some(ScriptError::unplaced(&error.kind, error.message)),
+                    elapsed,
+                },
+                page: None,
+            },
+        }
+    }
+
+    fn evaluate(&mut self, expression: &str) -> Outcome {
+        self.run_cell(expression, 0).outcome
+    }
+
+    fn complete(&self, code: &str, cursor: usize) -> Completion {
+        let found = self.python.complete(code, cursor);
+        let kind = if code[..found.start].ends_with('.') {
+            CompletionKind::Property
+        } else {
+            CompletionKind::Variable
+        };
+        let items = found.names.into_iter().map(|text| Candidate {
+            text,
+            kind,
+            signature: None,
+        });
+        Completion {
+            start: found.start,
+            end: found.end,
+            items: items.collect(),
+        }
+    }
+
+    fn inspect(&self, code: &str, cursor: usize) -> Option<String> {
+        self.python.inspect(code, cursor)
+    }
+
+    fn is_complete(&self, code: &str) -> Completeness {
+        match self.python.cell_state(code) {
+            CellState::Complete => Completeness::Complete,
+            CellState::Incomplete => Completeness::Incomplete,
+            CellState::Invalid => Completeness::Invalid,
+        }
+    }
+
+    fn variables(&self, command: &str, _: &Value) -> Result<Value, String> {
+        Err(format!(
+            "{command}: the variables panel is offered by the Rhai kernel; in Python, \
+             print(torch.cuda.memory_summary()) or inspect a name with Shift+Tab"
+        ))
+    }
+}
+
+/// CPython's traceback, one line per output line, with the error's own line in red as
+/// IPython colours it.
+fn traceback_lines(error: &PythonError) -> Vec<String> {
+    let mut lines: Vec<String> = error.traceback.lines().map(str::to_string).collect();
+    if let Some(last) = lines.last_mut() {
+        *last = format!("\x1b[0;31m{last}\x1b[0m");
+    }
+    lines
+}

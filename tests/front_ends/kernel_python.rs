@@ -1,0 +1,250 @@
+//! The Python kernel (`kernel --language python`) over its sockets: the article's snippets with
+//! PyTorch's numbers, Python's tracebacks, completion and inspection, and interrupts.
+use std::time::Duration;
+
+use jupyter_protocol::{
+    CompleteRequest, ExecuteRequest, InspectRequest, InterruptRequest, IsCompleteRequest,
+    JupyterMessage, JupyterMessageContent, KernelInfoRequest,
+};
+use jupyter_zmq_client::create_client_control_connection;
+
+use crate::common::kernel_process::{self, Kernel};
+
+const KEY: &str = "a-python-key";
+const WAIT: Duration = Duration::from_secs(30);
+
+fn start() -> Kernel {
+    kernel_process::start_python(KEY, "16GiB")
+}
+
+/// What one execute_request printed (stdout and stderr joined), its execute_result's text, and
+/// its reply.
+struct Cell {
+    printed: String,
+    result: Option<String>,
+    error: Option<(String, Vec<String>)>,
+    reply: JupyterMessage,
+}
+
+async fn run(
+    shell: &mut jupyter_zmq_client::ClientShellConnection,
+    iopub: &mut jupyter_zmq_client::ClientIoPubConnection,
+    code: &str,
+) -> Cell {
+    let message: JupyterMessage = ExecuteRequest::new(code.into()).into();
+    let id = message.header.msg_id.clone();
+    shell.send(message).await.expect("send on shell");
+    let mut cell = Cell {
+        printed: String::new(),
+        result: None,
+        error: None,
+        reply: reply_to(shell, &id).await,
+    };
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .expect("iopub in time")
+            .expect("a readable iopub message");
+        if msg.parent_header.as_ref().map(|h| h.msg_id.as_str()) != Some(id.as_str()) {
+            continue;
+        }
+        match &msg.content {
+            JupyterMessageContent::StreamContent(s) => cell.printed.push_str(&s.text),
+            JupyterMessageContent::ExecuteResult(r) => {
+                let text = serde_json::to_value(&r.data).unwrap()["text/plain"].clone();
+                cell.result = text.as_str().map(str::to_string);
+            }
+            JupyterMessageContent::ErrorOutput(e) => {
+                cell.error = Some((e.ename.clone(), e.traceback.clone()));
+            }
+            JupyterMessageContent::Status(s)
+                if s.execution_state == jupyter_protocol::ExecutionState::Idle =>
+            {
+                return cell;
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn reply_to(
+    shell: &mut jupyter_zmq_client::ClientShellConnection,
+    id: &str,
+) -> JupyterMessage {
+    loop {
+        let reply = tokio::time::timeout(WAIT, shell.read())
+            .await
+            .expect("a reply in time")
+            .expect("a readable reply");
+        if reply.parent_header.as_ref().map(|h| h.msg_id.as_str()) == Some(id) {
+            return reply;
+        }
+    }
+}
+
+async fn ask(
+    shell: &mut jupyter_zmq_client::ClientShellConnection,
+    request: JupyterMessage,
+) -> serde_json::Value {
+    let id = request.header.msg_id.clone();
+    shell.send(request).await.expect("send on shell");
+    serde_json::to_value(reply_to(shell, &id).await.content).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_articles_no_grad_snippet_gives_pytorchs_numbers_in_a_python_notebook() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    let info = ask(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(info["language_info"]["name"], "python");
+    assert_eq!(info["language_info"]["file_extension"], ".py");
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "import torch\n\
+         w = torch.randn(1000, 1000, device='cuda', requires_grad=True)\n\
+         with torch.no_grad():\n    h = (w * 2).sum()\n\
+         print(torch.cuda.memory_allocated(), h.requires_grad)\n",
+    )
+    .await;
+    assert_eq!(cell.printed, "4000768 False\n", "{:?}", cell.error);
+    // Variables live on between cells, and a cell's last expression is its result.
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "del w, h\ntorch.cuda.memory_allocated()",
+    )
+    .await;
+    assert_eq!(cell.result.as_deref(), Some("0"));
+    let cell = run(&mut shell, &mut iopub, "torch.cuda.memory_reserved()").await;
+    assert_eq!(
+        cell.result.as_deref(),
+        Some("23068672"),
+        "the freed blocks stay cached: w's 20 MiB segment and h's 2 MiB one"
+    );
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "torch.cuda.empty_cache()\ntorch.cuda.memory_reserved()",
+    )
+    .await;
+    assert_eq!(cell.result.as_deref(), Some("0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_pythons_tracebacks_and_the_namespace_survives_them() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    run(
+        &mut shell,
+        &mut iopub,
+        "import torch\nkept = torch.zeros(3)",
+    )
+    .await;
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "def f():\n    return undefined_name\nf()",
+    )
+    .await;
+    let (ename, traceback) = cell.error.expect("an error output");
+    assert_eq!(ename, "NameError");
+    let text = traceback.join("\n");
+    assert!(text.contains("line 2, in f"), "{text}");
+    assert!(text.contains("undefined_name"), "{text}");
+    let reply = serde_json::to_value(&cell.reply.content).unwrap();
+    assert_eq!(reply["status"], "error");
+    assert_eq!(reply["ename"], "NameError");
+    let cell = run(&mut shell, &mut iopub, "kept.shape").await;
+    assert_eq!(cell.result.as_deref(), Some("torch.Size([3])"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_inspection_and_completeness_are_pythons() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    run(&mut shell, &mut iopub, "import torch\nx = torch.ones(2, 3)").await;
+    let found = ask(
+        &mut shell,
+        CompleteRequest {
+            code: "x.resh".into(),
+            cursor_pos: 6,
+        }
+        .into(),
+    )
+    .await;
+    assert_eq!(
+        found["matches"],
+        serde_json::json!(["reshape", "reshape_as"])
+    );
+    assert_eq!(
+        (found["cursor_start"].as_u64(), found["cursor_end"].as_u64()),
+        (Some(2), Some(6))
+    );
+    let shown = ask(
+        &mut shell,
+        InspectRequest {
+            code: "x.sum()".into(),
+            cursor_pos: 0,
+            detail_level: None,
+        }
+        .into(),
+    )
+    .await;
+    assert_eq!(shown["found"], true);
+    let text = shown["data"]["text/plain"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("x: Tensor\ntensor([[1., 1., 1.],"),
+        "{text}"
+    );
+    for (code, expected) in [
+        ("x = 1", "complete"),
+        ("with torch.no_grad():\n    y = x * 2\n", "incomplete"),
+        ("x = = 1", "invalid"),
+    ] {
+        let reply = ask(&mut shell, IsCompleteRequest { code: code.into() }.into()).await;
+        assert_eq!(reply["status"], expected, "{code:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_raises_keyboard_interrupt_and_keeps_the_variables() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    run(&mut shell, &mut iopub, "kept = 41").await;
+    let mut request =
+        ExecuteRequest::new("print('started', flush=True)\nwhile True:\n    pass\n".into());
+    request.stop_on_error = false;
+    let running: JupyterMessage = request.into();
+    let id = running.header.msg_id.clone();
+    shell.send(running).await.unwrap();
+    loop {
+        let msg = tokio::time::timeout(WAIT, iopub.read())
+            .await
+            .unwrap()
+            .unwrap();
+        if let JupyterMessageContent::StreamContent(s) = &msg.content {
+            if s.text.contains("started") {
+                break;
+            }
+        }
+    }
+    let mut control = create_client_control_connection(&kernel.info, "control-session")
+        .await
+        .unwrap();
+    control.send(InterruptRequest {}.into()).await.unwrap();
+    let reply = reply_to(&mut shell, &id).await;
+    let reply = serde_json::to_value(&reply.content).unwrap();
+    assert_eq!(reply["status"], "error");
+    assert_eq!(reply["ename"], "KeyboardInterrupt");
+    let cell = run(&mut shell, &mut iopub, "kept + 1").await;
+    assert_eq!(cell.result.as_deref(), Some("42"));
+    assert!(matches!(
+        serde_json::to_value(&cell.reply.content).unwrap()["status"].as_str(),
+        Some("ok")
+    ));
+}
