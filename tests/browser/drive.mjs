@@ -79,6 +79,18 @@ async function article(page) {
   return { cells: shown, prompts: await prompts(page), inlinePlot };
 }
 
+/** Run All on the article's Python notebook, in the torchlet (Python) kernel, and how its code is highlighted. */
+async function pythonArticle(page) {
+  await openNotebook(page, base, token, 'article_python.ipynb');
+  await runAll(page);
+  await waitPrompts(page, `ps => ps.length > 0 && ps.every(p => /^\\[\\d+\\]:$/.test(p))`);
+  await waitIdle(page);
+  const shown = await cells(page);
+  await page.screenshot({ path: join(out, 'article_python.png') });
+  const mime = await page.$eval(NB, n => n.getAttribute('data-jp-code-mime') ?? null).catch(() => null);
+  return { cells: shown, mime };
+}
+
 async function main() {
   const profile = mkdtempSync(join(tmpdir(), 'torchlet-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
@@ -94,7 +106,7 @@ async function main() {
   const errors = [];
   page.on('pageerror', e => errors.push(String(e)));
   try {
-    for (const [name, step] of Object.entries({ runAllChecks, variablesPanel, highlighting, article })) {
+    for (const [name, step] of Object.entries({ runAllChecks, variablesPanel, highlighting, article, pythonArticle })) {
       const started = Date.now();
       try {
         results[name] = await step(page, { base, token, out });

@@ -240,11 +240,12 @@ pub mod parity_known {
     pub const KNOWN: &[(&str, usize, &str)] = &[
         (
             "py_llama_lora",
-            113,
-            "elementwise results are allocated contiguous; PyTorch's TensorIterator lays them out in \
-             their inputs' stride order, so the rotary q * cos of a transposed [B, T, H, D] view \
-             stays [B, T, H, D] in memory, flash attention's output comes back in that order and \
-             out.transpose(1, 2).contiguous() copies nothing in PyTorch",
+            446,
+            "at the release of flash attention's saved tensors in backward: PyTorch frees five \
+             65536-byte blocks (the incoming gradient, k, q, v and one more) before the saved \
+             log-sum-exp, torchlet four, and frees the fifth after the node's RNG state; which \
+             tensor it is is not yet known (every event before it, the elementwise layouts and \
+             the broadcast gradients' sums included, is PyTorch's)",
         ),
         (
         "py_sdpa_efficient",

@@ -37,7 +37,11 @@ fn prepare(dir: &Path) {
     assert!(status.success(), "torchlet kernel install failed");
     let notebooks = dir.join("root");
     std::fs::create_dir_all(&notebooks).unwrap();
-    for source in ["tests/browser/run_all.ipynb", "tests/jupyter/article.ipynb"] {
+    for source in [
+        "tests/browser/run_all.ipynb",
+        "tests/jupyter/article.ipynb",
+        "tests/jupyter/article_python.ipynb",
+    ] {
         let from = repo().join(source);
         std::fs::copy(&from, notebooks.join(from.file_name().unwrap())).unwrap();
     }
@@ -70,7 +74,14 @@ fn jupyterlab_runs_the_notebooks_in_chromium() {
     };
     println!("screenshots in {}", out_dir().display());
     let mut failures = Vec::new();
-    for step in ["runAllChecks", "article", "variablesPanel", "highlighting"] {
+    let steps = [
+        "runAllChecks",
+        "article",
+        "variablesPanel",
+        "highlighting",
+        "pythonArticle",
+    ];
+    for step in steps {
         if let Some(why) = results[step]["failed"].as_str() {
             failures.push(format!("{step} failed in the browser:\n{why}"));
         }
@@ -80,6 +91,7 @@ fn jupyterlab_runs_the_notebooks_in_chromium() {
     article(&results["article"]);
     variables_panel(&results["variablesPanel"]);
     highlighting(&results["highlighting"]);
+    python_article(&results["pythonArticle"]);
 }
 
 /// The cell's outputs of one MIME type, as text.
@@ -177,11 +189,13 @@ fn find<'a>(cells: &'a [Value], text: &str) -> &'a Value {
 }
 
 /// Every measuring cell of the article's notebook shows PyTorch's numbers (tests/data/torch-h200.json).
-fn article(r: &Value) {
+/// The article notebook `name`'s cells beside what the browser showed: every referenced step's
+/// output is PyTorch's number from tests/data/torch-h200.json (`python` spells booleans `False`).
+fn article_steps(name: &str, shown: &[Value], python: bool) {
     let read = |path: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(repo().join(path)).unwrap()).unwrap()
     };
-    let notebook = read("tests/jupyter/article.ipynb");
+    let notebook = read(name);
     let reference = read("tests/data/torch-h200.json");
     let code: Vec<&Value> = notebook["cells"]
         .as_array()
@@ -189,7 +203,6 @@ fn article(r: &Value) {
         .iter()
         .filter(|c| c["cell_type"] == "code")
         .collect();
-    let shown = r["cells"].as_array().expect("article cells");
     assert_eq!(shown.len(), code.len());
     let mut checked = 0;
     for (cell, seen) in code.iter().zip(shown) {
@@ -201,14 +214,20 @@ fn article(r: &Value) {
             continue;
         };
         let value = &reference[method.as_str().unwrap()][step.as_str().unwrap()];
-        let expected = match value.get("allocated") {
-            Some(allocated) => format!("[{allocated}, {}]", value["reserved"]),
-            None => value.to_string(),
+        let expected = match (value.get("allocated"), value.as_bool()) {
+            (Some(allocated), _) => format!("[{allocated}, {}]", value["reserved"]),
+            (None, Some(b)) if python => if b { "True" } else { "False" }.to_string(),
+            _ => value.to_string(),
         };
         assert_eq!(outputs(seen, "text/plain"), [expected.as_str()], "{step}");
         checked += 1;
     }
     assert_eq!(checked, 11, "every step of the four methods is checked");
+}
+
+fn article(r: &Value) {
+    let shown = r["cells"].as_array().expect("article cells");
+    article_steps("tests/jupyter/article.ipynb", shown, false);
     let memory = shown
         .iter()
         .find(|c| c["source"] == "%mem")
@@ -216,6 +235,17 @@ fn article(r: &Value) {
     let html = outputs(memory, "text/html").join("");
     assert!(html.contains("cuda:0"), "%mem shows the device: {memory}");
     inline_plot(&r["inlinePlot"]);
+}
+
+/// The same four methods in Python, run by the torchlet (Python) kernel in JupyterLab: PyTorch's
+/// numbers, and the cells edited as Python.
+fn python_article(r: &Value) {
+    let shown = r["cells"].as_array().expect("Python article cells");
+    article_steps("tests/jupyter/article_python.ipynb", shown, true);
+    assert_eq!(
+        r["mime"], "text/x-ipython",
+        "cells are highlighted as Python"
+    );
 }
 
 /// The article's last cell, `plot_memory()`, shows its SVG as a picture of a useful size.

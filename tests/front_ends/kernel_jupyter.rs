@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crate::jupyter_venv;
 
-/// A private Jupyter directory with two kernelspecs of this build: `torchlet`, and `torchlet-sim`
-/// whose kernel.json sets TORCHLET_SIMULATE_CUDA (how a notebook gets a simulated GPU).
+/// A private Jupyter directory with the kernelspecs of this build: `torchlet` and `torchlet-sim`
+/// (each with its `-python` twin); `torchlet-sim`'s kernel.json sets TORCHLET_SIMULATE_CUDA (how
+/// a notebook gets a simulated GPU).
 fn jupyter_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     let install = |extra: &[&str]| {
@@ -101,7 +102,7 @@ fn protocol_races_hold_in_every_round() {
 }
 
 #[test]
-fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
+fn nbclient_runs_the_article_notebooks_with_pytorchs_numbers() {
     let python = jupyter_venv::python();
     let dir = jupyter_dir();
     let (ok, log) = run_python(
@@ -112,10 +113,15 @@ fn nbclient_runs_the_article_notebook_with_pytorchs_numbers() {
     );
     println!("{log}");
     assert!(ok, "the article notebook failed:\n{log}");
-    assert!(
-        log.contains("ArticleNotebook.test_every_step_shows_pytorchs_numbers) ... ok"),
-        "{log}"
-    );
+    for test in [
+        "test_every_step_shows_pytorchs_numbers",
+        "test_the_python_notebook_shows_pytorchs_numbers_too",
+    ] {
+        assert!(
+            log.contains(&format!("ArticleNotebook.{test}) ... ok")),
+            "{log}"
+        );
+    }
 }
 
 #[test]

@@ -1,4 +1,5 @@
-"""Writes article.ipynb: the article's four ways to free GPU memory, one cell per step, in torchlet.
+"""Writes article.ipynb and article_python.ipynb: the article's four ways to free GPU memory, one
+cell per step, in torchlet's Rhai and in Python as the article writes it.
 
 Each measuring cell ends with `[memory_allocated(), memory_reserved()]` and carries
 `metadata.torchlet.reference = [method, step]`, the key of PyTorch's numbers in tests/data/torch-h200.json
@@ -60,6 +61,52 @@ def build():
     return nb
 
 
+PY_MEASURE = "[torch.cuda.memory_allocated(), torch.cuda.memory_reserved()]"
+
+
+def build_python():
+    """The same steps in Python, for the torchlet (Python) kernel: the article's own code."""
+    m1, m2, m3, m4 = (
+        "article_method_1_del",
+        "article_method_2_empty_cache_while_x_alive",
+        "article_method_3_no_grad",
+        "article_method_4_del_and_empty_cache",
+    )
+    new_x = "x = torch.randn(1000, 1000).cuda()"
+    cells = [
+        new_markdown_cell("# Four ways to free GPU memory, in Python\n\nEach cell shows "
+                          f"`{PY_MEASURE}` in bytes after its step."),
+        step("import torch"),
+        new_markdown_cell("## 1. `del`"),
+        step(f"{new_x}\n{PY_MEASURE}", m1, "x = randn(1000,1000).cuda()"),
+        step(f"x = x.cpu()\n{PY_MEASURE}", m1, "x = x.cpu()"),
+        step(f"del x\n{PY_MEASURE}", m1, "del x"),
+        step(f"torch.cuda.empty_cache()\n{PY_MEASURE}", m1, "empty_cache()"),
+        new_markdown_cell("## 2. `torch.cuda.empty_cache()` while the tensor is alive"),
+        step(f"{new_x}\n{PY_MEASURE}", m2, "x = randn(1000,1000).cuda()"),
+        step(f"torch.cuda.empty_cache()\n{PY_MEASURE}", m2, "empty_cache()"),
+        step("del x\ntorch.cuda.empty_cache()"),
+        new_markdown_cell("## 3. `with torch.no_grad():`"),
+        step(f"{new_x}\nwith torch.no_grad():\n    y = x + 1\n{PY_MEASURE}",
+             m3, "x = randn(1000,1000).cuda(); no_grad { y = x + 1 }"),
+        step("y.requires_grad", m3, "y.requires_grad"),
+        step("del x, y\ntorch.cuda.empty_cache()"),
+        new_markdown_cell("## 4. `del` a temporary, then `torch.cuda.empty_cache()`"),
+        step(f"{new_x}\ntemp = x * 2\n{PY_MEASURE}", m4, "x = randn(1000,1000).cuda(); temp = x * 2"),
+        step(f"del temp\n{PY_MEASURE}", m4, "del temp"),
+        step(f"torch.cuda.empty_cache()\n{PY_MEASURE}", m4, "empty_cache()"),
+        new_markdown_cell("The allocator's own view:"),
+        step("print(torch.cuda.memory_summary())"),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "torchlet-python", "display_name": "torchlet (Python)",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python", "file_extension": ".py"}
+    return nb
+
+
 if __name__ == "__main__":
     import os
-    nbformat.write(build(), os.path.join(os.path.dirname(os.path.abspath(__file__)), "article.ipynb"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    nbformat.write(build(), os.path.join(here, "article.ipynb"))
+    nbformat.write(build_python(), os.path.join(here, "article_python.ipynb"))

@@ -76,6 +76,16 @@ device_test!(
         check_gradients(device, &[&[3, 4], &[4]], |t| {
             t[0].rms_norm(&[4], Some(&t[1]), None).unwrap()
         });
+        // No rows: the weight's gradient sums nothing, so it is zeros, not uninitialised memory.
+        let empty = values(&[0, 4], 6, DType::F32, device, true);
+        let w = Tensor::full(&[4], Scalar::Float(2.0), &TensorOptions::default())
+            .unwrap()
+            .to_device(device)
+            .unwrap();
+        w.set_requires_grad(true).unwrap();
+        let y = empty.rms_norm(&[4], Some(&w), None).unwrap();
+        y.sum(None, false).unwrap().backward(false).unwrap();
+        assert_eq!(vec_of(&w.grad().unwrap()), [0.0; 4], "rms_norm on {device}");
     }
 );
 

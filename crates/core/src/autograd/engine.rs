@@ -175,12 +175,6 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
         let mut spent = Vec::new();
         for (i, (edge, g)) in node.next.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
-            let g = match g {
-                Some(g) if g.dtype() != node.input_dtypes[i] => {
-                    Some(g.to_dtype(node.input_dtypes[i])?)
-                }
-                g => g,
-            };
             let next = Task::of(edge);
             let k = next.key();
             if let Some(g) = g {
@@ -228,14 +222,38 @@ fn call(
             .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
         f(&grads, &mask)?
     };
+    out.resize_with(node.next.len(), || None);
+    validate_outputs(node, &mut out)?;
     // PyTorch's order: the incoming gradient goes when the node's call returns, then the node
     // releases its saved tensors, then its outputs move on to the next nodes.
     drop(grads);
     if !retain_graph && node.saves {
         *node.func.lock().expect("autograd node lock") = None;
     }
-    out.resize_with(node.next.len(), || None);
     Ok(out)
+}
+
+/// Note [validate_outputs]: a broadcast input's gradient comes out of a backward formula in the
+/// output's shape (`MulBackward0` multiplies, nothing more); PyTorch's engine then sums it down
+/// to the input's shape and casts it to the input's dtype, input by input, once the node's whole
+/// formula has run (`validate_outputs`), before the incoming gradient and the saved tensors go.
+/// So `x * rsqrt(v)` with `v` of shape [B, T, 1] allocates both full products, then the sum.
+fn validate_outputs(node: &Node, out: &mut [Option<Tensor>]) -> Result<()> {
+    for (i, slot) in out.iter_mut().enumerate() {
+        if node.next[i].is_none() {
+            continue;
+        }
+        let Some(g) = slot.take() else { continue };
+        let g = match node.input_shapes.get(i) {
+            Some(shape) if g.dims() != shape.as_slice() => g.sum_to_size(shape)?,
+            _ => g,
+        };
+        *slot = Some(match node.input_dtypes.get(i) {
+            Some(&dtype) if g.dtype() != dtype => g.to_dtype(dtype)?,
+            _ => g,
+        });
+    }
+    Ok(())
 }
 
 /// Add a second gradient for the same input, as PyTorch's `InputBuffer::accumulate` does: into

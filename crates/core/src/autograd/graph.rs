@@ -42,6 +42,8 @@ pub struct Node {
     pub(crate) outputs: usize,
     /// The dtype each input's gradient must have.
     pub(crate) input_dtypes: Vec<DType>,
+    /// The shape each input's gradient must have (a broadcast one is summed down to it).
+    pub(crate) input_shapes: Vec<Vec<usize>>,
     /// Whether `func` holds saved tensors (only then is it released after backward).
     pub(crate) saves: bool,
     /// Creation order: backward runs later nodes first, as PyTorch does.
@@ -230,6 +232,7 @@ fn new_node(
         slots: inputs.iter().map(|t| slot_of(t)).collect(),
         outputs,
         input_dtypes: inputs.iter().map(|t| t.dtype()).collect(),
+        input_shapes: inputs.iter().map(|t| t.dims().to_vec()).collect(),
         func: Mutex::new(Some(func)),
         saves,
         seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),

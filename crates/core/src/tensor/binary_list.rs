@@ -58,21 +58,21 @@ macro_rules! tensors_form {
         pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
             let out = self.binary_raw(other, BinaryOp::$op)?;
             if needs_grad(&[self, other]) {
-                let (sa, sb) = (self.shape(), other.shape());
                 record(
                     &out,
                     $node,
                     &[self, other],
                     false,
                     Box::new(move |$g, m| {
-                        // As PyTorch's generated backward functions: the last input's gradient first.
+                        // As PyTorch's generated backward functions: the last input's gradient
+                        // first; the engine sums a broadcast one down (Note [validate_outputs]).
                         let gb = if m[1] {
-                            Some(($gb).sum_to_size(&sb)?)
+                            Some(Tensor::clone(&$gb))
                         } else {
                             None
                         };
                         let ga = if m[0] {
-                            Some(($ga).sum_to_size(&sa)?)
+                            Some(Tensor::clone(&$ga))
                         } else {
                             None
                         };

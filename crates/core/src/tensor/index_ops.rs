@@ -461,7 +461,6 @@ impl Tensor {
 /// through `where` with a 0-d zero (`b`'s first, as PyTorch's formulas run last input first).
 fn record_where(out: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     let c = SavedTensor::new(cond)?;
-    let (sa, sb) = (a.shape(), b.shape());
     record(
         out,
         "WhereBackward0",
@@ -470,12 +469,12 @@ fn record_where(out: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<(
         Box::new(move |g, m| {
             let c = c.get()?;
             let gb = if m[1] {
-                Some(g.where_zero(c, false)?.sum_to_size(&sb)?)
+                Some(g.where_zero(c, false)?)
             } else {
                 None
             };
             let ga = if m[0] {
-                Some(g.where_zero(c, true)?.sum_to_size(&sa)?)
+                Some(g.where_zero(c, true)?)
             } else {
                 None
             };

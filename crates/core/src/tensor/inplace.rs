@@ -124,7 +124,6 @@ impl Tensor {
         )?;
         self.binary_into_self(other, op)?;
         if record_it {
-            let (sa, sb) = (self.shape(), other.shape());
             record(
                 self,
                 name,
@@ -133,23 +132,23 @@ impl Tensor {
                 Box::new(move |g, m| {
                     let ga = match (m[0], &keep_other, op) {
                         (false, ..) => None,
-                        (true, Some(b), BinaryOp::Div) => Some(g.div(b.get()?)?.sum_to_size(&sa)?),
-                        (true, Some(b), _) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
-                        (true, None, _) => Some(g.sum_to_size(&sa)?),
+                        (true, Some(b), BinaryOp::Div) => Some(g.div(b.get()?)?),
+                        (true, Some(b), _) => Some(g.mul(b.get()?)?),
+                        (true, None, _) => Some(g.clone()),
                     };
                     let gb = if !m[1] {
                         None
                     } else {
                         match (op, &old_self, &keep_other) {
-                            (BinaryOp::Sub, ..) => Some(g.neg()?.sum_to_size(&sb)?),
-                            (BinaryOp::Mul, Some(a), _) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
+                            (BinaryOp::Sub, ..) => Some(g.neg()?),
+                            (BinaryOp::Mul, Some(a), _) => Some(g.mul(a.get()?)?),
                             // d(a / b)/db = -a / b²
                             (BinaryOp::Div, Some(a), Some(b)) => {
                                 let b = b.get()?;
-                                Some(g.neg()?.mul(&a.get()?.div(b)?.div(b)?)?.sum_to_size(&sb)?)
+                                Some(g.neg()?.mul(&a.get()?.div(b)?.div(b)?)?)
                             }
                             (BinaryOp::Mul | BinaryOp::Div, ..) => None,
-                            _ => Some(g.sum_to_size(&sb)?),
+                            _ => Some(g.clone()),
                         }
                     };
                     Ok(vec![ga, gb])

@@ -45,7 +45,6 @@ impl Tensor {
         drop(result);
         if needs_grad(&[self, target]) {
             let (a, b) = (SavedTensor::new(self)?, SavedTensor::new(target)?);
-            let (sa, sb) = (self.shape(), target.shape());
             record(
                 &out,
                 "MseLossBackward0",
@@ -62,16 +61,8 @@ impl Tensor {
                         false,
                         diff.operand(),
                     )?;
-                    let gb = if m[1] {
-                        Some(diff.neg()?.sum_to_size(&sb)?)
-                    } else {
-                        None
-                    };
-                    let ga = if m[0] {
-                        Some(diff.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
+                    let gb = if m[1] { Some(diff.neg()?) } else { None };
+                    let ga = if m[0] { Some(diff) } else { None };
                     Ok(vec![ga, gb])
                 }),
             );

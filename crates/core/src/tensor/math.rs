@@ -3,6 +3,7 @@
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::device::{BinaryOp, Device, UnaryOp};
 
+use super::iter_layout::empty_elementwise;
 use super::{broadcast_shapes, DType, Result, Scalar, Tensor, TensorError};
 
 /// PyTorch's `combine_categories`: a lower-priority operand only wins with a higher category.
@@ -105,7 +106,7 @@ impl Tensor {
             return Err(device_mismatch(da, db));
         }
         let shape = broadcast_shapes(self.dims(), other.dims())?;
-        let out = self.empty_same(&shape, dtype)?;
+        let out = empty_elementwise(&[self, other], &shape, dtype)?;
         if out.numel() > 0 {
             let (la, lb) = (
                 self.layout().broadcast_to(&shape),
@@ -128,7 +129,7 @@ impl Tensor {
         scalar_first: bool,
         dtype: DType,
     ) -> Result<Tensor> {
-        let out = self.empty_same(self.dims(), dtype)?;
+        let out = empty_elementwise(&[self], self.dims(), dtype)?;
         if out.numel() > 0 {
             self.backend()
                 .binary_scalar(op, self.operand(), s, scalar_first, out.operand())?;
@@ -152,7 +153,7 @@ impl Tensor {
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
             ));
         }
-        let out = self.empty_same(self.dims(), unary_output_dtype(op, self.dtype()))?;
+        let out = empty_elementwise(&[self], self.dims(), unary_output_dtype(op, self.dtype()))?;
         if out.numel() > 0 {
             self.backend().unary(op, self.operand(), out.operand())?;
         }
@@ -163,7 +164,6 @@ impl Tensor {
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
         let out = self.binary_raw(other, BinaryOp::Mul)?;
         if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
             let keep_other = SavedTensor::new_if(self.requires_grad(), other)?;
             let keep_self = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
@@ -173,11 +173,11 @@ impl Tensor {
                 true,
                 Box::new(move |g, m| {
                     let gb = match (&keep_self, m[1]) {
-                        (Some(a), true) => Some(g.mul(a.get()?)?.sum_to_size(&sb)?),
+                        (Some(a), true) => Some(g.mul(a.get()?)?),
                         _ => None,
                     };
                     let ga = match (&keep_other, m[0]) {
-                        (Some(b), true) => Some(g.mul(b.get()?)?.sum_to_size(&sa)?),
+                        (Some(b), true) => Some(g.mul(b.get()?)?),
                         _ => None,
                     };
                     Ok(vec![ga, gb])
@@ -191,7 +191,6 @@ impl Tensor {
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
         let out = self.binary_raw(other, BinaryOp::Div)?;
         if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
             let b = SavedTensor::new(other)?;
             let a = SavedTensor::new_if(other.requires_grad(), self)?;
             record(
@@ -205,15 +204,11 @@ impl Tensor {
                     let gb = match (&a, m[1]) {
                         (Some(a), true) => {
                             let (a, b) = (a.get()?, b.get()?);
-                            Some(g.neg()?.mul(&a.div(b)?.div(b)?)?.sum_to_size(&sb)?)
+                            Some(g.neg()?.mul(&a.div(b)?.div(b)?)?)
                         }
                         _ => None,
                     };
-                    let ga = if m[0] {
-                        Some(g.div(b.get()?)?.sum_to_size(&sa)?)
-                    } else {
-                        None
-                    };
+                    let ga = if m[0] { Some(g.div(b.get()?)?) } else { None };
                     Ok(vec![ga, gb])
                 }),
             );
@@ -228,7 +223,6 @@ impl Tensor {
         }
         let out = self.binary_raw(other, BinaryOp::Pow)?;
         if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
             let (a, b, r) = (
                 SavedTensor::new(self)?,
                 SavedTensor::new(other)?,
@@ -242,15 +236,12 @@ impl Tensor {
                 Box::new(move |g, m| {
                     let (a, b, r) = (a.get()?, b.get()?, r.get()?);
                     let ga = if m[0] {
-                        Some(
-                            g.mul(&b.mul(&a.pow(&b.sub_scalar(Scalar::Int(1))?)?)?)?
-                                .sum_to_size(&sa)?,
-                        )
+                        Some(g.mul(&b.mul(&a.pow(&b.sub_scalar(Scalar::Int(1))?)?)?)?)
                     } else {
                         None
                     };
                     let gb = if m[1] {
-                        Some(g.mul(&r.mul(&a.log()?)?)?.sum_to_size(&sb)?)
+                        Some(g.mul(&r.mul(&a.log()?)?)?)
                     } else {
                         None
                     };

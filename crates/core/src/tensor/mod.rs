@@ -2,7 +2,8 @@
 //!
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
-//! type promotion and each op's backward), `compare`, `reduce`, `linalg` (2-D products) and
+//! type promotion and each op's backward; `iter_layout` lays its outputs out as TensorIterator
+//! does), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
 //! (`layer_norm`, `dropout`), `rms_norm`, `group_norm`, `pad` (constant padding), `upsample`
 //! (nearest and bilinear `interpolate`), `vector_norm` (the norms of gradient clipping),
@@ -44,6 +45,7 @@ mod handle;
 mod index_ops;
 mod inplace;
 mod interrupt;
+mod iter_layout;
 mod linalg;
 mod loss;
 mod math;

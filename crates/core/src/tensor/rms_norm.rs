@@ -85,8 +85,12 @@ impl RmsNormSaved {
         let dx = mask[0]
             .then(|| input.empty_same(input.dims(), input.dtype()))
             .transpose()?;
+        // No rows: the weight's gradient is a sum of nothing, zeros (as layer norm's).
         let dw = (weight.is_some() && mask[mask.len() - 1])
-            .then(|| input.empty_same(&[n], input.dtype()))
+            .then(|| match m {
+                0 => Tensor::zeros(&[n], &input.like_options()),
+                _ => input.empty_same(&[n], input.dtype()),
+            })
             .transpose()?;
         if m > 0 && n > 0 {
             let x = expect_contiguous(input)?;
