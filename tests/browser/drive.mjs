@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-import { NB, cells, openNotebook, prompts, rerunCell, runAll, waitIdle, waitPrompts } from './lab.mjs';
+import { NB, cells, openNotebook, prompts, rerunCell, runAll, runAllUntilStarted, waitIdle, waitPrompts } from './lab.mjs';
 import { highlighting } from './highlight.mjs';
 import { variablesPanel } from './variables.mjs';
 
@@ -79,16 +79,16 @@ async function article(page) {
   return { cells: shown, prompts: await prompts(page), inlinePlot };
 }
 
-/** Run All on the article's Python notebook, in the torchlet (Python) kernel, and how its code is highlighted. */
+/** Run All on the article's Python notebook, in the torchlet (Python) kernel the toolbar names. */
 async function pythonArticle(page) {
-  await openNotebook(page, base, token, 'article_python.ipynb');
-  await runAll(page);
+  await openNotebook(page, base, token, 'article_python.ipynb', { debugger: false });
+  await runAllUntilStarted(page);
   await waitPrompts(page, `ps => ps.length > 0 && ps.every(p => /^\\[\\d+\\]:$/.test(p))`);
   await waitIdle(page);
   const shown = await cells(page);
   await page.screenshot({ path: join(out, 'article_python.png') });
-  const mime = await page.$eval(NB, n => n.getAttribute('data-jp-code-mime') ?? null).catch(() => null);
-  return { cells: shown, mime };
+  const kernel = await page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName').textContent();
+  return { cells: shown, kernel };
 }
 
 async function main() {

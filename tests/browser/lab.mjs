@@ -6,8 +6,10 @@ export const NB = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook';
 /** How long a step may take on a loaded 2-core machine (a Run All, a kernel start). */
 export const STEP_MS = 180_000;
 
-/** Open `file` in JupyterLab and wait until all its cells are shown and its kernel is idle. */
-export async function openNotebook(page, base, token, file) {
+/** Open `file` in JupyterLab and wait until all its cells are shown and its kernel is idle.
+ * `debugger: false` for a kernel without one (the Python kernel): there is no debugInfo reply
+ * to wait for, so a Run All that finds no kernel yet must be repeated (`runAllUntilStarted`). */
+export async function openNotebook(page, base, token, file, { debugger: hasDebugger = true } = {}) {
   const reply = await page.request.get(`${base}/api/contents/${file}?token=${token}`);
   if (!reply.ok()) throw new Error(`GET /api/contents/${file}: ${reply.status()}`);
   const count = (await reply.json()).content.cells.length;
@@ -19,6 +21,12 @@ export async function openNotebook(page, base, token, file) {
     { timeout: STEP_MS, polling: 100 }
   );
   await waitIdle(page);
+  if (!hasDebugger) {
+    // No debugInfo to wait for: the kernel is idle; give its connection a moment to settle.
+    await page.waitForTimeout(2000);
+    await page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .jp-InputArea-prompt').first().click();
+    return;
+  }
   // The debugger's button is enabled once its debugInfo request came back over the session's
   // kernel connection: before that, Run All can find no kernel and silently run nothing.
   await page.waitForFunction(
@@ -42,6 +50,21 @@ export async function waitIdle(page) {
   );
 }
 
+/** Run All until some cell has run (a prompt with a number), for a kernel whose readiness
+ * cannot be seen: a Run All sent before the connection is up runs nothing. */
+export async function runAllUntilStarted(page) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await runAll(page);
+    try {
+      await waitPrompts(page, `ps => ps.some(p => /^\\[(\\d+|\\*)\\]:$/.test(p))`, 20_000);
+      return;
+    } catch (e) {
+      // Nothing ran: the kernel was not connected yet.
+    }
+  }
+  throw new Error('Run All never started a cell');
+}
+
 /** Click Run ▸ Run All Cells, as a user does. */
 export async function runAll(page) {
   await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Run$/ }).click();
@@ -55,7 +78,7 @@ export async function prompts(page) {
 }
 
 /** Wait until `done(prompts)` holds for the code cells' prompts (evaluated in the page). */
-export async function waitPrompts(page, doneSource) {
+export async function waitPrompts(page, doneSource, timeout = STEP_MS) {
   await page.waitForFunction(
     ([nb, source]) => {
       const ps = [...document.querySelectorAll(nb + ' .jp-CodeCell .jp-InputArea-prompt')]
@@ -63,7 +86,7 @@ export async function waitPrompts(page, doneSource) {
       return new Function('prompts', `return (${source})(prompts);`)(ps);
     },
     [NB, doneSource],
-    { timeout: STEP_MS, polling: 100 }
+    { timeout, polling: 100 }
   );
 }
 

@@ -238,14 +238,12 @@ fn article(r: &Value) {
 }
 
 /// The same four methods in Python, run by the torchlet (Python) kernel in JupyterLab: PyTorch's
-/// numbers, and the cells edited as Python.
+/// numbers, from the kernel the notebook's toolbar names.
 fn python_article(r: &Value) {
     let shown = r["cells"].as_array().expect("Python article cells");
     article_steps("tests/jupyter/article_python.ipynb", shown, true);
-    assert_eq!(
-        r["mime"], "text/x-ipython",
-        "cells are highlighted as Python"
-    );
+    let kernel = r["kernel"].as_str().unwrap_or_default();
+    assert!(kernel.ends_with("Python"), "the torchlet (Python) kernel ran it: {kernel}");
 }
 
 /// The article's last cell, `plot_memory()`, shows its SVG as a picture of a useful size.

@@ -186,3 +186,38 @@ fn an_error_in_the_recomputed_function_names_the_function_and_keeps_the_session(
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "True True\nTrue\n");
 }
+
+#[test]
+fn multihead_attention_computes_attention_with_and_without_weights() {
+    let code = r#"
+import math
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+mha = nn.MultiheadAttention(16, 4, batch_first=True).cuda()
+with torch.no_grad():
+    mha.in_proj_bias.copy_(torch.randn(48, device="cuda"))
+x = torch.randn(2, 5, 16, device="cuda")
+out, w = mha(x, x, x)
+# The definition, written out: per head softmax(q kᵀ / √d) v, then the output projection.
+qkv = x @ mha.in_proj_weight.t() + mha.in_proj_bias
+q, k, v = (t.view(2, 5, 4, 4).transpose(1, 2) for t in qkv.split(16, dim=-1))
+p = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4), dim=-1)
+ref = (p @ v).transpose(1, 2).reshape(2, 5, 16) @ mha.out_proj.weight.t() + mha.out_proj.bias
+print(tuple(out.shape), tuple(w.shape), (out - ref).abs().max().item() < 1e-5,
+      (w - p.mean(dim=1)).abs().max().item() < 1e-6)
+mask = torch.triu(torch.full((5, 5), float("-inf"), device="cuda"), diagonal=1)
+causal, none = mha(x, x, x, attn_mask=mask, need_weights=False)
+pc = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4) + mask, dim=-1)
+refc = (pc @ v).transpose(1, 2).reshape(2, 5, 16) @ mha.out_proj.weight.t() + mha.out_proj.bias
+print(none, (causal - refc).abs().max().item() < 1e-5)
+causal.sum().backward()
+print(mha.in_proj_weight.grad.shape, mha.out_proj.weight.grad is not None)
+"#;
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "(2, 5, 16) (2, 5, 5) True True\nNone True\ntorch.Size([48, 16]) True\n"
+    );
+}

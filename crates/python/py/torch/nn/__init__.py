@@ -24,6 +24,7 @@ from torch.nn.modules import (  # noqa: F401
     Module,
     ModuleDict,
     ModuleList,
+    MultiheadAttention,
     MSELoss,
     Parameter,
     ParameterList,

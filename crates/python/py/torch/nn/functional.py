@@ -239,3 +239,129 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise NotImplementedError(
             f"torchlet: nll_loss with targets equal to ignore_index={ignore_index} is not supported yet")
     return _C._nll_loss(input, target)
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask as the float one it stands for (-inf where True); a float mask as it is."""
+    if mask is None:
+        return None
+    import torch
+
+    if mask.dtype == torch.bool:
+        return torch.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    return mask
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """Project q, k and v with the packed [3E, E] weight, as PyTorch 2.11 does: self-attention
+    makes one product and one contiguous [3, …] copy of it."""
+    import torch
+
+    E = q.size(-1)
+    if k is v and q is k:
+        proj = linear(q, w, b)
+        proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return proj[0], proj[1], proj[2]
+    if k is v:
+        w_q, w_kv = w.split([E, E * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+        q_proj = linear(q, w_q, b_q)
+        kv_proj = linear(k, w_kv, b_kv)
+        kv_proj = kv_proj.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return q_proj, kv_proj[0], kv_proj[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                                 out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention's computation, op for op as PyTorch 2.11 runs it: with weights, the
+    explicit bmm, softmax and bmm; without, scaled_dot_product_attention."""
+    import math
+
+    import torch
+
+    unsupported = [name for name, given in [
+        ("bias_k/bias_v", bias_k is not None or bias_v is not None),
+        ("add_zero_attn", add_zero_attn), ("use_separate_proj_weight", use_separate_proj_weight),
+        ("static_k/static_v", static_k is not None or static_v is not None),
+        ("key_padding_mask", key_padding_mask is not None)] if given]
+    if unsupported:
+        raise NotImplementedError(
+            f"torchlet: multi_head_attention_forward with {', '.join(unsupported)} is not "
+            "supported yet; leave it out")
+    is_batched = query.dim() == 3
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and not need_weights:
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
+    q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    if attn_mask is not None and attn_mask.dim() == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should "
+                               f"be {(tgt_len, src_len)}.")
+        attn_mask = attn_mask.unsqueeze(0)
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        _, _, E = q.shape
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        if attn_mask is not None:
+            raise NotImplementedError(
+                "torchlet: nn.MultiheadAttention with an attn_mask and need_weights=True (a "
+                "baddbmm) is not supported yet; pass need_weights=False")
+        weights = torch.bmm(q_scaled, k.transpose(-2, -1))
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        attn_output = torch.bmm(weights, v)
+        attn_output = attn_output.transpose(0, 1).contiguous().view(tgt_len * bsz, embed_dim)
+        attn_output = linear(attn_output, out_proj_weight, out_proj_bias)
+        attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            attn_output = attn_output.squeeze(1)
+            weights = weights.squeeze(0)
+        return attn_output, weights
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    attn_output = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    attn_output = attn_output.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
+    attn_output = linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+    if not is_batched:
+        attn_output = attn_output.squeeze(1)
+    return attn_output, None

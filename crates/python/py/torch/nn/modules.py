@@ -654,6 +654,93 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention's output projection: a Linear under another name, as in PyTorch."""
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention with one packed [3E, E] input projection, as PyTorch builds it."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        if (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)) or add_bias_kv:
+            raise NotImplementedError(
+                "torchlet: nn.MultiheadAttention with kdim/vdim other than embed_dim or "
+                "add_bias_kv=True is not supported yet")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim = True
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.in_proj_weight = Parameter(torch.empty((3 * embed_dim, embed_dim), device=device,
+                                                    dtype=dtype))
+        self.register_parameter("q_proj_weight", None)
+        self.register_parameter("k_proj_weight", None)
+        self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(torch.empty(3 * embed_dim, device=device, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        device=device, dtype=dtype)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        init.xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def _takes_fast_path(self, query, key, value):
+        """Whether PyTorch would run its fused inference kernel here (which torchlet has not)."""
+        tensors = [query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                   self.out_proj.bias]
+        grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+        return (not self.training and self.batch_first and query.dim() == 3
+                and query is key and key is value and self.num_heads % 2 == 0
+                and self.in_proj_bias is not None and not self.add_zero_attn and not grad
+                and query.is_cuda)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        if self._takes_fast_path(query, key, value):
+            raise NotImplementedError(
+                "torchlet: nn.MultiheadAttention's fused inference path (eval mode without "
+                "grad, batch_first self-attention) is not supported yet; PyTorch runs "
+                "torch._native_multi_head_attention there")
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            # Transposed together so that `query is key` still holds, as PyTorch keeps it.
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), weights
+        return out, weights
+
+
 def _activation(name, function, doc):
     class Activation(Module):
         __doc__ = doc
