@@ -243,7 +243,10 @@ fn python_article(r: &Value) {
     let shown = r["cells"].as_array().expect("Python article cells");
     article_steps("tests/jupyter/article_python.ipynb", shown, true);
     let kernel = r["kernel"].as_str().unwrap_or_default();
-    assert!(kernel.ends_with("Python"), "the torchlet (Python) kernel ran it: {kernel}");
+    assert!(
+        kernel.ends_with("Python"),
+        "the torchlet (Python) kernel ran it: {kernel}"
+    );
 }
 
 /// The article's last cell, `plot_memory()`, shows its SVG as a picture of a useful size.

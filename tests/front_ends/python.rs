@@ -188,6 +188,21 @@ fn an_error_in_the_recomputed_function_names_the_function_and_keeps_the_session(
 }
 
 #[test]
+fn lr_schedulers_set_the_learning_rates_pytorch_sets_and_the_step_uses_them() {
+    let program = common::repo().join("tests/data/record_lr_schedulers.py");
+    let out = python(&[program.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pytorch =
+        std::fs::read_to_string(common::repo().join("tests/data/lr_schedulers.torch.txt"))
+            .expect("PyTorch's output, recorded");
+    assert_eq!(
+        text(&out.stdout),
+        pytorch,
+        "the same program under PyTorch 2.11"
+    );
+}
+
+#[test]
 fn multihead_attention_computes_attention_with_and_without_weights() {
     let code = r#"
 import math

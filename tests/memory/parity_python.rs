@@ -50,6 +50,7 @@ python_parity!(
     py_gpt_modules,
     py_llama_lora,
     py_mnist_cnn,
+    py_multihead_attention,
     py_resnet_block,
     py_no_grad_function,
     py_sequential_sgd,

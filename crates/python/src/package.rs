@@ -55,6 +55,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/optim/__init__.py"),
     ),
     (
+        "torch.optim.lr_scheduler",
+        false,
+        include_str!("../py/torch/optim/lr_scheduler.py"),
+    ),
+    (
         "torch.utils",
         true,
         "\"\"\"torch.utils: checkpoint.\"\"\"\n",

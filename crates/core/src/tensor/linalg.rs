@@ -221,20 +221,26 @@ impl Tensor {
         if needs_grad(&[self, other]) {
             let (sa, sb) = (self.shape(), other.shape());
             let (col_a, col_b) = (column_major(self), column_major(other));
-            let keep_b = SavedTensor::new_if(self.requires_grad(), other)?;
-            let keep_a = SavedTensor::new_if(other.requires_grad(), self)?;
+            // Note [saved release order]: a node's saved tensors go in the order of their names
+            // (`mat2_` before `self_` in MmBackward0 and BmmBackward0), so the tuple holds the
+            // second operand first: its fields drop in order when the node is released.
+            let saved = (
+                SavedTensor::new_if(self.requires_grad(), other)?,
+                SavedTensor::new_if(other.requires_grad(), self)?,
+            );
             record(
                 &out,
                 name,
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
+                    let (keep_b, keep_a) = &saved;
                     // PyTorch's MmBackward0/BmmBackward0 compute the second operand's gradient first.
-                    let gb = match (&keep_a, m[1]) {
+                    let gb = match (keep_a, m[1]) {
                         (Some(a), true) => Some(mat2_grad(g, a.get()?, col_b)?.sum_to_size(&sb)?),
                         _ => None,
                     };
-                    let ga = match (&keep_b, m[0]) {
+                    let ga = match (keep_b, m[0]) {
                         (Some(b), true) => Some(mat1_grad(g, b.get()?, col_a)?.sum_to_size(&sa)?),
                         _ => None,
                     };

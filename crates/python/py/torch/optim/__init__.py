@@ -1,5 +1,6 @@
 """torch.optim: SGD, Adam and AdamW with param_groups, each group stepped by torchlet's engine
-as PyTorch's foreach implementation steps it (the default on CUDA)."""
+as PyTorch's foreach implementation steps it (the default on CUDA); `lr_scheduler` changes the
+groups' lr between steps."""
 
 import sys
 
@@ -108,3 +109,5 @@ class AdamW(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
+
+from torch.optim import lr_scheduler  # noqa: E402  (PyTorch imports it here too)
