@@ -1,6 +1,6 @@
 //! Real-GPU faults give a clear error and never a panic or a hang: NVRTC missing, and a kernel that
 //! faults (an illegal address), each in a child `torchlet run` so a lost context stays there.
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Longer than a cold start that compiles every kernel module; a hang takes forever.
@@ -9,9 +9,9 @@ const LIMIT: Duration = Duration::from_secs(300);
 /// `torchlet run -e code` with `env`, killed (and the test failed) if it outlives LIMIT.
 fn run(code: &str, env: &[(&str, &str)]) -> Output {
     crate::common::shares_gpu_as_is();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_torchlet"))
+    // `TORCHLET_BIN` where the tests run away from the build (the GPU machine).
+    let mut child = crate::common::torchlet()
         .args(["run", "-e", code])
-        .env_remove("TORCHLET_SIMULATE_CUDA")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
