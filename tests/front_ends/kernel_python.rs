@@ -200,6 +200,14 @@ async fn completion_inspection_and_completeness_are_pythons() {
         text.starts_with("x: Tensor\ntensor([[1., 1., 1.],"),
         "{text}"
     );
+    // `name?` pages the same help, as IPython's does, and runs nothing.
+    let cell = run(&mut shell, &mut iopub, "torch.zeros_like?").await;
+    let reply = serde_json::to_value(&cell.reply.content).unwrap();
+    let page = reply["payload"][0]["data"]["text/plain"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(page.starts_with("torch.zeros_like"), "{reply}");
+    assert_eq!(reply["status"], "ok");
     for (code, expected) in [
         ("x = 1", "complete"),
         ("with torch.no_grad():\n    y = x * 2\n", "incomplete"),

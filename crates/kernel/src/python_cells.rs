@@ -33,8 +33,38 @@ impl PythonCells {
     }
 }
 
+/// The name a cell asks help for, IPython's `name?` or `?name`, when that is the whole cell.
+fn help_query(code: &str) -> Option<&str> {
+    let asked = code.trim();
+    let name = asked
+        .strip_suffix('?')
+        .or_else(|| asked.strip_prefix('?'))?
+        .trim();
+    let dotted = !name.is_empty()
+        && name
+            .split('.')
+            .all(|part| part.chars().all(|c| c.is_alphanumeric() || c == '_') && !part.is_empty());
+    dotted.then_some(name)
+}
+
 impl Language for PythonCells {
     fn run_cell(&mut self, code: &str, count: usize) -> Ran {
+        if let Some(name) = help_query(code) {
+            let text = self
+                .python
+                .inspect(name, name.len())
+                .unwrap_or_else(|| format!("Object `{name}` not found."));
+            let outcome = Outcome {
+                value: None,
+                error: None,
+                elapsed: std::time::Duration::ZERO,
+            };
+            return Ran {
+                outcome,
+                page: Some(text),
+                traceback: None,
+            };
+        }
         let started = Instant::now();
         let result = self.python.run_cell(code, &format!("In[{count}]"));
         let elapsed = started.elapsed();
@@ -111,4 +141,18 @@ fn traceback_lines(error: &PythonError) -> Vec<String> {
         *last = format!("\x1b[0;31m{last}\x1b[0m");
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::help_query;
+
+    #[test]
+    fn help_is_asked_with_a_question_mark_before_or_after_a_dotted_name() {
+        assert_eq!(help_query("torch.zeros?"), Some("torch.zeros"));
+        assert_eq!(help_query("?x\n"), Some("x"));
+        assert_eq!(help_query("x = 1?"), None);
+        assert_eq!(help_query("?"), None);
+        assert_eq!(help_query("a..b?"), None);
+    }
 }
