@@ -10,7 +10,7 @@
 //! transposed too, and a later `.contiguous()` copies in PyTorch exactly when it copies here.
 
 use super::convert::is_dense;
-use super::memory_format::{empty_in, is_channels_last};
+use super::memory_format::empty_in;
 use super::{DType, Layout, Result, Tensor};
 
 /// A new tensor of `shape` and `dtype` for the result of an elementwise op on `inputs` (each
@@ -52,10 +52,7 @@ fn fast_setup(inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Result<Optio
     if inputs.iter().all(|t| t.is_contiguous()) {
         return like.empty_same(shape, dtype).map(Some);
     }
-    if inputs
-        .iter()
-        .all(|t| is_channels_last(t) || t.is_channels_last())
-    {
+    if inputs.iter().all(|t| t.is_channels_last()) {
         return empty_in(like, shape, dtype, true).map(Some);
     }
     // The last input's strides against every other's, as PyTorch compares them.
