@@ -14,22 +14,23 @@ DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
 
 
 def workspaces(events, grads):
-    """The workspace after each of `grads` (sizes), in order of the grads' allocation."""
+    """[(grad size, its workspace)] in the order the grads (sizes in `grads`) were allocated.
+
+    A workspace is an allocation freed at once, after a grad's. A size may be in `grads` twice (the
+    input's gradient and the weight's can be the same size): each allocation of it is the next grad.
+    """
     events = [e for e in events if e[0] != "segment_alloc"]
-    found, order = {}, []
-    current = None
+    pending, found = list(grads), []
     for i, (action, size) in enumerate(events):
         if action != "alloc":
             continue
-        if size in grads and size not in order and current != size:
-            order.append(size)
-            current = size
-            found.setdefault(size, 0)
-            continue
         freed_next = i + 1 < len(events) and events[i + 1] == ["free_completed", size]
-        if freed_next and current is not None and found[current] == 0:
-            found[current] = size
-    return found, order
+        if size in pending and not (found and freed_next and found[-1][1] == 0):
+            pending.remove(size)
+            found.append([size, 0])
+        elif freed_next and found and found[-1][1] == 0:
+            found[-1][1] = size
+    return found
 
 
 def main():
@@ -45,12 +46,17 @@ def main():
         out = 1
         for d in r["out"]["shape"]:
             out *= d
-        fwd, _ = workspaces(r["forward"], [out * size])
+        fwd = workspaces(r["forward"], [out * size])[0][1]
         dx, dw = n * ch * h * w * size, k * (ch // groups) * kr * kr * size
-        bwd, order = workspaces(r["backward"], [dx, dw])
+        bwd = workspaces(r["backward"], [dx, dw])
+        order = [g for g, _ in bwd]
+        # With equal sizes the order cannot tell the grads apart: the input's comes first but for
+        # the depthwise kernels, whose sizes differ.
+        dx_ws = next(w for g, w in bwd if g == dx) if dx != dw else bwd[0][1]
+        dw_ws = next(w for g, w in bwd if g == dw) if dx != dw else bwd[1][1]
         rows.append(
             f"    Recorded {{ dtype: DType::{name}, shape: {c['shape']}, channels_last: {str(c['channels_last']).lower()}, "
-            f"forward: {fwd[out * size]}, input_grad: {bwd.get(dx, 0)}, weight_grad: {bwd.get(dw, 0)}, "
+            f"forward: {fwd}, input_grad: {dx_ws}, weight_grad: {dw_ws}, "
             f"weight_grad_first: {str(order[:1] == [dw] and dx != dw).lower()} }},"
         )
     env = doc["recorded_with"]

@@ -36,6 +36,37 @@ def trace_since(start):
     return [[e["action"], e["size"]] for e in entries if e["action"] not in SKIPPED]
 
 
+def resnet_conv_shapes(n, size, bottleneck, layers):
+    """The distinct convolutions of torchvision's ResNet on n images of size x size, as conv_cases lists them."""
+    shapes = [(n, 3, size, size, 64, 7, 2, 3, 1)]
+    hw, inplanes = size // 4, 64
+    expansion = 4 if bottleneck else 1
+    for stage, blocks in enumerate(layers):
+        planes = 64 * 2**stage
+        for block in range(blocks):
+            stride = 2 if stage > 0 and block == 0 else 1
+            out_hw = hw // stride
+            if bottleneck:
+                shapes += [(n, inplanes, hw, hw, planes, 1, 1, 0, 1), (n, planes, hw, hw, planes, 3, stride, 1, 1),
+                           (n, planes, out_hw, out_hw, planes * 4, 1, 1, 0, 1)]
+            else:
+                shapes += [(n, inplanes, hw, hw, planes, 3, stride, 1, 1), (n, planes, out_hw, out_hw, planes, 3, 1, 1, 1)]
+            if block == 0 and (stride != 1 or inplanes != planes * expansion):
+                shapes.append((n, inplanes, hw, hw, planes * expansion, 1, stride, 0, 1))
+            inplanes, hw = planes * expansion, out_hw
+    return list(dict.fromkeys(shapes))
+
+
+def zoo_conv_shapes():
+    """The convolutions of the model zoo's parity programs and of its real-size runs (models/train.py)."""
+    return (
+        resnet_conv_shapes(4, 64, False, [2, 2, 2, 2])      # tests/parity/py_zoo_resnet.py: resnet18
+        + resnet_conv_shapes(2, 64, True, [3, 4, 6, 3])     # and resnet50
+        + resnet_conv_shapes(64, 224, True, [3, 4, 6, 3])   # models/train.py resnet50 batch=64
+        + [(4, 3, 32, 32, 64, 8, 8, 0, 1)]                  # tests/parity/py_zoo_vit.py's patches
+    )
+
+
 def conv_cases():
     out = []
     if not wanted("conv2d"):
@@ -74,6 +105,7 @@ def conv_cases():
         (4, 64, 32, 32, 32, 1, 1, 0, 1),
         (4, 32, 32, 32, 3, 3, 1, 1, 1),
     ]
+    shapes += [z for z in zoo_conv_shapes() if z not in shapes]
     for dtype in DTYPES:
         for s in shapes:
             out.append(dict(op="conv2d", dtype=dtype, shape=s, channels_last=False))

@@ -710,29 +710,34 @@ fn nll_loss_and_scatter() {
     let mut g = Gpu::new();
     let (n, c) = (5, 4);
     let lp: Vec<f64> = values(n * c, 4);
-    let tg = [3.0, 0.0, 1.0, 3.0, 2.0];
+    // Row 1's target is ignore_index: the mean is over the other four, and total_weight says so.
+    let tg = [3.0, -100.0, 1.0, 3.0, 2.0];
+    let counted: Vec<usize> = (0..n).filter(|&i| i != 1).collect();
     let logp = g.up(&lp, DType::F32, &[n, c]);
     let target = g.up(&tg, DType::I64, &[n]);
     let out = g.alloc(DType::F32, &[]);
+    let total_weight = g.alloc(DType::F32, &[]);
     g.dev
         .gpu()
-        .nll_loss(&logp.view(), &target.view(), &out.view())
+        .nll_loss(&logp.view(), &target.view(), -100, &out.view(), &total_weight.view())
         .unwrap();
-    let want = -(0..n)
-        .map(|i| round(lp[i * c + tg[i] as usize], DType::F32))
+    let want = -counted
+        .iter()
+        .map(|&i| round(lp[i * c + tg[i] as usize], DType::F32))
         .sum::<f64>()
-        / n as f64;
+        / counted.len() as f64;
     assert_close(&g.down(&out), &[want], 1e-6, "nll");
+    assert_close(&g.down(&total_weight), &[4.0], 0.0, "nll total_weight");
     let grad = g.up(&[2.0], DType::F32, &[]);
     let dx = g.alloc(DType::F32, &[n, c]);
     g.dev
         .gpu()
-        .nll_loss_backward(&grad.view(), &target.view(), &dx.view())
+        .nll_loss_backward(&grad.view(), &target.view(), -100, &total_weight.view(), &dx.view())
         .unwrap();
     let want: Vec<f64> = (0..n * c)
         .map(|k| {
-            if tg[k / c] as usize == k % c {
-                -2.0 / n as f64
+            if tg[k / c] as i64 == (k % c) as i64 {
+                -2.0 / 4.0
             } else {
                 0.0
             }
@@ -740,6 +745,7 @@ fn nll_loss_and_scatter() {
         .collect();
     assert_close(&g.down(&dx), &want, 1e-6, "nll backward");
     // scatter along dim 1: dst[i, idx[i, 0]] = src[i, 0]
+    let tg = [3.0, 0.0, 1.0, 3.0, 2.0];
     let dst = g.up(&vec![0.0; n * c], DType::F32, &[n, c]);
     let src = g.up(&[1.0, 2.0, 3.0, 4.0, 5.0], DType::F32, &[n, 1]);
     let idx = g.up(&tg, DType::I64, &[n, 1]);

@@ -527,3 +527,57 @@ fn nanogpt_fits_with_pytorchs_peaks() {
     }
     assert_eq!(checked, 6, "three batches in two precisions");
 }
+
+/// The model zoo at real sizes: `torchlet fit models/train.py MODEL …`, shapes only, gives the
+/// peaks PyTorch recorded for the same file with the real libraries (torchvision, transformers,
+/// peft) on an H100 (`tests/data/zoo_peaks.jsonl`, from `record_zoo_peaks.py`).
+#[test]
+fn zoo_models_fit_with_pytorchs_peaks() {
+    let recorded = std::fs::read_to_string(repo().join("tests/data/zoo_peaks.jsonl")).unwrap();
+    let mut checked = 0;
+    for line in recorded.lines().filter(|l| !l.trim().is_empty()) {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let model = row["model"].as_str().unwrap();
+        let mut args = vec![
+            "fit".to_string(),
+            "models/train.py".to_string(),
+            model.to_string(),
+        ];
+        for key in ["batch", "seq", "precision", "ckpt", "steps"] {
+            let value = &row[key];
+            let value = value.as_str().map_or(value.to_string(), str::to_string);
+            args.push(format!("{key}={value}"));
+        }
+        args.extend(["--gpu", "H100-80GB"].map(str::to_string));
+        let (ok, report, err) = output(torchlet().current_dir(repo()).args(&args));
+        assert!(ok, "{args:?}: {report}{err}");
+        let line = |what: &str| {
+            let found = report.lines().find(|l| l.trim_start().starts_with(what));
+            found.unwrap_or_default().to_string()
+        };
+        // Under a GradScaler whether a step's gradients overflow depends on values, which a
+        // shapes-only run has not: fit takes every step, PyTorch skipped its first (at the initial
+        // scale of 2^16 ResNet-50's float16 gradients overflow), so fit's peak is the larger.
+        let scaled = row["precision"] == "autocast";
+        for (what, key) in [
+            ("peak allocated:", "peak_allocated"),
+            ("peak reserved:", "peak_reserved"),
+        ] {
+            let torch = row[key].as_u64().unwrap();
+            let ours = line(what);
+            let bytes = ours
+                .split('(')
+                .nth(1)
+                .and_then(|r| r.split(" B)").next())
+                .and_then(|b| b.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{args:?}: no bytes in {ours:?}"));
+            let fits = if scaled { bytes >= torch } else { bytes == torch };
+            assert!(
+                fits,
+                "{args:?}: torchlet's {what} {bytes} B; PyTorch's is {torch} B"
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "ResNet-50 twice, ViT-B/16, GPT-2 and Llama 3 8B LoRA twice");
+}

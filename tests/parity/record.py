@@ -7,7 +7,8 @@ Without NAME, every NAME.py beside this file that has a NAME.rhai is recorded. E
 DIR/NAME.json (default tests/data/torch_traces); --combined also writes one file mapping NAME to its
 record (handy when only a few files can be carried back from the GPU machine), and --split turns such
 a file back into DIR/NAME.json files. --addrs keeps each event's addr and stream and each checkpoint's
-segments (their addresses and blocks, harness.segments()); they are left out otherwise.
+segments (their addresses and blocks, harness.segments()); they are left out otherwise. --frames keeps
+each event's innermost Python frames, libraries' included (see which line of a library's model made it).
 """
 
 import argparse
@@ -25,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "data" / "torch_traces"
 MAX_ENTRIES = 1_000_000
 CHILD_TIMEOUT_S = 240
-NOT_PROGRAMS = {"harness", "record"}
+NOT_PROGRAMS = {"harness", "record", "compare"}
 
 
 def corpus_names():
@@ -51,6 +52,24 @@ def site_of(frames, program, lines):
             code = lines[line - 1].strip() if 0 < line <= len(lines) else None
             return line, code
     return None, None
+
+
+# Set by `record.py --frames`: each event also keeps its innermost Python frames (file:line function),
+# libraries' included, to see which line of a library's model made it.
+FRAMES_ENV = "TORCHLET_PARITY_FRAMES"
+
+
+def library_frames(frames, keep=6):
+    """The innermost `keep` frames as "file:line function", the file's last two path parts."""
+    out = []
+    for f in frames:
+        if len(out) == keep:
+            break
+        if f["filename"].endswith("nn/modules/module.py"):
+            continue  # Module.__call__'s wrappers
+        path = "/".join(Path(f["filename"]).parts[-2:])
+        out.append(f"{path}:{f['line']} {f['name']}")
+    return out
 
 
 def context_of(lines):
@@ -87,16 +106,17 @@ def record_one(name):
         if e["action"] in harness.SKIPPED_ACTIONS:
             continue
         line, code = site_of(e.get("frames", []), os.path.abspath(program), lines)
-        events.append(
-            {
-                "action": e["action"],
-                "size": e["size"],
-                "line": line,
-                "code": code,
-                "addr": e.get("addr", e.get("device_free")),
-                "stream": e.get("stream"),
-            }
-        )
+        event = {
+            "action": e["action"],
+            "size": e["size"],
+            "line": line,
+            "code": code,
+            "addr": e.get("addr", e.get("device_free")),
+            "stream": e.get("stream"),
+        }
+        if os.environ.get(FRAMES_ENV):
+            event["frames"] = library_frames(e.get("frames", []))
+        events.append(event)
     del program_globals
     return {
         "program": f"{name}.py",
@@ -185,6 +205,7 @@ def parse_args():
     p.add_argument("--combined", help="also write one JSON file mapping NAME to its record")
     p.add_argument("--split", metavar="FILE", help="write DIR/NAME.json from a --combined file, then stop")
     p.add_argument("--addrs", action="store_true", help="keep each event's addr and stream")
+    p.add_argument("--frames", action="store_true", help="keep each event's innermost Python frames")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--child-result", help=argparse.SUPPRESS)
     return p.parse_args()
@@ -204,6 +225,8 @@ def main():
     if args.addrs:
         # Read by harness.checkpoint in each child.
         os.environ["TORCHLET_PARITY_SEGMENTS"] = "1"
+    if args.frames:
+        os.environ[FRAMES_ENV] = "1"
     if args.split:
         split(args.split, out_dir, args.addrs)
         return 0

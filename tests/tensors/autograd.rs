@@ -270,7 +270,18 @@ device_test!(
                     .dtype(DType::I64)
                     .device(t[0].device()),
             )?;
-            t[0].cross_entropy(&targets)
+            t[0].cross_entropy(&targets, -100)
+        });
+        // A target equal to ignore_index adds nothing, to the mean or to the gradient.
+        check_grad(device, "cross_entropy with ignore_index", &[&[3, 4]], |t| {
+            let targets = Tensor::from_values(
+                vec![Scalar::Int(1), Scalar::Int(-100), Scalar::Int(0)],
+                vec![3],
+                &TensorOptions::default()
+                    .dtype(DType::I64)
+                    .device(t[0].device()),
+            )?;
+            t[0].cross_entropy(&targets, -100)
         });
         check_grad(device, "in-place on a non-leaf", &[&[4], &[4]], |t| {
             let y = t[0].mul_scalar(Scalar::Int(2))?;

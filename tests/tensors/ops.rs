@@ -850,13 +850,34 @@ device_test!(
             .sum::<f64>()
             / 4.0;
         assert_close(
-            &x.cross_entropy(&targets).unwrap(),
+            &x.cross_entropy(&targets, -100).unwrap(),
             &[ce],
             1e-6,
             "cross_entropy",
         );
+        // Row 1 ignored (its target is ignore_index): the mean of the other three.
+        let some_ignored = Tensor::from_values(
+            [2, 7, 1, 2].map(Scalar::Int).to_vec(),
+            vec![4],
+            &opts(DType::I64, device),
+        )
+        .unwrap();
+        let ce_rows: Vec<f64> = (0..4)
+            .map(|r| {
+                let row = &xv[r * 3..r * 3 + 3];
+                let z: f64 = row.iter().map(|v| v.exp()).sum();
+                z.ln() - row[[2, 0, 1, 2][r]]
+            })
+            .collect();
+        let ce_counted = (ce_rows[0] + ce_rows[2] + ce_rows[3]) / 3.0;
+        assert_close(
+            &x.cross_entropy(&some_ignored, 7).unwrap(),
+            &[ce_counted],
+            1e-6,
+            "cross_entropy with ignore_index",
+        );
         let bad = Tensor::full(&[4], Scalar::Int(3), &opts(DType::I64, device)).unwrap();
-        let e = x.cross_entropy(&bad).unwrap_err();
+        let e = x.cross_entropy(&bad, -100).unwrap_err();
         assert_eq!(
             (e.kind(), e.to_string().as_str()),
             ("IndexError", "Target 3 is out of bounds.")

@@ -102,6 +102,10 @@ const SOURCES: &[(&str, bool, &str)] = &[
     ),
 ];
 
+/// Names a folder laid out as `crates/python/py` whose sources replace the built-in ones: for working on
+/// the package without rebuilding the binary.
+pub const SOURCE_DIR_ENV: &str = "TORCHLET_PY_SOURCES";
+
 /// The finder on `sys.meta_path` that imports `SOURCES` by name.
 const FINDER: &str = r#"
 import sys
@@ -126,7 +130,16 @@ class TorchletFinder:
     @classmethod
     def exec_module(cls, module):
         is_package, source = SOURCES[module.__name__]
-        exec(compile(source, "<torchlet>/" + module.__spec__.origin, "exec"), module.__dict__)
+        filename = "<torchlet>/" + module.__spec__.origin
+        if SOURCE_DIR:
+            # TORCHLET_PY_SOURCES names a checkout's crates/python/py: a change there runs without a rebuild.
+            import os
+            path = os.path.join(SOURCE_DIR, module.__spec__.origin)
+            if os.path.exists(path):
+                filename = path
+                with open(path, encoding="utf-8") as f:
+                    source = f.read()
+        exec(compile(source, filename, "exec"), module.__dict__)
 
 sys.meta_path.insert(0, TorchletFinder)
 "#;
@@ -146,6 +159,12 @@ pub(crate) fn install(vm: &VirtualMachine) -> PyResult<()> {
     }
     let scope = vm.new_scope_with_builtins();
     scope.globals.set_item("SOURCES", sources.into(), vm)?;
+    let source_dir = std::env::var(SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
+    let source_dir = match source_dir {
+        Some(dir) => vm.ctx.new_str(dir).into(),
+        None => vm.ctx.none(),
+    };
+    scope.globals.set_item("SOURCE_DIR", source_dir, vm)?;
     let code = vm
         .compile(
             FINDER,

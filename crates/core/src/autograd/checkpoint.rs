@@ -10,6 +10,12 @@
 //! releases its saved tensors, so the recomputed activations live only as long as backward needs
 //! them, as in PyTorch.
 //!
+//! Note [checkpoint early stop]: as PyTorch's default (`set_checkpoint_early_stop(True)`), the
+//! recomputation stops as soon as it has saved as many tensors as the first forward did: the op
+//! that saved the last one fails with a stop error right after saving it, which unwinds the
+//! function (its result and the function's locals are freed at once) and which the frame takes
+//! as success. The rest of the function (a final projection, say) is never run again.
+//!
 //! How to run the function again is the caller's business (the script layer calls back into the
 //! interpreter): a frame only knows a closure that does it.
 
@@ -28,7 +34,12 @@ struct Slots {
     packed: usize,
     /// After the recomputation: one entry per placeholder, taken when unpacked.
     recomputed: Option<Vec<Option<Tensor>>>,
+    /// The recomputation stopped early, having remade every placeholder.
+    stopped: bool,
 }
+
+/// The error that stops a recomputation early (Note [checkpoint early stop]).
+const STOP: &str = "torch.utils.checkpoint: the recomputation has remade every saved tensor and stops here";
 
 /// One call of a checkpointed function: the placeholders its forward made and how to fill them.
 pub struct Frame {
@@ -102,7 +113,8 @@ impl Frame {
         };
         let mut slots = self.slots();
         let made = slots.recomputed.as_ref().map_or(0, Vec::len);
-        if let Err(e) = outcome {
+        let stopped = std::mem::take(&mut slots.stopped);
+        if let (Err(e), false) = (outcome, stopped) {
             slots.recomputed = None;
             return Err(e);
         }
@@ -125,24 +137,32 @@ pub(crate) enum Kept {
     Placeholder(Arc<Frame>, usize),
 }
 
-/// Decide how `t` is saved now; in the recomputation, the frame keeps a handle to it.
-pub(crate) fn keep(t: &Tensor) -> Kept {
+/// Decide how `t` is saved now; in the recomputation, the frame keeps a handle to it, and the
+/// last one the first forward saved stops the recomputation (Note [checkpoint early stop]).
+pub(crate) fn keep(t: &Tensor) -> Result<Kept> {
     let phase = PHASE.with(|p| p.borrow().last().cloned());
     match phase {
-        None => Kept::Saved,
+        None => Ok(Kept::Saved),
         Some(Phase::Forward(frame)) => {
             let index = {
                 let mut slots = frame.slots();
                 slots.packed += 1;
                 slots.packed - 1
             };
-            Kept::Placeholder(frame, index)
+            Ok(Kept::Placeholder(frame, index))
         }
         Some(Phase::Recompute(frame)) => {
-            if let Some(list) = frame.slots().recomputed.as_mut() {
-                list.push(Some(t.data_handle()));
+            let mut slots = frame.slots();
+            let packed = slots.packed;
+            let Some(list) = slots.recomputed.as_mut() else {
+                return Ok(Kept::Saved);
+            };
+            list.push(Some(t.data_handle()));
+            if list.len() == packed {
+                slots.stopped = true;
+                return Err(TensorError::runtime(STOP));
             }
-            Kept::Saved
+            Ok(Kept::Saved)
         }
     }
 }

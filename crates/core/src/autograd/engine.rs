@@ -223,6 +223,14 @@ fn call(
         f(&grads, &mask)?
     };
     out.resize_with(node.next.len(), || None);
+    // A formula that makes every gradient at once (attention's) may return some nobody asked
+    // for: PyTorch's node keeps only the asked-for ones, and the rest go as its call returns,
+    // first to last, before its saved tensors.
+    for (slot, wanted) in out.iter_mut().zip(&mask) {
+        if !wanted {
+            *slot = None;
+        }
+    }
     validate_outputs(node, &mut out)?;
     // PyTorch's order: the incoming gradient goes when the node's call returns, then the node
     // releases its saved tensors, then its outputs move on to the next nodes.

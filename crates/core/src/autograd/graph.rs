@@ -110,7 +110,7 @@ impl SavedTensor {
                 "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
             ));
         }
-        let kept = match super::checkpoint::keep(t) {
+        let kept = match super::checkpoint::keep(t)? {
             super::checkpoint::Kept::Saved => {
                 t.inner.storage.set_role(torchlet_alloc::Role::Saved);
                 PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));

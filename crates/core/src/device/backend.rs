@@ -358,10 +358,27 @@ pub trait Backend: Send + Sync {
         log: bool,
         dst: Operand,
     ) -> Result<()>;
-    /// Mean negative log-likelihood: `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
-    fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()>;
-    /// NLL's backward: `dst` [n, c] zero except `dst[i, target[i]] = -grad[0] / n`.
-    fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()>;
+    /// Mean negative log-likelihood over the rows whose target is not `ignore_index`:
+    /// `dst[0] = -mean logp[i, target[i]]` and `total_weight[0]` = their number; `logp` [n, c],
+    /// `target` int64 [n].
+    fn nll_loss(
+        &self,
+        logp: Operand,
+        target: Operand,
+        ignore_index: i64,
+        dst: Operand,
+        total_weight: Operand,
+    ) -> Result<()>;
+    /// NLL's backward: `dst` [n, c] zero except `dst[i, target[i]] = -grad[0] / total_weight[0]`
+    /// for the rows whose target is not `ignore_index`.
+    fn nll_loss_backward(
+        &self,
+        grad: Operand,
+        target: Operand,
+        ignore_index: i64,
+        total_weight: Operand,
+        dst: Operand,
+    ) -> Result<()>;
     /// `dst[.., index[..], ..] = src[..]` along `dim` (`index` int64, shaped like `src`);
     /// other elements of `dst` are left as they are.
     fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;

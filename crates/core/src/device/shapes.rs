@@ -246,10 +246,10 @@ impl Backend for ShapesBackend {
     ) -> Result<()> {
         Ok(())
     }
-    fn nll_loss(&self, _logp: Operand, _target: Operand, _dst: Operand) -> Result<()> {
+    fn nll_loss(&self, _: Operand, _: Operand, _: i64, _: Operand, _: Operand) -> Result<()> {
         Ok(())
     }
-    fn nll_loss_backward(&self, _grad: Operand, _target: Operand, _dst: Operand) -> Result<()> {
+    fn nll_loss_backward(&self, _: Operand, _: Operand, _: i64, _: Operand, _: Operand) -> Result<()> {
         Ok(())
     }
     fn scatter(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {

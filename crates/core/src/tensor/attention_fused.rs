@@ -375,7 +375,8 @@ fn run_backward(
 }
 
 /// cuDNN's backward (`_cudnn_attention_backward`): the gradients in their inputs' order, then one
-/// workspace (measured on sm90 with cuDNN 9.19: B·H·Tq·D·4 + B·H·Tq·4 + 256 bytes).
+/// workspace (measured on sm90 with cuDNN 9.19: B·H·Tq·D·4 + B·H·Tq·4 + 256 bytes, and with
+/// grouped key/value heads 2·B·Hk·Tk·D·4 more).
 fn cudnn_backward(
     a: &Attention,
     g: &Tensor,
@@ -399,7 +400,12 @@ fn cudnn_backward(
     } else {
         g
     };
-    let ws = workspace(q, b * h * tq * d * 4 + b * h * tq * 4 + 256)?;
+    let (hk, tk) = (k.dims()[1], k.dims()[2]);
+    // With fewer key/value heads than query heads (enable_gqa), the workspace also holds float32
+    // dK and dV at the key/value heads' size, as the heads sharing them add into them: measured
+    // on sm90 with cuDNN 9.19 for B2, H4, Hk2, T64, D32 (tests/parity/py_zoo_llama_lora.py).
+    let gqa = if hk < h { 2 * b * hk * tk * d * 4 } else { 0 };
+    let ws = workspace(q, b * h * tq * d * 4 + b * h * tq * 4 + 256 + gqa)?;
     run_backward(a, g, out, lse, &rows_of(&ws, b, h, tq), &dq, &dk, &dv)?;
     drop(ws);
     Ok(vec![dq, dk, dv])

@@ -1,4 +1,5 @@
-//! Losses: `mse_loss` (mean) and `cross_entropy` (log-softmax + NLL, mean over the batch).
+//! Losses: `mse_loss` (mean) and `cross_entropy` (log-softmax + NLL, mean over the targets not
+//! ignored).
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::device::BinaryOp;
@@ -70,45 +71,52 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Cross-entropy of logits [N, C] (or [C]) against int64 class indices [N] (or []), mean.
-    pub fn cross_entropy(&self, targets: &Tensor) -> Result<Tensor> {
+    /// Cross-entropy of logits [N, C] (or [C]) against int64 class indices [N] (or []), the mean
+    /// over the targets that are not `ignore_index` (PyTorch's default: -100).
+    pub fn cross_entropy(&self, targets: &Tensor, ignore_index: i64) -> Result<Tensor> {
         super::check_interrupt()?;
         let cast = super::autocast::cast_inputs("cross_entropy_loss", &[self, targets])?;
         if let Some((cast, _off)) = cast {
-            return cast[0].cross_entropy(&cast[1]);
+            return cast[0].cross_entropy(&cast[1], ignore_index);
         }
-        let (logits, targets) = check_targets(self, targets)?;
+        let (logits, targets) = check_targets(self, targets, ignore_index)?;
         // PyTorch's `cross_entropy_loss` asks for the logits' own dtype, so autocast leaves this
         // log_softmax alone; `nll_loss` is on the float32 list and casts its result up.
         let logp = logits.softmax_as(1, true, Some(logits.dtype()))?;
         match super::autocast::cast_inputs("nll_loss", &[&logp, &targets])? {
-            Some((cast, _off)) => cast[0].nll_loss(&cast[1]),
-            None => logp.nll_loss(&targets),
+            Some((cast, _off)) => cast[0].nll_loss(&cast[1], ignore_index),
+            None => logp.nll_loss(&targets, ignore_index),
         }
     }
 
-    /// `F.nll_loss(self, targets)`: the mean negative log-likelihood of log-probabilities
-    /// [N, C] (or [C]) at int64 class indices.
-    pub fn nll_loss_mean(&self, targets: &Tensor) -> Result<Tensor> {
+    /// `F.nll_loss(self, targets, ignore_index=…)`: the mean negative log-likelihood of
+    /// log-probabilities [N, C] (or [C]) at int64 class indices, over those not `ignore_index`.
+    pub fn nll_loss_mean(&self, targets: &Tensor, ignore_index: i64) -> Result<Tensor> {
         super::check_interrupt()?;
         if let Some((cast, _off)) = super::autocast::cast_inputs("nll_loss", &[self, targets])? {
-            return cast[0].nll_loss_mean(&cast[1]);
+            return cast[0].nll_loss_mean(&cast[1], ignore_index);
         }
-        let (logp, targets) = check_targets(self, targets)?;
-        logp.nll_loss(&targets)
+        let (logp, targets) = check_targets(self, targets, ignore_index)?;
+        logp.nll_loss(&targets, ignore_index)
     }
 
     /// Mean negative log-likelihood of `self` (log-probabilities [N, C]) at `targets`.
-    fn nll_loss(&self, targets: &Tensor) -> Result<Tensor> {
+    fn nll_loss(&self, targets: &Tensor, ignore_index: i64) -> Result<Tensor> {
         let out = self.empty_same(&[], self.dtype())?;
-        // PyTorch's kernel also returns `total_weight`, a one-element tensor kept for backward.
+        // PyTorch's kernel also returns `total_weight` (the number of targets counted), a
+        // one-element tensor kept for backward. Shapes-only runs keep the batch size there.
         let total_weight = Tensor::full(
             &[],
             Scalar::Int(self.dims()[0] as i64),
             &self.like_options(),
         )?;
-        self.backend()
-            .nll_loss(self.operand(), targets.operand(), out.operand())?;
+        self.backend().nll_loss(
+            self.operand(),
+            targets.operand(),
+            ignore_index,
+            out.operand(),
+            total_weight.operand(),
+        )?;
         if needs_grad(&[self]) {
             let (x, t, w) = (
                 SavedTensor::new(self)?,
@@ -121,10 +129,15 @@ impl Tensor {
                 &[self],
                 true,
                 Box::new(move |g, _| {
-                    let (x, t, _w) = (x.get()?, t.get()?, w.get()?);
+                    let (x, t, w) = (x.get()?, t.get()?, w.get()?);
                     let dx = x.empty_same(x.dims(), x.dtype())?;
-                    x.backend()
-                        .nll_loss_backward(g.operand(), t.operand(), dx.operand())?;
+                    x.backend().nll_loss_backward(
+                        g.operand(),
+                        t.operand(),
+                        ignore_index,
+                        w.operand(),
+                        dx.operand(),
+                    )?;
                     Ok(vec![Some(dx)])
                 }),
             );
@@ -134,8 +147,8 @@ impl Tensor {
 }
 
 /// The checks `cross_entropy` and `nll_loss` share: `x` [N, C] (or [C], made [1, C]) against
-/// int64 class indices [N] in range; both as 2-D and 1-D.
-fn check_targets(x: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
+/// int64 class indices [N] in range or `ignore_index`; both as 2-D and 1-D.
+fn check_targets(x: &Tensor, targets: &Tensor, ignore_index: i64) -> Result<(Tensor, Tensor)> {
     if x.device() != targets.device() {
         return Err(device_mismatch(x.device(), targets.device()));
     }
@@ -174,7 +187,7 @@ fn check_targets(x: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
     };
     for t in known {
         let t = t.to_i64();
-        if t < 0 || t as usize >= c {
+        if t != ignore_index && (t < 0 || t as usize >= c) {
             return Err(TensorError::index(format!("Target {t} is out of bounds.")));
         }
     }

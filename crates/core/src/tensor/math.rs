@@ -164,19 +164,23 @@ impl Tensor {
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
         let out = self.binary_raw(other, BinaryOp::Mul)?;
         if needs_grad(&[self, other]) {
-            let keep_other = SavedTensor::new_if(self.requires_grad(), other)?;
-            let keep_self = SavedTensor::new_if(other.requires_grad(), self)?;
+            // Note [saved release order] (linalg.rs): `other_` goes before `self_`.
+            let saved = (
+                SavedTensor::new_if(self.requires_grad(), other)?,
+                SavedTensor::new_if(other.requires_grad(), self)?,
+            );
             record(
                 &out,
                 "MulBackward0",
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
-                    let gb = match (&keep_self, m[1]) {
+                    let (keep_other, keep_self) = (&saved.0, &saved.1);
+                    let gb = match (keep_self, m[1]) {
                         (Some(a), true) => Some(g.mul(a.get()?)?),
                         _ => None,
                     };
-                    let ga = match (&keep_other, m[0]) {
+                    let ga = match (keep_other, m[0]) {
                         (Some(b), true) => Some(g.mul(b.get()?)?),
                         _ => None,
                     };
@@ -191,17 +195,21 @@ impl Tensor {
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
         let out = self.binary_raw(other, BinaryOp::Div)?;
         if needs_grad(&[self, other]) {
-            let b = SavedTensor::new(other)?;
-            let a = SavedTensor::new_if(other.requires_grad(), self)?;
+            // Note [saved release order] (linalg.rs): `other_` goes before `self_`.
+            let saved = (
+                SavedTensor::new(other)?,
+                SavedTensor::new_if(other.requires_grad(), self)?,
+            );
             record(
                 &out,
                 "DivBackward0",
                 &[self, other],
                 true,
                 Box::new(move |g, m| {
+                    let (b, a) = (&saved.0, &saved.1);
                     // `-grad * ((self / other) / other)`: its temporaries go newest first once
                     // the product is made, as in PyTorch's C++ formula.
-                    let gb = match (&a, m[1]) {
+                    let gb = match (a, m[1]) {
                         (Some(a), true) => {
                             let (a, b) = (a.get()?, b.get()?);
                             Some(g.neg()?.mul(&a.div(b)?.div(b)?)?)

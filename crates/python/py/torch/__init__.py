@@ -103,6 +103,47 @@ class device:
     def __hash__(self):
         return hash((self.type, self.index))
 
+    # `with torch.device("cuda"):` makes it the default device of factories that name none.
+    def __enter__(self):
+        _default_device.append(str(self))
+        return self
+
+    def __exit__(self, *exc):
+        _default_device.pop()
+        return False
+
+
+# The stack of `with torch.device(...)` blocks; the last one is the default device (cpu when empty).
+_default_device = []
+# torch.set_default_dtype's dtype, for floating factories that name none (float32 until set).
+_default_float = []
+
+
+def set_default_dtype(d):
+    """torch.set_default_dtype: the dtype of floating tensors made without a dtype."""
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, not {d!r}")
+    _default_float[:] = [] if d is float32 else [d]
+
+
+def get_default_dtype():
+    """torch.get_default_dtype: float32 unless set_default_dtype changed it."""
+    return _default_float[0] if _default_float else float32
+
+
+def _or_default_device(d):
+    """A factory's device: the one given, else the innermost `with torch.device(...)`'s, else None (cpu)."""
+    if d is None and _default_device:
+        return _default_device[-1]
+    return d
+
+
+def _or_default_float(d):
+    """A floating factory's dtype: the one given, else the default dtype (None for float32)."""
+    if d is None and _default_float:
+        return _default_float[0]
+    return d
+
 
 import builtins as _builtins
 
@@ -180,6 +221,7 @@ def _factory(kind):
              pin_memory=False, memory_format=None, generator=None):
         if out is not None:
             raise NotImplementedError(f"torchlet: {kind}(out=...) is not supported; assign the result")
+        dtype, device = _or_default_float(dtype), _or_default_device(device)
         return _C._make(kind, _shape_of(size), _dtype_name(dtype), _device_name(device), requires_grad)
 
     make.__name__ = make.__qualname__ = kind
@@ -238,6 +280,7 @@ randn_like = _like("randn")
 def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
     if dtype is None:
         dtype = _default_dtype_of(fill_value)
+    device = _or_default_device(device)
     return _C._full(_shape_of((size,)), fill_value, _dtype_name(dtype), _device_name(device), requires_grad)
 
 
@@ -252,7 +295,7 @@ def _default_dtype_of(value):
         return bool
     if isinstance(value, _builtin_int):
         return int64
-    return float32
+    return get_default_dtype()
 
 
 def _flatten_data(data):
@@ -291,7 +334,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         elif values and all(isinstance(v, _builtin_int) for v in values):
             dtype = int64
         else:
-            dtype = float32
+            dtype = get_default_dtype()
+    device = _or_default_device(device)
     return _C._from_values(values, shape, _dtype_name(dtype), _device_name(device), requires_grad)
 
 
@@ -303,7 +347,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if dtype is None:
         ints = all(isinstance(v, _builtin_int) for v in (start, end, step))
-        dtype = int64 if ints else float32
+        dtype = int64 if ints else get_default_dtype()
+    device = _or_default_device(device)
     return _C._arange(start, end, step, _dtype_name(dtype), _device_name(device), requires_grad)
 
 
@@ -319,11 +364,18 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     if size is None:
         low, high, size = 0, low, high
+    device = _or_default_device(device)
     return _C._randint(low, high, _shape_of((size,)), _dtype_name(dtype) or "int64", _device_name(device), False)
 
 
 def manual_seed(seed):
     _C._manual_seed(seed)
+
+
+def _assert(condition, message):
+    """torch._assert: an assert that tracing keeps (models such as torchvision's call it)."""
+    if not condition:
+        raise AssertionError(message)
 
 
 def is_tensor(obj):
@@ -335,10 +387,33 @@ def numel(input):
 
 
 def cat(tensors, dim=0, *, out=None):
-    return _C._cat(list(tensors), dim)
+    tensors = list(tensors)
+    # PyTorch skips legacy empty tensors (1-D of size 0) beside others, e.g. a KV cache's
+    # torch.tensor([]) start; the result is still a new tensor.
+    kept = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)]
+    if kept and len(kept) < len(tensors):
+        tensors = kept
+    return _C._cat(tensors, dim)
 
 
 concat = concatenate = cat
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff as ATen runs it: prepend/append concatenated first (one new tensor), then the
+    difference of two narrowed views (another), the concatenation freed."""
+    if n != 1:
+        raise NotImplementedError("torchlet: torch.diff with n != 1 is not supported yet")
+    if input.dtype is bool:
+        raise NotImplementedError("torchlet: torch.diff of a bool tensor (logical_xor) is not supported yet")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    whole = cat(parts, dim) if len(parts) > 1 else input
+    length = whole.shape[dim]
+    return whole.narrow(dim, 1, length - 1) - whole.narrow(dim, 0, length - 1)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    return input.cumsum(dim, dtype=dtype)
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -355,6 +430,20 @@ def matmul(input, other, *, out=None):
 
 def mm(input, mat2, *, out=None):
     return _C._mm(input, mat2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """input + mat1 @ mat2 for a 1-D input (a bias) and 2-D mats: the engine's fused addmm, as
+    F.linear(mat1, mat2.t(), input) runs it (same kernel, workspaces and AddmmBackward0)."""
+    if beta != 1 or alpha != 1 or out is not None or input.dim() != 1 or mat1.dim() != 2:
+        raise NotImplementedError(
+            "torchlet: torch.addmm runs only with a 1-D input (bias), a 2-D mat1, beta=1, alpha=1 "
+            "and no out= yet")
+    if _C._is_autocast_enabled(mat1.device.type):
+        # Autocast would cast (mat1, mat2.t(), input) in linear's order and miss the weight-cast
+        # cache for mat2, where PyTorch casts (input, mat1, mat2) and caches mat2.
+        raise NotImplementedError("torchlet: torch.addmm under autocast is not supported yet")
+    return _C._linear(mat1, mat2.t(), input)
 
 
 def bmm(input, mat2, *, out=None):

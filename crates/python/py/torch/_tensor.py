@@ -125,6 +125,11 @@ class Tensor(_C.TensorBase):
     def data(self):
         return _C._detach(self)
 
+    @data.setter
+    def data(self, value):
+        # `p.data = t`: p now holds t's storage (p's old one freed if nothing else holds it).
+        _C._set_data(self, value)
+
     @property
     def T(self):
         return self.permute(*reversed(range(self.dim())))
@@ -600,6 +605,9 @@ class Tensor(_C.TensorBase):
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
         return _C._uniform_(self, a, b)
 
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        return _C._normal_(self, mean, std)
+
     def masked_fill(self, mask, value):
         if isinstance(value, Tensor):
             value = value.item()
@@ -636,6 +644,36 @@ class Tensor(_C.TensorBase):
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         t = self if dtype is None else self.to(dtype=dtype)
         return _C._reduce("mean", t, _dims(dim, "mean"), keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        """all() of a bool tensor, whole: one bool, as PyTorch's reduction makes it."""
+        if dim is not None or self.dtype is not torch.bool:
+            raise NotImplementedError("torchlet: all() runs only on a whole bool tensor yet")
+        return _C._reduce("min", self, None, False)
+
+    def cumsum(self, dim, dtype=None):
+        """cumsum of an integer or bool tensor as PyTorch allocates it: the result (int64 for ints
+        and bools), then the input cast to the result's dtype, freed. torchlet has no cumsum
+        kernel: the values are summed on the host where the tensor has them (none under `fit`)."""
+        if self.is_floating_point() or self.requires_grad:
+            raise NotImplementedError("torchlet: cumsum runs only on integer and bool tensors yet")
+        dtype = dtype or torch.int64
+        shape = self.shape
+        if _C._holds_int(self, 0) is None:
+            result = torch.empty(shape, dtype=dtype, device=self.device)
+        else:
+            d = dim % len(shape) if shape else 0
+            values = [int(v) for v in _C._values(self)]
+            inner = 1
+            for s in shape[d + 1:]:
+                inner *= s
+            for i in range(len(values)):
+                if (i // inner) % shape[d]:
+                    values[i] += values[i - inner]
+            result = torch.tensor(values, dtype=dtype, device=self.device).view(shape)
+        cast = self.to(dtype)
+        del cast
+        return result
 
     def max(self, dim=None, keepdim=False):
         return self._extreme("max", dim, keepdim)

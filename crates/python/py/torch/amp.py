@@ -159,7 +159,12 @@ class GradScaler:
 
     def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
         retval = None
-        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+        found = list(optimizer_state["found_inf_per_device"].values())
+        # Shapes only (`torchlet fit`) there is no value to read: take the step, as every step but
+        # the rare one whose gradients overflowed does.
+        if not all(_C._has_values(v) for v in found):
+            return optimizer.step(*args, **kwargs)
+        if not sum(v.item() for v in found):
             retval = optimizer.step(*args, **kwargs)
         return retval
 

@@ -76,6 +76,10 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         let items = values.into_iter().map(|s| from_scalar(a.vm, s)).collect();
         Ok(a.vm.ctx.new_list(items).into())
     }),
+    ("_has_values", |a| {
+        // False in a shapes-only run (`torchlet fit`): the tensor has a shape and no values.
+        Ok(a.vm.ctx.new_bool(a.tensor(0)?.has_values()).into())
+    }),
     ("_holds_int", |a| {
         // Read on the host, so the check makes no device allocation; `None` where the tensor
         // has no values (`fit` runs shapes only).
@@ -231,10 +235,10 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         one(a, a.tensor(0)?.log_softmax(a.int(1)? as isize))
     }),
     ("_cross_entropy", |a| {
-        one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?))
+        one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?, a.int(2)?))
     }),
     ("_nll_loss", |a| {
-        one(a, a.tensor(0)?.nll_loss_mean(&a.tensor(1)?))
+        one(a, a.tensor(0)?.nll_loss_mean(&a.tensor(1)?, a.int(2)?))
     }),
     ("_mse_loss", |a| {
         one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))

@@ -12,6 +12,9 @@ use torchlet_core::tensor::pool::{PoolOptions, Running};
 use torchlet_core::tensor::Tensor;
 
 /// Register the ops.
+/// The class index `cross_entropy` and `nll_loss` skip, PyTorch's default `ignore_index`.
+pub(crate) const IGNORE_INDEX: i64 = -100;
+
 pub(crate) fn register(engine: &mut Engine) {
     engine
         .register_doc("conv2d", &["conv2d(x, w[, b][, #{stride, padding, dilation, groups}]) — 2-D convolution, as F.conv2d (cuDNN's workspaces on a GPU)"], |x: &mut Tensor, w: Tensor| {
@@ -37,7 +40,7 @@ pub(crate) fn register(engine: &mut Engine) {
         })
         .register_fn("batch_norm", |x: &mut Tensor, m: Tensor, v: Tensor, o: Map| batch_norm(x, m, v, &o))
         .register_doc("nll_loss", &["nll_loss(logp, target) — mean negative log-likelihood of log-probabilities at int64 classes, as F.nll_loss"], |x: &mut Tensor, t: Tensor| {
-            x.nll_loss_mean(&t).or_raise()
+            x.nll_loss_mean(&t, IGNORE_INDEX).or_raise()
         })
         .register_doc("scaled_dot_product_attention", &["scaled_dot_product_attention(q, k, v[, #{attn_mask, dropout_p, is_causal, scale, enable_gqa}]) — as F.scaled_dot_product_attention, with the backend PyTorch picks (cuDNN, flash, memory-efficient, math)"], |q: &mut Tensor, k: Tensor, v: Tensor| {
             sdpa(q, &k, &v, &Map::new())

@@ -302,7 +302,7 @@ fn register_math(engine: &mut Engine) {
             a.mse_loss(&b).or_raise()
         })
         .register_doc("cross_entropy", &["cross_entropy(logits, targets) — softmax cross-entropy; targets are int64 class indices"], |a: &mut Tensor, b: Tensor| {
-            a.cross_entropy(&b).or_raise()
+            a.cross_entropy(&b, crate::surface::conv_api::IGNORE_INDEX).or_raise()
         });
 }
 

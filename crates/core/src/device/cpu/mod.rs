@@ -163,11 +163,25 @@ macro_rules! host_kernel_methods {
         ) -> Result<()> {
             $crate::device::cpu::kernels::softmax_backward(grad, output, dim, log, dst)
         }
-        fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()> {
-            $crate::device::cpu::kernels::nll_loss(logp, target, dst)
+        fn nll_loss(
+            &self,
+            logp: Operand,
+            target: Operand,
+            ignore_index: i64,
+            dst: Operand,
+            total_weight: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::nll_loss(logp, target, ignore_index, dst, total_weight)
         }
-        fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()> {
-            $crate::device::cpu::kernels::nll_loss_backward(grad, target, dst)
+        fn nll_loss_backward(
+            &self,
+            grad: Operand,
+            target: Operand,
+            ignore_index: i64,
+            total_weight: Operand,
+            dst: Operand,
+        ) -> Result<()> {
+            $crate::device::cpu::kernels::nll_loss_backward(grad, target, ignore_index, total_weight, dst)
         }
         fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::scatter(src, index, dim, dst)

@@ -318,43 +318,60 @@ pub fn softmax_backward(
     Ok(())
 }
 
-/// `dst[0] = -mean_i logp[i, target[i]]`.
-pub fn nll_loss(logp: Operand, target: Operand, dst: Operand) -> Result<()> {
+/// `dst[0] = -mean logp[i, target[i]]` over the rows whose target is not `ignore_index`, and
+/// `total_weight[0]` = their number.
+pub fn nll_loss(
+    logp: Operand,
+    target: Operand,
+    ignore_index: i64,
+    dst: Operand,
+    total_weight: Operand,
+) -> Result<()> {
     let n = logp.layout.shape[0];
     let (rs, cs) = (logp.layout.strides[0], logp.layout.strides[1]);
-    let mut sum = 0.0;
+    let (mut sum, mut weight) = (0.0, 0.0);
     for (i, t) in offsets(target.layout, 0, n).enumerate() {
         unsafe {
-            let c = load_i64(target.ptr as *const u8, target.dtype, t) as usize;
-            sum += load_f64(
-                logp.ptr as *const u8,
-                logp.dtype,
-                logp.layout.offset + i * rs + c * cs,
-            );
+            let c = load_i64(target.ptr as *const u8, target.dtype, t);
+            if c == ignore_index {
+                continue;
+            }
+            let at = logp.layout.offset + i * rs + c as usize * cs;
+            sum += load_f64(logp.ptr as *const u8, logp.dtype, at);
+            weight += 1.0;
         }
     }
     unsafe {
-        store_f64(
-            dst.ptr as *mut u8,
-            dst.dtype,
-            dst.layout.offset,
-            -sum / n as f64,
-        )
+        store_f64(dst.ptr as *mut u8, dst.dtype, dst.layout.offset, -sum / weight);
+        let at = total_weight.layout.offset;
+        store_f64(total_weight.ptr as *mut u8, total_weight.dtype, at, weight);
     };
     Ok(())
 }
 
-/// `dst` [n, c] = 0 except `dst[i, target[i]] = -grad / n`.
-pub fn nll_loss_backward(grad: Operand, target: Operand, dst: Operand) -> Result<()> {
+/// `dst` [n, c] = 0 except `dst[i, target[i]] = -grad / total_weight` where the target is not
+/// `ignore_index`.
+pub fn nll_loss_backward(
+    grad: Operand,
+    target: Operand,
+    ignore_index: i64,
+    total_weight: Operand,
+    dst: Operand,
+) -> Result<()> {
     super::elementwise::fill(dst, torchlet_alloc::types::Scalar::Float(0.0))?;
     let n = dst.layout.shape[0];
     let (rs, cs) = (dst.layout.strides[0], dst.layout.strides[1]);
     unsafe {
         let g = load_f64(grad.ptr as *const u8, grad.dtype, grad.layout.offset);
+        let w = total_weight.layout.offset;
+        let w = load_f64(total_weight.ptr as *const u8, total_weight.dtype, w);
         for (i, t) in offsets(target.layout, 0, n).enumerate() {
-            let c = load_i64(target.ptr as *const u8, target.dtype, t) as usize;
-            let at = dst.layout.offset + i * rs + c * cs;
-            store_f64(dst.ptr as *mut u8, dst.dtype, at, -g / n as f64);
+            let c = load_i64(target.ptr as *const u8, target.dtype, t);
+            if c == ignore_index {
+                continue;
+            }
+            let at = dst.layout.offset + i * rs + c as usize * cs;
+            store_f64(dst.ptr as *mut u8, dst.dtype, at, -g / w);
         }
     }
     Ok(())

@@ -412,11 +412,27 @@ impl Backend for CudaBackend {
             .gpu()
             .softmax_backward(&grad, &output, dim, log, &dst)?)
     }
-    fn nll_loss(&self, logp: Operand, target: Operand, dst: Operand) -> Result<()> {
-        Ok(self.dev.gpu().nll_loss(&logp, &target, &dst)?)
+    fn nll_loss(
+        &self,
+        logp: Operand,
+        target: Operand,
+        ignore_index: i64,
+        dst: Operand,
+        total_weight: Operand,
+    ) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.nll_loss(&logp, &target, ignore_index, &dst, &total_weight)?)
     }
-    fn nll_loss_backward(&self, grad: Operand, target: Operand, dst: Operand) -> Result<()> {
-        Ok(self.dev.gpu().nll_loss_backward(&grad, &target, &dst)?)
+    fn nll_loss_backward(
+        &self,
+        grad: Operand,
+        target: Operand,
+        ignore_index: i64,
+        total_weight: Operand,
+        dst: Operand,
+    ) -> Result<()> {
+        let gpu = self.dev.gpu();
+        Ok(gpu.nll_loss_backward(&grad, &target, ignore_index, &total_weight, &dst)?)
     }
     fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
         Ok(self.dev.gpu().scatter(&src, &index, dim, &dst)?)

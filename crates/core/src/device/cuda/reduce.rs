@@ -315,13 +315,22 @@ impl Gpu<'_> {
         }
     }
 
-    /// `dst[0] = -mean_i logp[i, target[i]]`; `logp` [n, c], `target` int64 [n].
-    pub fn nll_loss(&self, logp: &Operand, target: &Operand, dst: &Operand) -> CudaResult<()> {
+    /// `dst[0] = -mean logp[i, target[i]]` over the rows whose target is not `ignore_index`, and
+    /// `total_weight[0]` their number; `logp` [n, c], `target` int64 [n].
+    pub fn nll_loss(
+        &self,
+        logp: &Operand,
+        target: &Operand,
+        ignore_index: i64,
+        dst: &Operand,
+        total_weight: &Operand,
+    ) -> CudaResult<()> {
         self.float_only("nll_loss", dst.dtype)?;
         let mut c0 = Layout::default();
         let logp = self.as_elem(logp, dst.dtype, 0, &mut c0)?;
         let (n, c) = (logp.layout.shape[0], logp.layout.shape[1]);
-        let (mut o, mut lp, mut t) = (dst.addr(), logp.addr(), target.addr());
+        let (mut o, mut w, mut lp, mut t) = (dst.addr(), total_weight.addr(), logp.addr(), target.addr());
+        let mut ignore = ignore_index;
         let (mut nn, mut cc, mut s0, mut s1, mut ts) = (
             n as i64,
             c as i64,
@@ -337,7 +346,7 @@ impl Gpu<'_> {
             f,
             (1, 1, 1),
             BLOCK,
-            &mut args!(o, lp, t, nn, cc, s0, s1, ts),
+            &mut args!(o, w, lp, t, nn, cc, s0, s1, ts, ignore),
         )
     }
 
@@ -346,12 +355,16 @@ impl Gpu<'_> {
         &self,
         grad: &Operand,
         target: &Operand,
+        ignore_index: i64,
+        total_weight: &Operand,
         dst: &Operand,
     ) -> CudaResult<()> {
         self.float_only("nll_loss_backward", dst.dtype)?;
         let mut c0 = Layout::default();
         let grad = self.as_elem(grad, dst.dtype, 0, &mut c0)?;
         let (n, c) = (dst.layout.shape[0], dst.layout.shape[1]);
+        let mut w = total_weight.addr();
+        let mut ignore = ignore_index;
         let (mut o, mut g, mut t, mut nn, mut cc, mut ts) = (
             dst.addr(),
             grad.addr(),
@@ -368,7 +381,7 @@ impl Gpu<'_> {
             f,
             (self.grid(n * c), 1, 1),
             BLOCK,
-            &mut args!(o, g, t, nn, cc, ts),
+            &mut args!(o, g, w, t, nn, cc, ts, ignore),
         )
     }
 }

@@ -135,13 +135,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise NotImplementedError(
             "torchlet: cross_entropy supports the defaults only (no weight, reduction='mean', no label smoothing)"
         )
-    if ignore_index != -100 and _C._holds_int(target, ignore_index):
-        # The allocations do not depend on ignore_index; the value would, so say so rather than
-        # count the ignored targets.
-        raise NotImplementedError(
-            f"torchlet: cross_entropy with targets equal to ignore_index={ignore_index} is not supported yet"
-        )
-    return _C._cross_entropy(input, target)
+    return _C._cross_entropy(input, target, int(ignore_index))
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -235,10 +229,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     if weight is not None or reduction != "mean":
         raise NotImplementedError("torchlet: nll_loss supports the defaults only (no weight, reduction='mean')")
-    if ignore_index != -100 and _C._holds_int(target, ignore_index):
-        raise NotImplementedError(
-            f"torchlet: nll_loss with targets equal to ignore_index={ignore_index} is not supported yet")
-    return _C._nll_loss(input, target)
+    return _C._nll_loss(input, target, int(ignore_index))
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):

@@ -247,22 +247,32 @@ extern "C" __global__ void KNAME(softmax_bw_c_)(T* dx, const T* g, const T* y, i
   }
 }
 
-// Mean negative log-likelihood over n rows of logp (strides s0, s1), targets with stride ts.
-extern "C" __global__ void KNAME(nll_)(T* out, const T* logp, const i64* tgt, i64 n, i64 c, i64 s0, i64 s1, i64 ts) {
-  A s = 0;
+// Mean negative log-likelihood over the n rows of logp (strides s0, s1) whose target (stride ts) is
+// not `ignore`; tw[0] = the number of those rows (PyTorch's total_weight, which the backward reads).
+extern "C" __global__ void KNAME(nll_)(T* out, T* tw, const T* logp, const i64* tgt, i64 n, i64 c, i64 s0, i64 s1,
+                                       i64 ts, i64 ignore) {
+  A s = 0, w = 0;
   for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
     i64 t = tgt[i * ts];
-    if (t >= 0 && t < c) s += (A)ld(logp[i * s0 + t * s1]);
+    if (t != ignore && t >= 0 && t < c) {
+      s += (A)ld(logp[i * s0 + t * s1]);
+      w += (A)1;
+    }
   }
   s = block_sum(s);
-  if (threadIdx.x == 0) out[0] = Cv<T>::from(-s / (A)n);
+  w = block_sum(w);
+  if (threadIdx.x == 0) {
+    out[0] = Cv<T>::from(-s / w);
+    tw[0] = Cv<T>::from(w);
+  }
 }
-// dx [n, c] contiguous: -g[0] / n at each row's target, 0 elsewhere.
-extern "C" __global__ void KNAME(nll_bw_)(T* dx, const T* g, const i64* tgt, i64 n, i64 c, i64 ts) {
-  A v = -(A)ld(g[0]) / (A)n;
+// dx [n, c] contiguous: -g[0] / tw[0] at each row's target but `ignore`, 0 elsewhere.
+extern "C" __global__ void KNAME(nll_bw_)(T* dx, const T* g, const T* tw, const i64* tgt, i64 n, i64 c, i64 ts,
+                                          i64 ignore) {
+  A v = -(A)ld(g[0]) / (A)ld(tw[0]);
   for (i64 i = gtid(); i < n * c; i += gstride()) {
-    i64 row = i / c;
-    dx[i] = Cv<T>::from(tgt[row * ts] == i % c ? v : (A)0);
+    i64 t = tgt[(i / c) * ts];
+    dx[i] = Cv<T>::from(t != ignore && t == i % c ? v : (A)0);
   }
 }
 #endif

@@ -1,0 +1,120 @@
+"""Train a model of the zoo for a few steps and print its peak memory, under PyTorch or under torchlet.
+
+    python3 models/train.py MODEL [batch=N] [seq=N] [precision=P] [ckpt=0|1] [steps=N]
+    torchlet fit models/train.py MODEL batch=64 --gpu H200
+
+MODEL is resnet50, vit_b_16, gpt2 or llama3-8b-lora (whose weights are bfloat16); P is float32 or
+autocast (float16 autocast with a GradScaler). Under PyTorch the model is the real library's
+(torchvision, transformers, peft); where the library is not installed (under torchlet), the copy in
+models/, which allocates what the library does. The last line is the peaks as JSON.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+DEFAULTS = {"batch": 8, "seq": 1024, "precision": "float32", "ckpt": 0, "steps": 2}
+
+
+def parse(argv):
+    """MODEL and the key=value settings, with DEFAULTS for the rest."""
+    if not argv:
+        sys.exit(__doc__)
+    settings = dict(DEFAULTS)
+    for arg in argv[1:]:
+        key, _, value = arg.partition("=")
+        if key not in DEFAULTS or not value:
+            sys.exit(f"unknown setting {arg!r}: use {', '.join(k + '=' for k in DEFAULTS)}")
+        settings[key] = value if key == "precision" else int(value)
+    return argv[0], settings
+
+
+def build(name, s):
+    """(model, make_batch, loss_of) for MODEL: the batch maker and loss as the model is trained."""
+    if name in ("resnet50", "vit_b_16"):
+        try:
+            import torchvision.models as tv
+        except ImportError:
+            from models import resnet as tv_resnet, vit as tv_vit
+            tv = tv_resnet if name == "resnet50" else tv_vit
+        model = getattr(tv, name)().cuda()
+        b = s["batch"]
+
+        def make_batch():
+            return torch.randn(b, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (b,), device="cuda")
+
+        return model, make_batch, lambda m, x, y: F.cross_entropy(m(x), y)
+    if name == "gpt2":
+        try:
+            from transformers import GPT2Config, GPT2LMHeadModel
+        except ImportError:
+            from models.gpt2 import GPT2Config, GPT2LMHeadModel
+        model = GPT2LMHeadModel(GPT2Config()).cuda()
+    elif name == "llama3-8b-lora":
+        model = llama3_8b_lora()
+    else:
+        sys.exit(f"unknown model {name!r}: resnet50, vit_b_16, gpt2 or llama3-8b-lora")
+    if s["ckpt"]:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    b, t = s["batch"], s["seq"]
+
+    def make_tokens():
+        ids = torch.randint(0, 1000, (b, t), device="cuda")
+        return ids, ids
+
+    return model, make_tokens, lambda m, x, y: m(input_ids=x, labels=y).loss
+
+
+def llama3_8b_lora():
+    """Llama 3 8B in bfloat16 with peft's LoRA at LoraConfig's defaults on q_proj and v_proj."""
+    try:
+        from peft import LoraConfig, get_peft_model
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        from models.llama import LlamaConfig, LlamaForCausalLM, LoraConfig, get_peft_model
+    config = LlamaConfig(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0,
+        bos_token_id=128000, eos_token_id=128001,
+    )
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(config)
+    torch.set_default_dtype(torch.float32)
+    return get_peft_model(model, LoraConfig(target_modules=["q_proj", "v_proj"]))
+
+
+def main():
+    name, s = parse(sys.argv[1:])
+    torch.manual_seed(0)
+    model, make_batch, loss_of = build(name, s)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=0.1, momentum=0.9) if name == "resnet50" else torch.optim.AdamW(params, lr=1e-4)
+    autocast = s["precision"] == "autocast"
+    scaler = torch.amp.GradScaler("cuda", enabled=autocast)
+    setup = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    for _ in range(s["steps"]):
+        x, y = make_batch()
+        with torch.autocast("cuda", dtype=torch.float16, enabled=autocast):
+            loss = loss_of(model, x, y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+    peaks = {
+        "model": name, **s,
+        "setup_peak_allocated": setup[0], "setup_peak_reserved": setup[1],
+        "peak_allocated": torch.cuda.max_memory_allocated(), "peak_reserved": torch.cuda.max_memory_reserved(),
+        "allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
+    }
+    print(json.dumps(peaks))
+
+
+if __name__ == "__main__":
+    main()
