@@ -240,12 +240,12 @@ pub mod parity_known {
     pub const KNOWN: &[(&str, usize, &str)] = &[
         (
             "py_zoo_llama_lora",
-            1601,
-            "the first checkpointed recomputation (layer 1's, in backward): PyTorch's early stop \
-             ends it right after the MLP's `act(gate) * up` has saved its operands, torchlet's one \
-             saved tensor later (after down_proj), so torchlet's checkpointed forward counted one \
-             saved tensor more than PyTorch's; which one is not yet found (every event before it, \
-             the two plain training steps included, is PyTorch's)",
+            1655,
+            "the end of the first checkpointed recomputation (layer 1's, in backward), whose \
+             events are PyTorch's up to its early stop: PyTorch then first frees two 8-byte blocks, \
+             torchlet the recomputed MLP's 32768 B and 16384 B buffers; which tensors PyTorch's \
+             8-byte blocks are is not yet found (every event before, the two plain training steps \
+             and the recomputation included, is PyTorch's)",
         ),
         (
         "py_sdpa_efficient",

@@ -162,9 +162,20 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(300));
             interrupter.interrupt();
         });
+        // A lost interrupt would loop forever: fail the whole binary instead of hanging CI.
+        let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watched = stopped.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(120));
+            if !watched.load(std::sync::atomic::Ordering::Acquire) {
+                eprintln!("an_interrupt_raises_keyboard_interrupt_in_the_running_cell: the interrupt was lost");
+                std::process::exit(101);
+            }
+        });
         let error = python
             .run_cell("kept = 1\nwhile True:\n    pass\n", "In[1]")
             .unwrap_err();
+        stopped.store(true, std::sync::atomic::Ordering::Release);
         stopper.join().unwrap();
         assert_eq!(error.kind, "KeyboardInterrupt");
         assert_eq!(python.eval_str("kept").unwrap(), "1");

@@ -151,6 +151,7 @@ fn run(
         .and_then(|code| vm.run_code_obj(code, scope.clone()))
         .map(drop)
         .map_err(|e| describe(vm, &e));
+    crate::native::site::forget_statement();
     flush_std(vm);
     result
 }

@@ -13,6 +13,10 @@ pub(crate) fn new_signal_handlers() -> Box<RefCell<[Option<PyObjectRef>; NSIG]>>
     Box::new(const { RefCell::new([const { None }; NSIG]) })
 }
 static ANY_TRIGGERED: AtomicBool = AtomicBool::new(false);
+// torchlet: user signals sent and not yet run by their VM. ANY_TRIGGERED is one flag for every VM
+// of the process; a VM that clears it runs only its own channel, so another VM's signal stays
+// pending here and the flag is raised again until its VM has run it.
+static USER_SIGNALS_PENDING: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 // hack to get around const array repeat expressions, rust issue #79270
 #[allow(
     clippy::declare_interior_mutable_const,
@@ -81,8 +85,12 @@ fn trigger_signals(vm: &VirtualMachine) -> PyResult<()> {
     }
     if let Some(signal_rx) = &vm.signal_rx {
         for f in signal_rx.rx.try_iter() {
+            USER_SIGNALS_PENDING.fetch_sub(1, Ordering::AcqRel); // torchlet:
             f(vm)?;
         }
+    }
+    if USER_SIGNALS_PENDING.load(Ordering::Acquire) > 0 {
+        set_triggered(); // torchlet: another VM's signal is still waiting for its VM
     }
     Ok(())
 }
@@ -148,11 +156,23 @@ pub struct UserSignalReceiver {
 
 impl UserSignalSender {
     pub fn send(&self, sig: UserSignal) -> Result<(), UserSignalSendError> {
+        USER_SIGNALS_PENDING.fetch_add(1, Ordering::AcqRel); // torchlet:
         self.tx
             .send(sig)
-            .map_err(|mpsc::SendError(sig)| UserSignalSendError(sig))?;
+            .map_err(|mpsc::SendError(sig)| {
+                USER_SIGNALS_PENDING.fetch_sub(1, Ordering::AcqRel); // torchlet:
+                UserSignalSendError(sig)
+            })?;
         set_triggered();
         Ok(())
+    }
+}
+
+// torchlet: signals left in a channel whose VM is gone are no longer pending.
+impl Drop for UserSignalReceiver {
+    fn drop(&mut self) {
+        let left = self.rx.try_iter().count();
+        USER_SIGNALS_PENDING.fetch_sub(left, Ordering::AcqRel);
     }
 }
 

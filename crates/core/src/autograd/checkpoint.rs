@@ -14,7 +14,10 @@
 //! recomputation stops as soon as it has saved as many tensors as the first forward did: the op
 //! that saved the last one fails with a stop error right after saving it, which unwinds the
 //! function (its result and the function's locals are freed at once) and which the frame takes
-//! as success. The rest of the function (a final projection, say) is never run again.
+//! as success. The rest of the function is never run again. PyTorch saves an op's inputs before
+//! its kernel runs (and its outputs after): when the last save is an input, the op's result is
+//! never made. torchlet's ops save after computing, but for the matrix products (`mm_named`),
+//! which save first: a block's last op is usually its final projection.
 //!
 //! How to run the function again is the caller's business (the script layer calls back into the
 //! interpreter): a frame only knows a closure that does it.

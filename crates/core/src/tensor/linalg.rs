@@ -217,17 +217,22 @@ impl Tensor {
     }
 
     pub(crate) fn mm_named(&self, other: &Tensor, name: &'static str) -> Result<Tensor> {
-        let out = self.bmm_raw(other)?;
-        if needs_grad(&[self, other]) {
-            let (sa, sb) = (self.shape(), other.shape());
-            let (col_a, col_b) = (column_major(self), column_major(other));
-            // Note [saved release order]: a node's saved tensors go in the order of their names
-            // (`mat2_` before `self_` in MmBackward0 and BmmBackward0), so the tuple holds the
-            // second operand first: its fields drop in order when the node is released.
-            let saved = (
+        // Note [saved release order]: a node's saved tensors go in the order of their names
+        // (`mat2_` before `self_` in MmBackward0 and BmmBackward0), so the tuple holds the
+        // second operand first: its fields drop in order when the node is released. PyTorch
+        // saves an op's inputs before its kernel runs, so a checkpointed recomputation that
+        // stops at this save never makes the product (Note [checkpoint early stop]).
+        let saved = match needs_grad(&[self, other]) {
+            true => Some((
                 SavedTensor::new_if(self.requires_grad(), other)?,
                 SavedTensor::new_if(other.requires_grad(), self)?,
-            );
+            )),
+            false => None,
+        };
+        let out = self.bmm_raw(other)?;
+        if let Some(saved) = saved {
+            let (sa, sb) = (self.shape(), other.shape());
+            let (col_a, col_b) = (column_major(self), column_major(other));
             record(
                 &out,
                 name,

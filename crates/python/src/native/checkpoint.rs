@@ -60,7 +60,8 @@ fn recompute(id: u64) -> Result<()> {
     // SAFETY: set by `lending_interpreter` on this thread from a live reference, and restored
     // before that reference's call returns; the recomputation runs inside that call.
     let vm = unsafe { &*vm };
-    f.call((), vm).map(drop).map_err(|e| {
+    let done = super::site::around_callback(|| f.call((), vm));
+    done.map(drop).map_err(|e| {
         let mut text = String::new();
         let _ = vm.write_exception(&mut text, &e);
         TensorError::runtime(format!(

@@ -9,7 +9,8 @@
 //! GradScaler's kernels), `autograd` (grad
 //! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
 //! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
-//! (the CUDA caching allocator's API and devices).
+//! (the CUDA caching allocator's API and devices), `site` (the program's statement each call
+//! allocates for).
 
 mod args;
 mod attention;
@@ -22,6 +23,7 @@ mod memory;
 mod norm;
 mod ops;
 mod optim;
+pub(crate) mod site;
 pub(crate) mod tensor;
 mod values;
 
@@ -77,6 +79,7 @@ fn define(
     body: Native,
 ) -> PyResult<()> {
     let function = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| {
+        site::name_statement(vm);
         let args = Args::new(vm, name, args)?;
         body(&args)
     });

@@ -1,0 +1,113 @@
+//! Provenance for Python: each call into `torch._C` names the program's innermost statement (the
+//! first frame outside torchlet's own `torch` package) as `FILE:LINE:COL: text`, for the
+//! allocations it makes (see [`torchlet_alloc::site`]), as the Rhai language names its statements.
+//!
+//! A statement is named again only when the frame or the line changes, so the ops of one
+//! statement share one run (`torchlet_alloc::site::run`: what "made by the statement running"
+//! counts). Names and files are cached, so a call costs a walk up the frames and a lookup.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rustpython_vm::VirtualMachine;
+
+/// Where the last statement named ran: its frame, its file (interned path) and its line.
+type Place = (usize, usize, usize);
+
+thread_local! {
+    static LAST: RefCell<Option<Place>> = const { RefCell::new(None) };
+    static NAMES: RefCell<HashMap<(usize, usize, usize), Arc<str>>> = RefCell::new(HashMap::new());
+    static FILES: RefCell<HashMap<usize, Arc<File>>> = RefCell::new(HashMap::new());
+}
+
+/// A program file as statements are named from it: its name as shown, its lines if readable.
+struct File {
+    shown: String,
+    lines: Vec<String>,
+}
+
+/// Name the statement of the innermost program frame for what the running call allocates.
+pub(crate) fn name_statement(vm: &VirtualMachine) {
+    let frames = vm.frames.borrow();
+    for pointer in frames.iter().rev() {
+        // SAFETY: the interpreter keeps every frame on its stack alive while it is there, and
+        // the stack is borrowed for this loop.
+        let frame = unsafe { pointer.as_ref() };
+        let path = frame.code.source_path();
+        if is_torchlets_own(path.as_str()) || frame.lasti() == 0 {
+            continue;
+        }
+        let location = frame.current_location();
+        let (line, col) = (location.line.get(), location.character_offset.get());
+        let place = (
+            frame as *const _ as usize,
+            path as *const _ as usize,
+            line,
+        );
+        if LAST.with(|l| *l.borrow() == Some(place)) {
+            return;
+        }
+        LAST.with(|l| *l.borrow_mut() = Some(place));
+        let name = NAMES.with(|names| {
+            let key = (place.1, line, col);
+            let mut names = names.borrow_mut();
+            names
+                .entry(key)
+                .or_insert_with(|| statement_name(place.1, path.as_str(), line, col))
+                .clone()
+        });
+        torchlet_alloc::site::set(Some(name));
+        return;
+    }
+}
+
+/// A program has stopped running: what is allocated now belongs to no statement.
+pub(crate) fn forget_statement() {
+    LAST.with(|l| *l.borrow_mut() = None);
+    torchlet_alloc::site::set(None);
+}
+
+/// Run `f`, a call back into the program from inside a torch call (backward recomputing a
+/// checkpointed function), and name the outer statement again afterwards: what the outer call
+/// allocates after the callback returns is the outer statement's.
+pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
+    let (last, site) = (LAST.with(|l| *l.borrow()), torchlet_alloc::site::current());
+    let result = f();
+    LAST.with(|l| *l.borrow_mut() = last);
+    torchlet_alloc::site::set(site);
+    result
+}
+
+/// torchlet's `torch` package and the interpreter's frozen modules are not the program.
+fn is_torchlets_own(path: &str) -> bool {
+    path.starts_with("<torchlet") || path.starts_with("<frozen") || path.starts_with("_frozen")
+}
+
+fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
+    let file = FILES.with(|files| {
+        files
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Arc::new(read(path)))
+            .clone()
+    });
+    let text = file.lines.get(line.saturating_sub(1)).map_or("", |l| l.trim());
+    Arc::from(format!("{}:{line}:{col}: {text}", file.shown))
+}
+
+/// The file at `path`, shown relative to the working folder when it lies in it.
+fn read(path: &str) -> File {
+    let lines = std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default();
+    let shown = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|full| {
+            let here = std::env::current_dir().ok()?.canonicalize().ok()?;
+            let relative = full.strip_prefix(&here).ok()?;
+            Some(relative.display().to_string())
+        })
+        .unwrap_or_else(|| path.to_string());
+    File { shown, lines }
+}
