@@ -11,5 +11,6 @@ mod sizes;
 mod snapshot;
 mod split_merge;
 mod stats;
+mod streams;
 mod summary;
 mod threads;

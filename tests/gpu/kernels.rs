@@ -812,6 +812,7 @@ fn matmul_through_cublas_with_workspace_from_the_caller() {
                 &rhs.view(),
                 &out.view(),
                 false,
+                torchlet_alloc::stream::DEFAULT_STREAM,
                 &|size| {
                     requested.set(requested.get() + size);
                     assert!(size <= 32 << 20);

@@ -344,7 +344,9 @@ fn run_one_program() {
 
     let trace = allocator.snapshot().device_traces[0].clone();
     let lines = lines.borrow();
-    let events: Vec<Value> = kept_events(&trace)
+    let kept = kept_events(&trace);
+    let streams = stream_ordinals(&kept);
+    let events: Vec<Value> = kept
         .into_iter()
         .enumerate()
         .map(|(i, e)| {
@@ -354,7 +356,7 @@ fn run_one_program() {
                 .take_while(|&&(count, _)| count <= i)
                 .last()
                 .map(|&(_, l)| l);
-            json!({"action": e.action.name(), "size": e.size, "line": line, "addr": e.addr})
+            json!({"action": e.action.name(), "size": e.size, "line": line, "addr": e.addr, "stream": streams[i]})
         })
         .collect();
     let record_json = json!({"events": events, "checkpoints": *checkpoints.borrow()});
@@ -399,11 +401,29 @@ pub(crate) fn kept_events(
         .collect()
 }
 
-fn event_key(e: &Value) -> (String, u64) {
+/// What an event is compared by: its action, its size and its stream's ordinal (the order the
+/// stream first appeared in the trace, 0 for the default stream and where the record has none).
+fn event_key(e: &Value) -> (String, u64, u64) {
     (
         e["action"].as_str().unwrap_or("?").to_string(),
         e["size"].as_u64().unwrap_or(0),
+        e["stream"].as_u64().unwrap_or(0),
     )
+}
+
+/// Each kept event's stream as record.py writes it: the order the stream first appeared in.
+pub(crate) fn stream_ordinals(events: &[&torchlet_alloc::TraceEntry]) -> Vec<u64> {
+    let mut order = vec![0u64];
+    events
+        .iter()
+        .map(|e| match order.iter().position(|&s| s == e.stream) {
+            Some(i) => i as u64,
+            None => {
+                order.push(e.stream);
+                (order.len() - 1) as u64
+            }
+        })
+        .collect()
 }
 
 /// Note [autocast cache order]: leaving an autocast block frees the cached casts of weights,
@@ -414,7 +434,7 @@ fn event_key(e: &Value) -> (String, u64) {
 fn keys_up_to_cache_order(
     theirs: &[Value],
     mine: &[Value],
-) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+) -> (Vec<(String, u64, u64)>, Vec<(String, u64, u64)>) {
     let mut their_keys: Vec<_> = theirs.iter().map(event_key).collect();
     let mut my_keys: Vec<_> = mine.iter().map(event_key).collect();
     let cache_free = |e: &Value| {
@@ -429,7 +449,7 @@ fn keys_up_to_cache_order(
             .find(|&j| !cache_free(&theirs[j]))
             .unwrap_or(theirs.len());
         let mine_frees =
-            end <= my_keys.len() && my_keys[i..end].iter().all(|(a, _)| a == "free_completed");
+            end <= my_keys.len() && my_keys[i..end].iter().all(|(a, ..)| a == "free_completed");
         if end - i > 1 && mine_frees {
             their_keys[i..end].sort();
             my_keys[i..end].sort();
@@ -464,8 +484,9 @@ pub(crate) fn compare_events(
             .map(|j| {
                 let e = &events[j];
                 let mark = if j == i { ">>" } else { "  " };
-                let (action, size) = event_key(e);
-                format!("{mark} {j:4} {action:<15} {size:>12}  {}\n", code(e))
+                let (action, size, stream) = event_key(e);
+                let on = if stream > 0 { format!(" (stream {stream})") } else { String::new() };
+                format!("{mark} {j:4} {action:<15} {size:>12}{on}  {}\n", code(e))
             })
             .collect()
     };

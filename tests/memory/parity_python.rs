@@ -14,7 +14,9 @@ use std::process::Command;
 use serde_json::{json, Value};
 use torchlet_alloc::{HistoryMode, HistoryOptions};
 
-use super::parity::{compare_checkpoints, compare_events, kept_events, read_json, traces_dir};
+use super::parity::{
+    compare_checkpoints, compare_events, kept_events, read_json, stream_ordinals, traces_dir,
+};
 use common::parity_known::KNOWN;
 
 const PROGRAM_ENV: &str = "TORCHLET_PY_PARITY_PROGRAM";
@@ -58,6 +60,7 @@ python_parity!(
     py_resnet_block,
     py_no_grad_function,
     py_sequential_sgd,
+    py_streams,
     py_unet_block,
     py_sdpa_cudnn,
     py_sdpa_efficient,
@@ -205,9 +208,12 @@ fn run_one_program() {
         .expect("the harness's checkpoints");
     let checkpoints: Value = serde_json::from_str(&checkpoints).expect("checkpoints are JSON");
     let trace = allocator.snapshot().device_traces[0].clone();
-    let events: Vec<Value> = kept_events(&trace)
-        .into_iter()
-        .map(|e| json!({"action": e.action.name(), "size": e.size, "line": null}))
+    let kept = kept_events(&trace);
+    let streams = stream_ordinals(&kept);
+    let events: Vec<Value> = kept
+        .iter()
+        .zip(streams)
+        .map(|(e, stream)| json!({"action": e.action.name(), "size": e.size, "line": null, "stream": stream}))
         .collect();
     let record_json = json!({"events": events, "checkpoints": checkpoints});
     std::fs::write(&record, record_json.to_string()).expect("the record is written");

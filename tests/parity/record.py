@@ -130,9 +130,24 @@ def record_one(name):
     }
 
 
+def stream_ordinals(events):
+    """Each event's stream as the order it first appeared in (0 for the default stream), so that
+    handles (addresses of CUDA streams) compare across processes."""
+    order = {0: 0, None: 0}
+    for e in events:
+        order.setdefault(e.get("stream"), len(order) - 1)
+    return [order[e.get("stream")] for e in events]
+
+
 def without_addrs(record):
-    """The record in the README's format: events without addr and stream, checkpoints without segments."""
-    events = [{k: e[k] for k in ("action", "size", "line", "code")} for e in record["events"]]
+    """The record in the README's format: events without addr, the stream as its ordinal where it is
+    not the default one, checkpoints without segments."""
+    events = []
+    for e, stream in zip(record["events"], stream_ordinals(record["events"])):
+        event = {k: e[k] for k in ("action", "size", "line", "code")}
+        if stream:
+            event["stream"] = stream
+        events.append(event)
     checkpoints = [{k: v for k, v in c.items() if k != "segments"} for c in record["checkpoints"]]
     return {**record, "events": events, "checkpoints": checkpoints}
 

@@ -47,6 +47,8 @@ pub(super) struct Inner<M> {
     pub peaks: super::peak_moments::PeakMoments,
     /// Bytes per role, for the breakdown at each peak (Note [roles]).
     pub roles: super::peak_moments::RoleBook,
+    /// Frees that wait on other streams' events (`stream_events`).
+    pub events: super::stream_events::StreamEvents,
 }
 
 impl<M: RawMemory> CachingAllocator<M> {
@@ -72,6 +74,7 @@ impl<M: RawMemory> CachingAllocator<M> {
                 last_oom: None,
                 peaks: Default::default(),
                 roles: Default::default(),
+                events: Default::default(),
             }),
         }
     }
@@ -133,6 +136,7 @@ impl<M: RawMemory> Inner<M> {
             // As PyTorch: a zero-byte request touches nothing and gets the null pointer.
             return Ok(0);
         }
+        self.process_events();
         if n >= ONE_EXA_BYTES {
             return Err(self.exa_error(n));
         }
@@ -489,7 +493,9 @@ impl<M: RawMemory> Inner<M> {
         if size >= self.config.max_split_size() {
             self.stats.oversize_allocations.decrease(1);
         }
-        self.free_block(idx);
+        if !self.insert_events(idx) {
+            self.free_block(idx);
+        }
         let s = &self.stats;
         let now = (
             s.allocated_bytes.all().current as u64,
@@ -558,7 +564,7 @@ impl<M: RawMemory> Inner<M> {
             return 0;
         }
         let s = &self.arena[src];
-        if s.allocated || s.mapped != self.arena[dst].mapped {
+        if s.allocated || self.events.is_pending(src) || s.mapped != self.arena[dst].mapped {
             return 0;
         }
         self.merge(dst, src)

@@ -29,6 +29,9 @@ pub trait DeviceAllocator: Send + Sync {
     ) -> Result<DevicePtr, AllocError>;
     /// Takes back a pointer from `malloc` (the null pointer is ignored).
     fn free(&self, ptr: DevicePtr) -> Result<(), AllocError>;
+    /// `Tensor.record_stream`: the block at `ptr` is in use on `stream` too, so its free waits
+    /// for that stream's work (Note [events complete at the next request]).
+    fn record_stream(&self, ptr: DevicePtr, stream: StreamId) -> Result<(), AllocError>;
     /// Releases every wholly free segment to the device (`torch.cuda.empty_cache`).
     fn empty_cache(&self);
     /// Bytes of handed-out blocks.
@@ -107,6 +110,9 @@ impl<M: RawMemory> DeviceAllocator for CachingAllocator<M> {
     }
     fn free(&self, ptr: DevicePtr) -> Result<(), AllocError> {
         self.lock().free(ptr)
+    }
+    fn record_stream(&self, ptr: DevicePtr, stream: StreamId) -> Result<(), AllocError> {
+        self.lock().record_stream(ptr, stream)
     }
     fn empty_cache(&self) {
         // Freeing raw memory only fails on a broken device; the trait keeps PyTorch's signature.

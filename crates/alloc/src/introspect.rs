@@ -36,8 +36,11 @@ impl<M: RawMemory> Inner<M> {
             while i != NIL && arena[i].mapped {
                 let b = &arena[i];
                 seg.total_size += b.size as u64;
+                let pending = self.events.is_pending(i);
                 if b.allocated {
                     seg.allocated_size += b.size as u64;
+                }
+                if b.allocated || pending {
                     seg.active_size += b.size as u64;
                     seg.requested_size += b.requested as u64;
                 }
@@ -47,6 +50,8 @@ impl<M: RawMemory> Inner<M> {
                     requested_size: b.requested as u64,
                     state: if b.allocated {
                         "active_allocated"
+                    } else if pending {
+                        "active_pending_free"
                     } else {
                         "inactive"
                     },

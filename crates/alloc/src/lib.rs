@@ -10,7 +10,8 @@
 //! from the live blocks), `site` (the statement running, kept with each block it asks for),
 //! `peak_moments` (the statement and state at each peak, for `torchlet fit`), `device_allocator`
 //! (the object-safe face), `sim_memory` (the simulated GPU's memory), `placement` (where its
-//! driver would put each segment).
+//! driver would put each segment), `stream` (the current stream, new stream handles) and
+//! `stream_events` (frees that wait on other streams: `record_stream` and its events).
 
 pub mod types;
 
@@ -33,9 +34,11 @@ mod sim_memory;
 mod size;
 mod snapshot;
 mod stats;
+mod stream_events;
 mod summary;
 
 pub mod site;
+pub mod stream;
 
 pub use caching::CachingAllocator;
 pub use config::{AllocConfig, CONF_ENV, CONF_ENV_ALIAS};

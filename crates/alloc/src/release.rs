@@ -15,8 +15,9 @@ impl<M: RawMemory> Inner<M> {
     /// the device frees whole allocations only; so `empty_cache()` leaves `memory_reserved()`
     /// unchanged while any tensor lives in a segment.
     pub fn release_cached_blocks(&mut self) -> Result<(), AllocError> {
-        // No cross-stream events exist here, but the wait is counted as PyTorch counts it.
+        // synchronize_and_free_events: counted on every call, even with nothing to wait for.
         self.stats.num_sync_all_streams += 1;
+        self.process_events();
         self.release_blocks(PoolKind::Large)?;
         self.release_blocks(PoolKind::Small)
     }

@@ -27,6 +27,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         false,
         include_str!("../py/torch/cuda/memory.py"),
     ),
+    (
+        "torch.cuda.streams",
+        false,
+        include_str!("../py/torch/cuda/streams.py"),
+    ),
     ("torch.nn", true, include_str!("../py/torch/nn/__init__.py")),
     (
         "torch.nn.functional",

@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard};
 
-use torchlet_alloc::DevicePtr;
+use torchlet_alloc::{DevicePtr, StreamId};
 
 /// The handle a matrix product runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,37 +66,42 @@ impl Drop for BlasHandleGuard {
     }
 }
 
-/// One workspace per handle, each taken from the caching allocator at the handle's first use and
-/// kept until [`WorkspaceSlots::clear`] (PyTorch's `torch._C._cuda_clearCublasWorkspaces()`).
+/// One workspace per handle and stream, each taken from the caching allocator at the first
+/// product of that handle on that stream and kept until [`WorkspaceSlots::clear`] (PyTorch's
+/// `torch._C._cuda_clearCublasWorkspaces()`).
+///
+/// Note [a workspace per stream]: PyTorch keys its cuBLAS and cuBLASLt workspaces by (handle,
+/// stream), so the first matrix product on a side stream takes another workspace, on that
+/// stream, and keeps it.
 #[derive(Default)]
-pub struct WorkspaceSlots([Mutex<Option<DevicePtr>>; HANDLES]);
+pub struct WorkspaceSlots(Mutex<Vec<(BlasHandle, StreamId, DevicePtr)>>);
 
 impl WorkspaceSlots {
-    /// The workspace of `handle`, if it has one.
-    pub fn get(&self, handle: BlasHandle) -> Option<DevicePtr> {
-        *self.slot(handle)
+    /// Every workspace held, oldest first: its handle and address.
+    pub fn all(&self) -> Vec<(BlasHandle, DevicePtr)> {
+        self.slots().iter().map(|&(h, _, p)| (h, p)).collect()
     }
 
-    /// Give the current handle a workspace from `alloc` unless it has one.
-    pub fn ensure<E>(&self, alloc: impl FnOnce() -> Result<DevicePtr, E>) -> Result<(), E> {
-        let mut slot = self.slot(current());
-        if slot.is_none() {
-            *slot = Some(alloc()?);
+    /// Give the current handle a workspace on `stream` from `alloc` unless it has one.
+    pub fn ensure<E>(
+        &self,
+        stream: StreamId,
+        alloc: impl FnOnce() -> Result<DevicePtr, E>,
+    ) -> Result<(), E> {
+        let handle = current();
+        let mut slots = self.slots();
+        if !slots.iter().any(|&(h, s, _)| h == handle && s == stream) {
+            slots.push((handle, stream, alloc()?));
         }
         Ok(())
     }
 
     /// Empty every slot, giving back the workspaces they held (for the caller to free).
     pub fn clear(&self) -> Vec<DevicePtr> {
-        [BlasHandle::Caller, BlasHandle::Autograd]
-            .into_iter()
-            .filter_map(|handle| self.slot(handle).take())
-            .collect()
+        self.slots().drain(..).map(|(_, _, p)| p).collect()
     }
 
-    fn slot(&self, handle: BlasHandle) -> MutexGuard<'_, Option<DevicePtr>> {
-        self.0[handle as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    fn slots(&self) -> MutexGuard<'_, Vec<(BlasHandle, StreamId, DevicePtr)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::device::backend::{
     Backend, BinaryOp, Distribution, Operand, ReduceOp, ReduceOut, UnaryOp,
 };
-use crate::device::blas_handle::{BlasHandle, Workspace, WorkspaceSlots};
+use crate::device::blas_handle::{Workspace, WorkspaceSlots};
 use crate::device::reduce_plan::DeviceProps;
 use crate::device::Device;
 use crate::host_kernel_methods;
@@ -47,6 +47,11 @@ impl SimBackend {
             lt_workspaces: Default::default(),
         }
     }
+
+    /// The stream this thread's work on this device goes to now.
+    fn stream(&self) -> torchlet_alloc::StreamId {
+        torchlet_alloc::stream::current(self.index)
+    }
 }
 
 impl Backend for SimBackend {
@@ -64,7 +69,7 @@ impl Backend for SimBackend {
     }
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         let site = torchlet_alloc::site::current();
-        Ok(self.allocator.malloc_tagged(bytes, 0, site)?)
+        Ok(self.allocator.malloc_tagged(bytes, self.stream(), site)?)
     }
     fn free(&self, ptr: DevicePtr, _bytes: usize) {
         // A pointer this storage got from malloc cannot be unknown to the allocator.
@@ -85,16 +90,11 @@ impl Backend for SimBackend {
         kinds
             .into_iter()
             .flat_map(|(slots, bytes)| {
-                [BlasHandle::Caller, BlasHandle::Autograd]
-                    .into_iter()
-                    .filter_map(move |handle| {
-                        let ptr = slots.get(handle)?;
-                        Some(Workspace {
-                            handle,
-                            ptr,
-                            bytes: bytes as u64,
-                        })
-                    })
+                slots.all().into_iter().map(move |(handle, ptr)| Workspace {
+                    handle,
+                    ptr,
+                    bytes: bytes as u64,
+                })
             })
             .collect()
     }
@@ -144,9 +144,9 @@ impl SimBackend {
     /// The current handle's workspace in `slots`, allocated (and kept) on its first use.
     fn workspace(&self, slots: &WorkspaceSlots, bytes: usize) -> Result<()> {
         // Tagged with the statement, so a peak it makes (and its snapshot block) names one.
-        slots.ensure(|| {
+        slots.ensure(self.stream(), || {
             let site = torchlet_alloc::site::current();
-            let ptr = self.allocator.malloc_tagged(bytes, 0, site)?;
+            let ptr = self.allocator.malloc_tagged(bytes, self.stream(), site)?;
             self.allocator
                 .set_role(ptr, torchlet_alloc::Role::Workspace);
             Ok(ptr)

@@ -152,6 +152,11 @@ class Tensor(_C.TensorBase):
     def data_ptr(self):
         return _C._data_ptr(self)
 
+    def record_stream(self, stream):
+        """Mark this CUDA tensor as used on `stream`: its memory is reused only after that
+        stream's work queued before the tensor is freed."""
+        _C._record_stream(self, stream.cuda_stream)
+
     def storage_offset(self):
         return _C._storage_offset(self)
 

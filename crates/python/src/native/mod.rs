@@ -9,8 +9,8 @@
 //! GradScaler's kernels), `autograd` (grad
 //! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
 //! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
-//! (the CUDA caching allocator's API and devices), `site` (the program's statement each call
-//! allocates for).
+//! (the CUDA caching allocator's API and devices), `streams` (CUDA streams and
+//! `record_stream`), `site` (the program's statement each call allocates for).
 
 mod args;
 mod attention;
@@ -24,6 +24,7 @@ mod norm;
 mod ops;
 mod optim;
 pub(crate) mod site;
+mod streams;
 pub(crate) mod tensor;
 mod values;
 
@@ -50,7 +51,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 11] = [
+    let tables: [&[(&'static str, Native)]; 12] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
         conv::FUNCTIONS,
@@ -61,6 +62,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
         autograd::FUNCTIONS,
         optim::FUNCTIONS,
         memory::FUNCTIONS,
+        streams::FUNCTIONS,
         tensor_functions(),
     ];
     for table in tables {

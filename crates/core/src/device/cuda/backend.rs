@@ -47,19 +47,26 @@ impl CudaBackend {
         })
     }
 
+    /// The stream this thread's work on this device goes to now (its allocations' stream; the
+    /// kernels all run on the device's one CUDA stream: Note [one queue underneath]).
+    fn stream(&self) -> torchlet_alloc::StreamId {
+        torchlet_alloc::stream::current(self.index)
+    }
+
     /// `dst = lhs × rhs` (plus `dst` when `accumulate`) through the current handle's cuBLAS.
     fn product(&self, lhs: Operand, rhs: Operand, dst: Operand, accumulate: bool) -> Result<()> {
         // The workspace comes from the caching allocator and stays allocated for the life of the
         // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
         let workspace = |bytes: usize| {
             self.allocator
-                .malloc_tagged(bytes, 0, torchlet_alloc::site::current())
+                .malloc_tagged(bytes, self.stream(), torchlet_alloc::site::current())
                 .inspect(|&p| self.allocator.set_role(p, torchlet_alloc::Role::Workspace))
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
         let blas = &dev.blas[crate::device::blas_handle::current() as usize];
-        Ok(blas.matmul(&dev.gpu(), &lhs, &rhs, &dst, accumulate, &workspace)?)
+        let stream = self.stream();
+        Ok(blas.matmul(&dev.gpu(), &lhs, &rhs, &dst, accumulate, stream, &workspace)?)
     }
 
     /// The device's context, kernels and libraries.
@@ -107,7 +114,7 @@ impl Backend for CudaBackend {
     }
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         let site = torchlet_alloc::site::current();
-        Ok(self.allocator.malloc_tagged(bytes, 0, site)?)
+        Ok(self.allocator.malloc_tagged(bytes, self.stream(), site)?)
     }
     fn free(&self, ptr: DevicePtr, _bytes: usize) {
         // A pointer this storage got from malloc cannot be unknown to the allocator.
@@ -206,25 +213,23 @@ impl Backend for CudaBackend {
     }
     fn blas_workspaces(&self) -> Vec<Workspace> {
         let handles = [BlasHandle::Caller, BlasHandle::Autograd];
-        let blas = handles.into_iter().filter_map(|handle| {
-            let (ptr, bytes) = self.dev.blas[handle as usize].workspace()?;
-            Some(Workspace {
+        let blas = handles.into_iter().flat_map(|handle| {
+            let workspaces = self.dev.blas[handle as usize].workspaces();
+            workspaces.into_iter().map(move |(ptr, bytes)| Workspace {
                 handle,
                 ptr,
                 bytes: bytes as u64,
             })
         });
-        let lt = handles.into_iter().filter_map(|handle| {
-            Some(Workspace {
-                handle,
-                ptr: self.lt_workspaces.get(handle)?,
-                bytes: CUBLASLT_WORKSPACE_BYTES as u64,
-            })
+        let lt = self.lt_workspaces.all().into_iter().map(|(handle, ptr)| Workspace {
+            handle,
+            ptr,
+            bytes: CUBLASLT_WORKSPACE_BYTES as u64,
         });
         blas.chain(lt).collect()
     }
     fn clear_blas_workspaces(&self) {
-        let blas = self.dev.blas.iter().filter_map(|b| b.clear_workspace());
+        let blas = self.dev.blas.iter().flat_map(|b| b.clear_workspaces());
         for ptr in blas
             .collect::<Vec<_>>()
             .into_iter()
@@ -245,11 +250,11 @@ impl Backend for CudaBackend {
         gpu.copy(&bias, &dst)?;
         self.product(lhs, rhs, dst, true)?;
         if lt {
-            self.lt_workspaces.ensure(|| {
+            self.lt_workspaces.ensure(self.stream(), || {
                 let site = torchlet_alloc::site::current();
                 let ptr = self
                     .allocator
-                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, 0, site)?;
+                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, self.stream(), site)?;
                 self.allocator
                     .set_role(ptr, torchlet_alloc::Role::Workspace);
                 Ok::<_, torchlet_alloc::AllocError>(ptr)

@@ -13,10 +13,19 @@ use super::layout::OperandExt;
 use super::ops::Gpu;
 use crate::device::backend::Operand;
 use torchlet_alloc::types::{DType, Layout};
+use torchlet_alloc::StreamId;
 
-/// A cuBLAS handle bound to the device's stream, and its workspace once allocated.
+/// A cuBLAS handle bound to the device's stream, and its workspaces: one per torchlet stream
+/// it ran on (Note [a workspace per stream] in `blas_handle`).
 pub struct Blas {
-    state: Mutex<Option<(usize, Option<WorkspaceBlock>)>>,
+    state: Mutex<Option<HandleState>>,
+}
+
+/// A created handle: its address, its workspaces by stream, and the one it is set to use.
+struct HandleState {
+    handle: usize,
+    workspaces: Vec<(StreamId, WorkspaceBlock)>,
+    in_use: Option<u64>,
 }
 
 /// A workspace's address and bytes.
@@ -101,21 +110,24 @@ fn as_mat(v: &Operand) -> Option<Mat> {
 }
 
 impl Blas {
-    /// The workspace's address and bytes, once the first matrix product allocated it.
-    pub fn workspace(&self) -> Option<WorkspaceBlock> {
+    /// The workspaces' addresses and bytes, oldest first (each taken by a stream's first product).
+    pub fn workspaces(&self) -> Vec<WorkspaceBlock> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.as_ref().and_then(|(_, ws)| *ws)
+        state
+            .as_ref()
+            .map_or_else(Vec::new, |h| h.workspaces.iter().map(|&(_, w)| w).collect())
     }
 
-    /// Forget the workspace, giving back its address for the caller to free; the handle's next
-    /// product takes a new one (cuBLAS reads the workspace only during a call on the stream, and
-    /// the caching allocator reuses memory in stream order).
-    pub fn clear_workspace(&self) -> Option<u64> {
+    /// Forget the workspaces, giving back their addresses for the caller to free; the handle's
+    /// next product takes a new one (cuBLAS reads a workspace only during a call on the stream,
+    /// and the caching allocator reuses memory in stream order).
+    pub fn clear_workspaces(&self) -> Vec<u64> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state
-            .as_mut()
-            .and_then(|(_, ws)| ws.take())
-            .map(|(ptr, _)| ptr)
+        let Some(h) = state.as_mut() else {
+            return Vec::new();
+        };
+        h.in_use = None;
+        h.workspaces.drain(..).map(|(_, (ptr, _))| ptr).collect()
     }
 
     /// `dst` [b, m, n] (contiguous) = `lhs` [b, m, k] × `rhs` [b, k, n], plus what `dst` holds
@@ -128,6 +140,7 @@ impl Blas {
         rhs: &Operand,
         dst: &Operand,
         accumulate: bool,
+        stream: StreamId,
         workspace: &dyn Fn(usize) -> CudaResult<u64>,
     ) -> CudaResult<()> {
         let (b, m, k, n) = (
@@ -181,7 +194,7 @@ impl Blas {
         let lhs = dense_if_needed(gpu, &lhs, 2, &mut sa)?;
         let rhs = dense_if_needed(gpu, &rhs, 3, &mut sb)?;
         let (a, bm) = (as_mat(&lhs).expect("dense"), as_mat(&rhs).expect("dense"));
-        let handle = self.handle(gpu.ctx, workspace)?;
+        let handle = self.handle(gpu.ctx, stream, workspace)?;
         let op = |t: bool| {
             if t {
                 bsys::cublasOperation_t::CUBLAS_OP_T
@@ -238,10 +251,12 @@ impl Blas {
         .map_err(|e| cublas("gemm", e))
     }
 
-    /// The handle (created on first use, on the device's stream, with its workspace).
+    /// The handle (created on first use, on the device's stream), set to `stream`'s workspace
+    /// (allocated at that stream's first product).
     fn handle(
         &self,
         ctx: &CudaContext,
+        stream: StreamId,
         workspace: &dyn Fn(usize) -> CudaResult<u64>,
     ) -> CudaResult<usize> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -256,25 +271,33 @@ impl Blas {
                     .result()
                     .map_err(|e| cublas("set math mode", e))?;
             }
-            *state = Some((handle as usize, None));
+            *state = Some(HandleState {
+                handle: handle as usize,
+                workspaces: Vec::new(),
+                in_use: None,
+            });
         }
-        let (handle, ws) = state.as_mut().expect("set above");
-        if ws.is_none() {
-            let size = workspace_size(ctx.info.capability);
-            let ptr = workspace(size)?;
+        let h = state.as_mut().expect("set above");
+        let found = h.workspaces.iter().find(|(s, _)| *s == stream).map(|&(_, w)| w);
+        let (ptr, size) = match found {
+            Some(w) => w,
+            None => {
+                let size = workspace_size(ctx.info.capability);
+                let w = (workspace(size)?, size);
+                h.workspaces.push((stream, w));
+                w
+            }
+        };
+        if h.in_use != Some(ptr) {
             // SAFETY: `ptr` is `size` bytes of device memory kept for the life of the handle.
             unsafe {
-                bsys::cublasSetWorkspace_v2(
-                    *handle as bsys::cublasHandle_t,
-                    ptr as *mut c_void,
-                    size,
-                )
+                bsys::cublasSetWorkspace_v2(h.handle as bsys::cublasHandle_t, ptr as *mut c_void, size)
             }
             .result()
             .map_err(|e| cublas("set workspace", e))?;
-            *ws = Some((ptr, size));
+            h.in_use = Some(ptr);
         }
-        Ok(*handle)
+        Ok(h.handle)
     }
 }
 

@@ -22,6 +22,16 @@ from torch.cuda.memory import (  # noqa: E402,F401
     set_per_process_memory_fraction,
 )
 
+from torch.cuda.streams import (  # noqa: E402,F401
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
 OutOfMemoryError = torch.OutOfMemoryError
 
 
