@@ -263,6 +263,12 @@ pub mod parity_known {
     /// that the list stays true. Which block a request takes decides whether its remainder is split
     /// off, so the bytes of blocks and segments (`memory_allocated` too) follow placement.
     pub const PLACEMENT_UNREPRODUCED: &[(&str, &str, &str)] = &[(
+        "py_ddp_mlp",
+        "step 0 backward",
+        "every event is PyTorch's; only the small pool's split free blocks differ by one (their \
+         count and peak bytes), from which of equal free blocks best fit took, which their \
+         addresses decide; Note [segment placement]",
+    ), (
         "gpt4",
         "backward 0",
         "the H200's driver puts ~74 MiB of cuBLAS's and PyTorch's own code beside the segments \

@@ -236,3 +236,41 @@ print(mha.in_proj_weight.grad.shape, mha.out_proj.weight.grad is not None)
         "(2, 5, 16) (2, 5, 5) True True\nNone True\ntorch.Size([48, 16]) True\n"
     );
 }
+
+#[test]
+fn one_rank_of_a_fake_world_and_the_refusals_name_what_to_do() {
+    let code = "import torch\nimport torch.distributed as dist\n\
+                from torch.testing._internal.distributed.fake_pg import FakeStore\n\
+                try:\n    dist.init_process_group('nccl', rank=0, world_size=8)\n\
+                except NotImplementedError as e:\n    print('fake' in str(e))\n\
+                dist.init_process_group('fake', rank=3, world_size=8, store=FakeStore())\n\
+                print(dist.get_rank(), dist.get_world_size(), dist.is_initialized())\n\
+                x = torch.ones(4, device='cuda')\n\
+                dist.all_reduce(x)\n\
+                print(x.sum().item(), torch.cuda.memory_allocated())\n\
+                from torch.distributed.fsdp import fully_shard\n\
+                try:\n    fully_shard(torch.nn.Linear(2, 2))\n\
+                except NotImplementedError as e:\n    print(str(e).split(':')[0])\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "True\n3 8 True\n4.0 512\ntorch.distributed.fsdp.fully_shard\n"
+    );
+}
+
+#[test]
+fn ddp_trains_like_its_module_and_refuses_the_options_it_lacks() {
+    let code = "import torch\nimport torch.distributed as dist\nfrom torch import nn\n\
+                dist.init_process_group('nccl', rank=0, world_size=1)\n\
+                torch.manual_seed(0)\n\
+                model = nn.Linear(4, 2).cuda()\n\
+                ddp = nn.parallel.DistributedDataParallel(model)\n\
+                x = torch.randn(3, 4, device='cuda')\n\
+                print(torch.equal(ddp(x), model(x)))\n\
+                try:\n    nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)\n\
+                except NotImplementedError as e:\n    print('find_unused_parameters' in str(e))\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "True\nTrue\n");
+}

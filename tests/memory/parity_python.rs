@@ -53,6 +53,7 @@ python_parity!(
     grad_accumulation,
     half_roundtrip,
     py_amp_gradscaler,
+    py_ddp_mlp,
     py_gpt_modules,
     py_llama_lora,
     py_mnist_cnn,

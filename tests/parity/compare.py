@@ -1,6 +1,6 @@
 """Run a parity program under torchlet and show where its allocator events first differ from PyTorch's.
 
-    python3 tests/parity/compare.py NAME [--torchlet BIN] [--frames FILE] [--context N]
+    python3 tests/parity/compare.py NAME [--torchlet BIN] [--frames FILE] [--context N] [--real-gpu]
 
 A tool for working on a program, beside the tests (tests/memory/parity_python.rs): it runs
 tests/parity/NAME.py with `torchlet --simulate-cuda 80GiB python`, compares its events with
@@ -30,18 +30,22 @@ program_globals = {{"__name__": "__main__", "__file__": {program!r}}}
 exec(compile(source, {program!r}, "exec"), program_globals)
 # The snapshot comes while program_globals still holds the program's variables, as record.py's does.
 trace = torch.cuda.memory._snapshot()["device_traces"][0]
-events = [[e["action"], e["size"]] for e in trace if e["action"] not in ("free_requested", "snapshot")]
+kept = [e for e in trace if e["action"] not in ("free_requested", "snapshot")]
+order = {{0: 0}}
+for e in kept:
+    order.setdefault(e["stream"], len(order))
+events = [[e["action"], e["size"], order[e["stream"]]] for e in kept]
 json.dump(events, open({out!r}, "w"))
 """
 
 
-def torchlet_events(binary, name):
-    """(events, stderr) of NAME.py under torchlet: [action, size] each."""
+def torchlet_events(binary, name, real_gpu=False):
+    """(events, stderr) of NAME.py under torchlet: [action, size, stream ordinal] each."""
     program = str(HERE / f"{name}.py")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "events.json")
         driver = DRIVER.format(program=program, folder=str(HERE), out=out)
-        env = dict(os.environ, TORCHLET_SIMULATE_CUDA="80GiB")
+        env = dict(os.environ) if real_gpu else dict(os.environ, TORCHLET_SIMULATE_CUDA="80GiB")
         done = subprocess.run([binary, "python", "-c", driver], capture_output=True, text=True, env=env)
         if not os.path.exists(out):
             return None, done.stdout + done.stderr
@@ -54,17 +58,19 @@ def main():
     p.add_argument("--torchlet", default=str(REPO / "target" / "debug" / "torchlet"))
     p.add_argument("--frames", help="record.py --frames output with PyTorch's frames")
     p.add_argument("--context", type=int, default=8)
+    p.add_argument("--real-gpu", action="store_true", help="run torchlet on the real GPU, not a simulated one")
     args = p.parse_args()
     torch = json.load(open(REPO / "tests" / "data" / "torch_traces" / f"{args.name}.json"))["events"]
     frames = None
     if args.frames:
         doc = json.load(open(args.frames))
         frames = [e.get("frames", []) for e in doc.get(args.name, doc)["events"]]
-    ours, stderr = torchlet_events(args.torchlet, args.name)
+    ours, stderr = torchlet_events(args.torchlet, args.name, args.real_gpu)
     if ours is None:
         print(f"{args.name}.py failed under torchlet:\n{stderr}")
         return 1
-    theirs = [[e["action"], e["size"]] for e in torch]
+    # Each event as [action, size, stream ordinal] (record.py's "stream", 0 where it has none).
+    theirs = [[e["action"], e["size"], e.get("stream", 0)] for e in torch]
     first = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), None)
     if first is None and len(theirs) == len(ours):
         print(f"{args.name}: all {len(ours)} events equal")
@@ -72,11 +78,12 @@ def main():
     first = min(len(theirs), len(ours)) if first is None else first
     print(f"{args.name}: first difference at event {first} (PyTorch {len(theirs)} events, torchlet {len(ours)})")
     for i in range(max(0, first - args.context), first + args.context):
-        a = theirs[i] if i < len(theirs) else ["", ""]
-        b = ours[i] if i < len(ours) else ["", ""]
+        a = theirs[i] if i < len(theirs) else ["", "", 0]
+        b = ours[i] if i < len(ours) else ["", "", 0]
         mark = "  " if a == b else "!!"
         where = " | ".join(frames[i][:3]) if frames and i < len(frames) else ""
-        print(f"{mark} {i:5} {a[0]:>14} {a[1]:>10}   {b[0]:>14} {b[1]:>10}   {where}")
+        on = lambda e: f"s{e[2]}" if e[2] else "  "
+        print(f"{mark} {i:5} {a[0]:>14} {a[1]:>10} {on(a)}   {b[0]:>14} {b[1]:>10} {on(b)}   {where}")
     return 1
 
 

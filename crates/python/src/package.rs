@@ -101,6 +101,29 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/backends/cudnn.py"),
     ),
     (
+        "torch.distributed",
+        true,
+        include_str!("../py/torch/distributed/__init__.py"),
+    ),
+    (
+        "torch.distributed.fsdp",
+        false,
+        include_str!("../py/torch/distributed/fsdp.py"),
+    ),
+    (
+        "torch.nn.parallel",
+        true,
+        include_str!("../py/torch/nn/parallel/__init__.py"),
+    ),
+    ("torch.testing", true, "\"\"\"torch.testing: the fake process group's store.\"\"\"\n"),
+    ("torch.testing._internal", true, "\n"),
+    ("torch.testing._internal.distributed", true, "\n"),
+    (
+        "torch.testing._internal.distributed.fake_pg",
+        false,
+        include_str!("../py/torch/testing/_internal/distributed/fake_pg.py"),
+    ),
+    (
         "_torchlet_notebook",
         false,
         include_str!("../py/_torchlet_notebook.py"),

@@ -378,6 +378,11 @@ def _assert(condition, message):
         raise AssertionError(message)
 
 
+def equal(input, other):
+    """True if both tensors have the same size and the same elements."""
+    return tuple(input.shape) == tuple(other.shape) and (input == other).all().item() is True
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 

@@ -33,6 +33,10 @@ def _dims(dim, name):
     return dim
 
 
+
+# How many backward passes have run: DDP rebuilds its buckets at the first forward after one.
+_BACKWARD_PASSES = [0]
+
 class _Node:
     """A tensor's grad_fn: prints as PyTorch's does, <MulBackward0 object at 0x…>."""
 
@@ -317,6 +321,7 @@ class Tensor(_C.TensorBase):
         if create_graph or inputs is not None:
             raise NotImplementedError("torchlet: backward(create_graph=..., inputs=...) is not supported yet")
         _C._backward(self, gradient, bool(retain_graph))
+        _BACKWARD_PASSES[0] += 1
 
     def retain_grad(self):
         raise NotImplementedError("torchlet: retain_grad() is not supported yet")

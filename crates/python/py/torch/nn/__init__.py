@@ -39,3 +39,4 @@ from torch.nn.modules import (  # noqa: F401
 )
 
 from torch.nn import utils  # noqa: E402,F401
+from torch.nn import parallel  # noqa: E402,F401

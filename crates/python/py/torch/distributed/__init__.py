@@ -1,0 +1,176 @@
+"""torch.distributed for one process: rank `rank` of a world of `world_size`, as PyTorch's fake
+process group runs it, and `nccl`/`gloo` at world size 1.
+
+torchlet runs one rank: the process group knows its rank and the world's size, and a collective
+moves no data (the fake group's behaviour; at world size 1 NCCL's result is the input anyway). What a
+collective allocates is what PyTorch's backend allocates on this rank: the fake group nothing,
+NCCL a flat staging tensor where its outputs are a list (Note [collectives' buffers]).
+"""
+
+import sys
+
+import torch
+
+_C = sys.modules["torch._C"]
+
+# Note [collectives' buffers]: ProcessGroupNCCL gathers into a list of tensors through one flat
+# tensor of the whole result (newLikeFlat), copied out and freed after the collective; into one
+# tensor (all_gather_into_tensor) and in place (all_reduce, broadcast) it allocates nothing.
+# PyTorch's FakeProcessGroup returns at once and allocates nothing.
+_BACKENDS = ("nccl", "gloo", "fake", "cuda:nccl", "cpu:gloo,cuda:nccl")
+
+
+class _ProcessGroup:
+    def __init__(self, backend, rank, world_size):
+        self.backend = backend
+        self._rank = rank
+        self._world_size = world_size
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._world_size
+
+    def name(self):
+        return self.backend
+
+
+_WORLD = None
+
+
+class ReduceOp:
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+
+
+class _Work:
+    """A collective's handle: every collective here has completed when it returns."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+
+def is_available():
+    return True
+
+
+def is_initialized():
+    return _WORLD is not None
+
+
+def is_nccl_available():
+    return True
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
+    """Join the world as `rank` of `world_size` (from RANK/WORLD_SIZE when not given)."""
+    global _WORLD
+    import os
+
+    if _WORLD is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    backend = "nccl" if backend is None else str(backend)
+    if backend not in _BACKENDS:
+        raise ValueError(f"torchlet's torch.distributed runs the backends {', '.join(_BACKENDS)}; got {backend!r}")
+    if world_size == -1:
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if rank == -1:
+        rank = int(os.environ.get("RANK", "0"))
+    if backend != "fake" and world_size != 1:
+        raise NotImplementedError(
+            f"init_process_group({backend!r}, world_size={world_size}): torchlet runs one process, so "
+            "a real backend runs at world size 1 only; for one rank's memory in a larger world use "
+            "the fake group: init_process_group('fake', rank=0, world_size=N, store=FakeStore()) "
+            "(from torch.testing._internal.distributed.fake_pg import FakeStore)"
+        )
+    if not 0 <= rank < world_size:
+        raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {world_size - 1}]")
+    _WORLD = _ProcessGroup(backend.split(":")[-1] if ":" in backend else backend, rank, world_size)
+
+
+def destroy_process_group(group=None):
+    global _WORLD
+    _WORLD = None
+
+
+def _group(group):
+    if group is not None:
+        return group
+    if _WORLD is None:
+        raise ValueError(
+            "Default process group has not been initialized, please make sure to call init_process_group."
+        )
+    return _WORLD
+
+
+def get_rank(group=None):
+    return _group(group).rank()
+
+
+def get_world_size(group=None):
+    return _group(group).size()
+
+
+def get_backend(group=None):
+    return _group(group).backend
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False):
+    world = _group(None)
+    size = world.size() if ranks is None else len(ranks)
+    return _ProcessGroup(backend or world.backend, 0 if ranks is None else list(ranks).index(world.rank()), size)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    _group(group)
+    return _Work() if async_op else None
+
+
+def _done(group, async_op):
+    _group(group)
+    return _Work() if async_op else None
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    return _done(group, async_op)
+
+
+def reduce(tensor, dst=0, op=ReduceOp.SUM, group=None, async_op=False):
+    return _done(group, async_op)
+
+
+def broadcast(tensor, src=0, group=None, async_op=False):
+    return _done(group, async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    return _done(group, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    return _done(group, async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    g = _group(group)
+    if g.backend == "nccl" and tensor.is_cuda:
+        # Note [collectives' buffers]: NCCL gathers a list through one flat result tensor.
+        flat = torch.empty((len(tensor_list),) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+        del flat
+    return _Work() if async_op else None
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    g = _group(group)
+    if g.backend == "nccl" and output.is_cuda:
+        flat = torch.empty((len(input_list),) + tuple(output.shape), dtype=output.dtype, device=output.device)
+        del flat
+    return _Work() if async_op else None

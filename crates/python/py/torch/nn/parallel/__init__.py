@@ -1,0 +1,167 @@
+"""torch.nn.parallel: DistributedDataParallel, with the memory its Reducer takes on this rank.
+
+Note [DDP's buckets]: PyTorch 2.11's DDP, measured at world size 1 on an H100 (its buckets do not
+depend on the world size):
+- construction first checks the parameters' shapes across ranks (`verify_params_across_processes`:
+  an int64 count on the device, one per rank gathered, NCCL's flat gather buffer, then 2 int64 per
+  dimension of every parameter on the device), then broadcasts the module's parameters and buffers
+  from rank 0 through flat tensors of up to 250 MiB each (`_broadcast_coalesced`), made and freed in
+  turn;
+- the Reducer then allocates its buckets: with `find_unused_parameters=False` one bucket per dtype
+  holding every gradient (size limit "unlimited": the real buckets come with the rebuild);
+- backward copies gradients into the buckets and back: nothing new is allocated;
+- the first forward after the first backward rebuilds the buckets in the order the gradients
+  became ready (for a model that runs its layers in registration order, the reverse of
+  `parameters()`): it broadcasts the bucket indices (int32, one per parameter plus one) and sizes
+  (int32, one per bucket) from the device, frees them, and allocates the new buckets, the first
+  closing at 1 MiB and the rest at `bucket_cap_mb`; the first buckets stay allocated after the
+  rebuild, as measured.
+"""
+
+import math
+
+import torch
+import torch.distributed as dist
+from torch.nn.modules import Module
+
+# DDP's limits: the first bucket closes at 1 MiB (dist._DEFAULT_FIRST_BUCKET_BYTES), the others at
+# bucket_cap_mb, and _broadcast_coalesced works in 250 MiB flats.
+_FIRST_BUCKET_BYTES = 1024 * 1024
+_BROADCAST_BUCKET_BYTES = 250 * 1024 * 1024
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _verify_param_shape_across_processes(params):
+    """verify_params_across_processes: the allocations it makes on this rank's device."""
+    device = params[0].device
+    count = torch.tensor([len(params)], dtype=torch.int64, device=device)
+    gathered = [torch.empty_like(count) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, count)
+    metadata = torch.empty(sum(2 * p.dim() for p in params), dtype=torch.int64, device=device)
+    del metadata
+    del gathered
+    del count
+
+
+def _broadcast_coalesced(tensors, buffer_size):
+    """Flatten each group of up to `buffer_size` bytes (per dtype, as take_tensors groups them) into
+    one tensor, broadcast it and drop it: rank 0 is the source, so nothing is copied back."""
+    groups = {}
+    for t in tensors:
+        key = t.dtype
+        group = groups.setdefault(key, [0, []])
+        group[1].append(t)
+        group[0] += _nbytes(t)
+        if group[0] >= buffer_size:
+            _flatten_and_drop(group[1])
+            del groups[key]
+    for _, members in groups.values():
+        _flatten_and_drop(members)
+
+
+def _flatten_and_drop(members):
+    flat = torch.cat([m.detach().reshape(-1) for m in members])
+    del flat
+
+
+def _bucket_assignment(params, limits):
+    """compute_bucket_assignment_by_size: params in order, a bucket per dtype closing once it holds
+    at least its limit (the first limit for the first bucket, the last for the rest)."""
+    buckets = []
+    open_buckets = {}
+    for index, p in enumerate(params):
+        key = p.dtype
+        bucket = open_buckets.setdefault(key, {"indices": [], "bytes": 0, "limit": limits[0]})
+        bucket["indices"].append(index)
+        bucket["bytes"] += _nbytes(p)
+        if bucket["bytes"] >= bucket["limit"]:
+            buckets.append(bucket)
+            next_limit = limits[min(len(limits) - 1, limits.index(bucket["limit"]) + 1)]
+            open_buckets[key] = {"indices": [], "bytes": 0, "limit": next_limit}
+    buckets.extend(b for b in open_buckets.values() if b["indices"])
+    return buckets
+
+
+class DistributedDataParallel(Module):
+    """DDP on this rank: forward runs the module; the Reducer's buckets take PyTorch's memory
+    (Note [DDP's buckets]). Gradients are not averaged across ranks: there is one rank's data."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
+                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False,
+                 delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
+                 mixed_precision=None, device_mesh=None):
+        super().__init__()
+        for name, value in (("find_unused_parameters", find_unused_parameters),
+                            ("gradient_as_bucket_view", gradient_as_bucket_view),
+                            ("static_graph", static_graph)):
+            if value:
+                raise NotImplementedError(
+                    f"DistributedDataParallel({name}=True): torchlet's DDP has the Reducer of the "
+                    f"defaults only; leave {name} at False to see their memory"
+                )
+        if mixed_precision is not None:
+            raise NotImplementedError("DistributedDataParallel(mixed_precision=...) is not offered by torchlet")
+        if not dist.is_initialized():
+            raise ValueError(
+                "Default process group has not been initialized, please make sure to call init_process_group."
+            )
+        self.module = module
+        self.device_ids = device_ids
+        self.broadcast_buffers = broadcast_buffers
+        cap = 25 if bucket_cap_mb is None else bucket_cap_mb
+        self.bucket_bytes_cap = int(cap * 1024 * 1024)
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise RuntimeError(
+                "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient."
+            )
+        self._params = params
+        _verify_param_shape_across_processes(params)
+        states = list(module.parameters()) + list(module.buffers())
+        _broadcast_coalesced(states, _BROADCAST_BUCKET_BYTES)
+        self._buckets = self._allocate(_bucket_assignment(params, [math.inf]), params)
+        self._first_buckets = None
+        self._rebuilt = False
+        self._passes_at_forward = None
+
+    def _allocate(self, assignment, params):
+        """One flat gradient tensor per bucket, in bucket order."""
+        return [
+            torch.empty(sum(params[i].numel() for i in b["indices"]), dtype=params[b["indices"][0]].dtype,
+                        device=params[b["indices"][0]].device)
+            for b in assignment
+        ]
+
+    def _rebuild_buckets(self):
+        """The Reducer's rebuild at the first forward after a backward (Note [DDP's buckets])."""
+        ready = list(reversed(self._params))
+        assignment = _bucket_assignment(ready, [_FIRST_BUCKET_BYTES, self.bucket_bytes_cap])
+        device = ready[0].device
+        indices = torch.empty(len(ready) + 1, dtype=torch.int32, device=device)
+        sizes = torch.empty(len(assignment), dtype=torch.int32, device=device)
+        del sizes
+        del indices
+        self._first_buckets = self._buckets
+        self._buckets = self._allocate(assignment, ready)
+        self._rebuilt = True
+
+    def forward(self, *inputs, **kwargs):
+        # A backward since the last forward with grad went through this model's graph: the
+        # Reducer's hooks saw the gradients' order, so this forward rebuilds the buckets.
+        passes = torch._tensor._BACKWARD_PASSES[0]
+        if torch.is_grad_enabled():
+            if not self._rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
+                self._rebuild_buckets()
+            self._passes_at_forward = passes
+        return self.module(*inputs, **kwargs)
+
+    def no_sync(self):
+        """Gradients accumulate locally inside: the Reducer allocates nothing either way."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
