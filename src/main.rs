@@ -80,6 +80,10 @@ struct FitCliArgs {
     /// Also write a self-contained HTML page: the memory over the run and what it is at the peak.
     #[arg(long, value_name = "OUT.html")]
     report: Option<PathBuf>,
+    /// Run a torch.distributed script as ranks of a world of N (torchrun's RANK/WORLD_SIZE): the
+    /// verdict is rank 0's, and a table gives each simulated rank's peaks.
+    #[arg(long, value_name = "N")]
+    world_size: Option<usize>,
     /// With --child-result: record the memory after every request for the HTML report.
     #[arg(long, hide = true)]
     child_timeline: bool,
@@ -217,6 +221,8 @@ fn fit(args: FitCliArgs) -> Result<ExitCode, String> {
         with_values: args.values,
         report: args.report,
         timeline: args.child_timeline,
+        world_size: args.world_size,
+        rank: None,
     };
     match args.child_result {
         Some(result) => crate::fit::child(&fit_args, &result, args.child_quiet),

@@ -12,11 +12,12 @@
 //! script argument that fits, or the grid over two; `vary` compares script arguments and
 //! allocator settings in one table; `config` reads `--config` files into script arguments;
 //! `json` is `--json`'s document; `breakdown` says what the memory at a peak is; `report` is
-//! `--report`'s HTML page.
+//! `--report`'s HTML page; `ranks` runs the other ranks of `--world-size` and compares their peaks.
 mod breakdown;
 mod config;
 mod gpus;
 mod json;
+mod ranks;
 mod report;
 mod sweep;
 mod vary;
@@ -61,6 +62,10 @@ pub struct FitArgs {
     pub report: Option<PathBuf>,
     /// Record the memory over the run (the child run that the HTML report draws).
     pub timeline: bool,
+    /// `--world-size N`: the script runs as a rank of a world of N.
+    pub world_size: Option<usize>,
+    /// Which rank a child runs as (rank 0 unless `ranks` asks for another).
+    pub rank: Option<usize>,
 }
 
 impl FitArgs {
@@ -145,6 +150,9 @@ fn run_child(
         cmd.arg("--child-quiet").stdout(Stdio::null());
     }
     cmd.env_remove("TORCHLET_SIMULATE_CUDA");
+    if let Some(world) = a.world_size {
+        ranks::set_env(&mut cmd, world, a.rank.unwrap_or(0));
+    }
     if let Some(conf) = conf {
         cmd.env(torchlet_session::CONF_ENV, conf);
         cmd.env_remove(torchlet_session::CONF_ENV_ALIAS);
@@ -304,6 +312,9 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
             print!("{}", v.usable_lines());
             print!("{}", describe(&v.report));
             println!("{}", v.line());
+            if let Some(world) = a.world_size {
+                print!("{}", ranks::table(a, world, &v, conf)?);
+            }
         }
         verdicts.push(v);
     }

@@ -84,12 +84,17 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if rank == -1:
         rank = int(os.environ.get("RANK", "0"))
-    if backend != "fake" and world_size != 1:
+    fit_world = os.environ.get("TORCHLET_WORLD_SIZE")
+    if fit_world is not None:
+        # `torchlet fit --world-size N` runs the script as one rank of N, whatever its backend.
+        world_size, rank = int(fit_world), int(os.environ.get("TORCHLET_RANK", "0"))
+    elif backend != "fake" and world_size != 1:
         raise NotImplementedError(
             f"init_process_group({backend!r}, world_size={world_size}): torchlet runs one process, so "
             "a real backend runs at world size 1 only; for one rank's memory in a larger world use "
             "the fake group: init_process_group('fake', rank=0, world_size=N, store=FakeStore()) "
-            "(from torch.testing._internal.distributed.fake_pg import FakeStore)"
+            "(from torch.testing._internal.distributed.fake_pg import FakeStore), or ask "
+            "torchlet fit FILE --world-size N, which runs any backend as one rank of N"
         )
     if not 0 <= rank < world_size:
         raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {world_size - 1}]")
