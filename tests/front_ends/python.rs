@@ -274,3 +274,23 @@ fn ddp_trains_like_its_module_and_refuses_the_options_it_lacks() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "True\nTrue\n");
 }
+
+#[test]
+fn ddp_rebuilds_its_buckets_after_the_first_synchronized_backward_only() {
+    // Two layers of 1024×1024 + 1024 float32: 8396800 bytes of gradients, so of rebuilt buckets.
+    let code = "import torch, torch.distributed as dist\nfrom torch import nn\n\
+                dist.init_process_group('nccl', rank=0, world_size=1)\n\
+                model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024)).cuda()\n\
+                ddp = nn.parallel.DistributedDataParallel(model)\n\
+                x = torch.randn(8, 1024, device='cuda')\n\
+                grown = []\n\
+                for sync in (False, False, True, True, True):\n\
+                \x20   before = torch.cuda.memory_allocated()\n\
+                \x20   if sync:\n        ddp(x).sum().backward()\n\
+                \x20   else:\n        with ddp.no_sync():\n            ddp(x).sum().backward()\n\
+                \x20   grown.append(torch.cuda.memory_allocated() - before)\n\
+                print(grown[1:])\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "[0, 0, 8396800, 0]\n");
+}

@@ -127,6 +127,7 @@ class DistributedDataParallel(Module):
         self._first_buckets = None
         self._rebuilt = False
         self._passes_at_forward = None
+        self._sync = True
 
     def _allocate(self, assignment, params):
         """One flat gradient tensor per bucket, in bucket order."""
@@ -152,16 +153,28 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         # A backward since the last forward with grad went through this model's graph: the
         # Reducer's hooks saw the gradients' order, so this forward rebuilds the buckets.
+        # Under no_sync the Reducer expects no hooks (prepare_for_backward is skipped), so only a
+        # backward of a forward outside it records the gradients' order.
         passes = torch._tensor._BACKWARD_PASSES[0]
         if torch.is_grad_enabled():
             if not self._rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
                 self._rebuild_buckets()
-            self._passes_at_forward = passes
+            if self._sync:
+                self._passes_at_forward = passes
         return self.module(*inputs, **kwargs)
 
     def no_sync(self):
-        """Gradients accumulate locally inside: the Reducer allocates nothing either way."""
-        import contextlib
+        """Inside, gradients accumulate locally: no bucket copies, and its backward passes do not
+        count for the rebuild."""
+        ddp = self
 
-        return contextlib.nullcontext()
+        class _NoSync:
+            def __enter__(self):
+                self.previous, ddp._sync = ddp._sync, False
+
+            def __exit__(self, *exc):
+                ddp._sync = self.previous
+                return False
+
+        return _NoSync()
 
