@@ -65,7 +65,11 @@ pub fn table(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Resu
     };
     let mut out = format!("ranks ({ranks}, each run as that rank):\n");
     for (rank, (alloc, reserved, ended)) in &rows {
-        let end = if *ended { "runs to its end" } else { "does not fit" };
+        let end = if *ended {
+            "runs to its end"
+        } else {
+            "does not fit"
+        };
         out += &format!(
             "  rank {rank:>4}: peak allocated {:>10}, peak reserved {:>10}, {end}\n",
             short(*alloc),
@@ -76,7 +80,10 @@ pub fn table(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Resu
     if rows.iter().all(|(_, p)| *p == first) {
         out += "  the ranks are symmetric: each reaches rank 0's peaks, so rank 0's verdict is every rank's\n";
     } else {
-        let worst = rows.iter().max_by_key(|(_, p)| (!p.2, p.1)).expect("rank 0 is a row");
+        let worst = rows
+            .iter()
+            .max_by_key(|(_, p)| (!p.2, p.1))
+            .expect("rank 0 is a row");
         out += &format!(
             "  the ranks differ: rank {} peaks highest (the verdict above is rank 0's)\n",
             worst.0

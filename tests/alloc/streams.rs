@@ -34,7 +34,10 @@ fn a_block_freed_on_one_stream_is_reused_only_there() {
     let x = a.malloc(4_000_000, SIDE, None).unwrap();
     a.free(x).unwrap();
     let y = a.malloc(4_000_000, 0, None).unwrap();
-    assert_ne!(x, y, "the default stream may not take the side stream's block");
+    assert_ne!(
+        x, y,
+        "the default stream may not take the side stream's block"
+    );
     assert_eq!(a.memory_stats()["segment.all.current"], 2);
     let z = a.malloc(4_000_000, SIDE, None).unwrap();
     assert_eq!(x, z, "the side stream takes its own block again");
@@ -50,16 +53,29 @@ fn a_free_waits_for_the_streams_the_block_was_used_on() {
     a.free(x).unwrap();
     let s = a.memory_stats();
     assert_eq!(s["allocated_bytes.all.current"], 0);
-    assert_eq!(s["active_bytes.all.current"], 4_000_256, "pending frees count as active");
+    assert_eq!(
+        s["active_bytes.all.current"], 4_000_256,
+        "pending frees count as active"
+    );
     let snapshot = a.snapshot();
     let state = snapshot.segments[0].blocks[0].state;
     assert_eq!(state, "active_pending_free");
     let last = *actions(&a).last().unwrap();
-    assert_eq!(last, (TraceAction::FreeRequested, 0), "the free waits: no free_completed yet");
+    assert_eq!(
+        last,
+        (TraceAction::FreeRequested, 0),
+        "the free waits: no free_completed yet"
+    );
     let y = a.malloc(4_000_000, 0, None).unwrap();
-    assert_eq!(x, y, "the next request completes the free first and reuses the block");
+    assert_eq!(
+        x, y,
+        "the next request completes the free first and reuses the block"
+    );
     let tail: Vec<_> = actions(&a).into_iter().rev().take(2).collect();
-    assert_eq!(tail, [(TraceAction::Alloc, 0), (TraceAction::FreeCompleted, 0)]);
+    assert_eq!(
+        tail,
+        [(TraceAction::Alloc, 0), (TraceAction::FreeCompleted, 0)]
+    );
 }
 
 #[test]
@@ -71,10 +87,18 @@ fn a_pending_block_does_not_merge_until_its_free_completes() {
     a.free(y).unwrap();
     a.free(x).unwrap();
     // y merged with the free tail; x still waits, so it stays a block of its own.
-    let states: Vec<_> = a.snapshot().segments[0].blocks.iter().map(|b| b.state).collect();
+    let states: Vec<_> = a.snapshot().segments[0]
+        .blocks
+        .iter()
+        .map(|b| b.state)
+        .collect();
     assert_eq!(states, ["active_pending_free", "inactive"]);
     a.empty_cache();
-    assert_eq!(a.memory_reserved(), 0, "empty_cache waits for every stream, then releases");
+    assert_eq!(
+        a.memory_reserved(),
+        0,
+        "empty_cache waits for every stream, then releases"
+    );
 }
 
 #[test]

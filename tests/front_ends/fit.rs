@@ -420,7 +420,8 @@ fn the_html_report_renders_in_headless_chromium_with_breakdowns_that_add_up() {
 
 /// A DDP script written for torchrun: every rank holds the same model and buckets, except that
 /// rank 0 also keeps `extra` MiB (say, an evaluation buffer only it makes).
-const DDP_SCRIPT: &str = "import sys\nimport torch\nimport torch.distributed as dist\nfrom torch import nn\n\
+const DDP_SCRIPT: &str =
+    "import sys\nimport torch\nimport torch.distributed as dist\nfrom torch import nn\n\
 dist.init_process_group('nccl')\n\
 extra = int(sys.argv[1]) if len(sys.argv) > 1 else 0\n\
 model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024)).cuda()\n\
@@ -436,14 +437,23 @@ fn world_size_runs_each_rank_and_says_whether_they_are_symmetric() {
     let (ok, report, err) = fit(&path, &["--gpu", "H100-80GB", "--world-size", "4"]);
     assert!(ok, "{report}{err}");
     assert!(report.contains("rank 0 of 4"), "{report}");
-    assert!(report.contains("ranks (every rank of 4, each run as that rank):"), "{report}");
-    let rows = report.lines().filter(|l| l.trim_start().starts_with("rank ") && l.contains("peak allocated")).count();
+    assert!(
+        report.contains("ranks (every rank of 4, each run as that rank):"),
+        "{report}"
+    );
+    let rows = report
+        .lines()
+        .filter(|l| l.trim_start().starts_with("rank ") && l.contains("peak allocated"))
+        .count();
     assert_eq!(rows, 4, "{report}");
     assert!(report.contains("the ranks are symmetric"), "{report}");
 
     let (ok, report, err) = fit(&path, &["512", "--gpu", "H100-80GB", "--world-size", "16"]);
     assert!(ok, "{report}{err}");
-    assert!(report.contains("ranks (ranks 0, 1 and 15 of 16"), "{report}");
+    assert!(
+        report.contains("ranks (ranks 0, 1 and 15 of 16"),
+        "{report}"
+    );
     assert!(
         report.contains("the ranks differ: rank 0 peaks highest"),
         "rank 0's 512 MiB more must show: {report}"

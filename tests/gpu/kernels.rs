@@ -719,7 +719,13 @@ fn nll_loss_and_scatter() {
     let total_weight = g.alloc(DType::F32, &[]);
     g.dev
         .gpu()
-        .nll_loss(&logp.view(), &target.view(), -100, &out.view(), &total_weight.view())
+        .nll_loss(
+            &logp.view(),
+            &target.view(),
+            -100,
+            &out.view(),
+            &total_weight.view(),
+        )
         .unwrap();
     let want = -counted
         .iter()
@@ -732,7 +738,13 @@ fn nll_loss_and_scatter() {
     let dx = g.alloc(DType::F32, &[n, c]);
     g.dev
         .gpu()
-        .nll_loss_backward(&grad.view(), &target.view(), -100, &total_weight.view(), &dx.view())
+        .nll_loss_backward(
+            &grad.view(),
+            &target.view(),
+            -100,
+            &total_weight.view(),
+            &dx.view(),
+        )
         .unwrap();
     let want: Vec<f64> = (0..n * c)
         .map(|k| {

@@ -571,7 +571,11 @@ fn zoo_models_fit_with_pytorchs_peaks() {
                 .and_then(|r| r.split(" B)").next())
                 .and_then(|b| b.parse::<u64>().ok())
                 .unwrap_or_else(|| panic!("{args:?}: no bytes in {ours:?}"));
-            let fits = if scaled { bytes >= torch } else { bytes == torch };
+            let fits = if scaled {
+                bytes >= torch
+            } else {
+                bytes == torch
+            };
             assert!(
                 fits,
                 "{args:?}: torchlet's {what} {bytes} B; PyTorch's is {torch} B"
@@ -579,5 +583,8 @@ fn zoo_models_fit_with_pytorchs_peaks() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 6, "ResNet-50 twice, ViT-B/16, GPT-2 and Llama 3 8B LoRA twice");
+    assert_eq!(
+        checked, 6,
+        "ResNet-50 twice, ViT-B/16, GPT-2 and Llama 3 8B LoRA twice"
+    );
 }

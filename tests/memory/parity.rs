@@ -485,7 +485,11 @@ pub(crate) fn compare_events(
                 let e = &events[j];
                 let mark = if j == i { ">>" } else { "  " };
                 let (action, size, stream) = event_key(e);
-                let on = if stream > 0 { format!(" (stream {stream})") } else { String::new() };
+                let on = if stream > 0 {
+                    format!(" (stream {stream})")
+                } else {
+                    String::new()
+                };
                 format!("{mark} {j:4} {action:<15} {size:>12}{on}  {}\n", code(e))
             })
             .collect()

@@ -38,7 +38,10 @@ impl<M: RawMemory> Inner<M> {
     /// `Tensor.record_stream(stream)` for the block at `ptr`: its free will wait on `stream`.
     /// A use on the block's own stream is ignored, as in PyTorch.
     pub fn record_stream(&mut self, ptr: DevicePtr, stream: StreamId) -> Result<(), AllocError> {
-        let idx = *self.active.get(&ptr).ok_or(AllocError::InvalidPointer(ptr))?;
+        let idx = *self
+            .active
+            .get(&ptr)
+            .ok_or(AllocError::InvalidPointer(ptr))?;
         if self.arena[idx].stream != stream {
             let uses = self.events.uses.entry(idx).or_default();
             if !uses.contains(&stream) {
@@ -73,7 +76,11 @@ impl<M: RawMemory> Inner<M> {
         }
         for (_, blocks) in std::mem::take(&mut self.events.waiting) {
             for idx in blocks {
-                let left = self.events.counts.get_mut(&idx).expect("a waiting block has a count");
+                let left = self
+                    .events
+                    .counts
+                    .get_mut(&idx)
+                    .expect("a waiting block has a count");
                 *left -= 1;
                 if *left == 0 {
                     self.events.counts.remove(&idx);

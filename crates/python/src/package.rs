@@ -115,7 +115,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         true,
         include_str!("../py/torch/nn/parallel/__init__.py"),
     ),
-    ("torch.testing", true, "\"\"\"torch.testing: the fake process group's store.\"\"\"\n"),
+    (
+        "torch.testing",
+        true,
+        "\"\"\"torch.testing: the fake process group's store.\"\"\"\n",
+    ),
     ("torch.testing._internal", true, "\n"),
     ("torch.testing._internal.distributed", true, "\n"),
     (

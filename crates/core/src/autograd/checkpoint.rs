@@ -42,7 +42,8 @@ struct Slots {
 }
 
 /// The error that stops a recomputation early (Note [checkpoint early stop]).
-const STOP: &str = "torch.utils.checkpoint: the recomputation has remade every saved tensor and stops here";
+const STOP: &str =
+    "torch.utils.checkpoint: the recomputation has remade every saved tensor and stops here";
 
 /// One call of a checkpointed function: the placeholders its forward made and how to fill them.
 pub struct Frame {

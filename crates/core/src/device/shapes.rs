@@ -249,7 +249,14 @@ impl Backend for ShapesBackend {
     fn nll_loss(&self, _: Operand, _: Operand, _: i64, _: Operand, _: Operand) -> Result<()> {
         Ok(())
     }
-    fn nll_loss_backward(&self, _: Operand, _: Operand, _: i64, _: Operand, _: Operand) -> Result<()> {
+    fn nll_loss_backward(
+        &self,
+        _: Operand,
+        _: Operand,
+        _: i64,
+        _: Operand,
+        _: Operand,
+    ) -> Result<()> {
         Ok(())
     }
     fn scatter(&self, _src: Operand, _index: Operand, _dim: usize, _dst: Operand) -> Result<()> {

@@ -40,11 +40,7 @@ pub(crate) fn name_statement(vm: &VirtualMachine) {
         }
         let location = frame.current_location();
         let (line, col) = (location.line.get(), location.character_offset.get());
-        let place = (
-            frame as *const _ as usize,
-            path as *const _ as usize,
-            line,
-        );
+        let place = (frame as *const _ as usize, path as *const _ as usize, line);
         if LAST.with(|l| *l.borrow() == Some(place)) {
             return;
         }
@@ -92,7 +88,10 @@ fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
             .or_insert_with(|| Arc::new(read(path)))
             .clone()
     });
-    let text = file.lines.get(line.saturating_sub(1)).map_or("", |l| l.trim());
+    let text = file
+        .lines
+        .get(line.saturating_sub(1))
+        .map_or("", |l| l.trim());
     Arc::from(format!("{}:{line}:{col}: {text}", file.shown))
 }
 

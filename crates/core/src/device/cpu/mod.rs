@@ -181,7 +181,13 @@ macro_rules! host_kernel_methods {
             total_weight: Operand,
             dst: Operand,
         ) -> Result<()> {
-            $crate::device::cpu::kernels::nll_loss_backward(grad, target, ignore_index, total_weight, dst)
+            $crate::device::cpu::kernels::nll_loss_backward(
+                grad,
+                target,
+                ignore_index,
+                total_weight,
+                dst,
+            )
         }
         fn scatter(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()> {
             $crate::device::cpu::kernels::scatter(src, index, dim, dst)

@@ -342,7 +342,12 @@ pub fn nll_loss(
         }
     }
     unsafe {
-        store_f64(dst.ptr as *mut u8, dst.dtype, dst.layout.offset, -sum / weight);
+        store_f64(
+            dst.ptr as *mut u8,
+            dst.dtype,
+            dst.layout.offset,
+            -sum / weight,
+        );
         let at = total_weight.layout.offset;
         store_f64(total_weight.ptr as *mut u8, total_weight.dtype, at, weight);
     };

@@ -221,11 +221,15 @@ impl Backend for CudaBackend {
                 bytes: bytes as u64,
             })
         });
-        let lt = self.lt_workspaces.all().into_iter().map(|(handle, ptr)| Workspace {
-            handle,
-            ptr,
-            bytes: CUBLASLT_WORKSPACE_BYTES as u64,
-        });
+        let lt = self
+            .lt_workspaces
+            .all()
+            .into_iter()
+            .map(|(handle, ptr)| Workspace {
+                handle,
+                ptr,
+                bytes: CUBLASLT_WORKSPACE_BYTES as u64,
+            });
         blas.chain(lt).collect()
     }
     fn clear_blas_workspaces(&self) {
@@ -252,9 +256,9 @@ impl Backend for CudaBackend {
         if lt {
             self.lt_workspaces.ensure(self.stream(), || {
                 let site = torchlet_alloc::site::current();
-                let ptr = self
-                    .allocator
-                    .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, self.stream(), site)?;
+                let ptr =
+                    self.allocator
+                        .malloc_tagged(CUBLASLT_WORKSPACE_BYTES, self.stream(), site)?;
                 self.allocator
                     .set_role(ptr, torchlet_alloc::Role::Workspace);
                 Ok::<_, torchlet_alloc::AllocError>(ptr)

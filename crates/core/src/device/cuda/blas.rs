@@ -278,7 +278,11 @@ impl Blas {
             });
         }
         let h = state.as_mut().expect("set above");
-        let found = h.workspaces.iter().find(|(s, _)| *s == stream).map(|&(_, w)| w);
+        let found = h
+            .workspaces
+            .iter()
+            .find(|(s, _)| *s == stream)
+            .map(|&(_, w)| w);
         let (ptr, size) = match found {
             Some(w) => w,
             None => {
@@ -291,7 +295,11 @@ impl Blas {
         if h.in_use != Some(ptr) {
             // SAFETY: `ptr` is `size` bytes of device memory kept for the life of the handle.
             unsafe {
-                bsys::cublasSetWorkspace_v2(h.handle as bsys::cublasHandle_t, ptr as *mut c_void, size)
+                bsys::cublasSetWorkspace_v2(
+                    h.handle as bsys::cublasHandle_t,
+                    ptr as *mut c_void,
+                    size,
+                )
             }
             .result()
             .map_err(|e| cublas("set workspace", e))?;

@@ -329,7 +329,8 @@ impl Gpu<'_> {
         let mut c0 = Layout::default();
         let logp = self.as_elem(logp, dst.dtype, 0, &mut c0)?;
         let (n, c) = (logp.layout.shape[0], logp.layout.shape[1]);
-        let (mut o, mut w, mut lp, mut t) = (dst.addr(), total_weight.addr(), logp.addr(), target.addr());
+        let (mut o, mut w, mut lp, mut t) =
+            (dst.addr(), total_weight.addr(), logp.addr(), target.addr());
         let mut ignore = ignore_index;
         let (mut nn, mut cc, mut s0, mut s1, mut ts) = (
             n as i64,
