@@ -30,7 +30,8 @@ pub(crate) struct StreamEvents {
 impl StreamEvents {
     /// Whether a freed block still waits on events (so it may not merge or be reused).
     pub fn is_pending(&self, idx: u32) -> bool {
-        self.counts.contains_key(&idx)
+        // Merges ask on every free: with no cross-stream frees under way, skip the hashing.
+        !self.counts.is_empty() && self.counts.contains_key(&idx)
     }
 }
 
@@ -54,6 +55,10 @@ impl<M: RawMemory> Inner<M> {
     /// At a free: if the block was used on other streams, record one event on each and keep the
     /// block (still active) until they complete; true if it waits.
     pub fn insert_events(&mut self, idx: u32) -> bool {
+        // Every free asks: a program that never calls record_stream pays one length check.
+        if self.events.uses.is_empty() {
+            return false;
+        }
         let Some(streams) = self.events.uses.remove(&idx) else {
             return false;
         };

@@ -108,7 +108,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
 ];
 
 /// The CUDA device index at argument `i`, the current device when it is `None`.
-fn index(a: &Args, i: usize) -> PyResult<usize> {
+pub(super) fn index(a: &Args, i: usize) -> PyResult<usize> {
     match a.opt_int(i)? {
         Some(n) => usize::try_from(n).map_err(|_| a.vm.new_value_error(format!("no device {n}"))),
         None => Ok(device::current_device()),

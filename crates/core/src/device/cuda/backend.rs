@@ -57,15 +57,15 @@ impl CudaBackend {
     fn product(&self, lhs: Operand, rhs: Operand, dst: Operand, accumulate: bool) -> Result<()> {
         // The workspace comes from the caching allocator and stays allocated for the life of the
         // cuBLAS handle, as PyTorch's does (it shows in memory_allocated after the first matmul).
+        let stream = self.stream();
         let workspace = |bytes: usize| {
             self.allocator
-                .malloc_tagged(bytes, self.stream(), torchlet_alloc::site::current())
+                .malloc_tagged(bytes, stream, torchlet_alloc::site::current())
                 .inspect(|&p| self.allocator.set_role(p, torchlet_alloc::Role::Workspace))
                 .map_err(|e| CudaError::OutOfMemory(e.to_string()))
         };
         let dev = &self.dev;
         let blas = &dev.blas[crate::device::blas_handle::current() as usize];
-        let stream = self.stream();
         Ok(blas.matmul(&dev.gpu(), &lhs, &rhs, &dst, accumulate, stream, &workspace)?)
     }
 

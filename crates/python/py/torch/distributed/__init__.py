@@ -7,11 +7,7 @@ collective allocates is what PyTorch's backend allocates on this rank: the fake 
 NCCL a flat staging tensor where its outputs are a list (Note [collectives' buffers]).
 """
 
-import sys
-
 import torch
-
-_C = sys.modules["torch._C"]
 
 # Note [collectives' buffers]: ProcessGroupNCCL gathers into a list of tensors through one flat
 # tensor of the whole result (newLikeFlat), copied out and freed after the collective; into one
@@ -164,18 +160,18 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     return _done(group, async_op)
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
-    g = _group(group)
-    if g.backend == "nccl" and tensor.is_cuda:
-        # Note [collectives' buffers]: NCCL gathers a list through one flat result tensor.
-        flat = torch.empty((len(tensor_list),) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+def _nccl_flat(group, count, like, async_op):
+    """Note [collectives' buffers]: NCCL passes a list of `count` tensors like `like` through one
+    flat tensor of them all, freed when the collective is done; other backends allocate nothing."""
+    if _group(group).backend == "nccl" and like.is_cuda:
+        flat = torch.empty((count,) + tuple(like.shape), dtype=like.dtype, device=like.device)
         del flat
     return _Work() if async_op else None
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    return _nccl_flat(group, len(tensor_list), tensor, async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    g = _group(group)
-    if g.backend == "nccl" and output.is_cuda:
-        flat = torch.empty((len(input_list),) + tuple(output.shape), dtype=output.dtype, device=output.device)
-        del flat
-    return _Work() if async_op else None
+    return _nccl_flat(group, len(input_list), output, async_op)

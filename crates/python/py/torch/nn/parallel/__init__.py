@@ -18,6 +18,7 @@ depend on the world size):
   rebuild, as measured.
 """
 
+import contextlib
 import math
 
 import torch
@@ -125,7 +126,6 @@ class DistributedDataParallel(Module):
         _broadcast_coalesced(states, _BROADCAST_BUCKET_BYTES)
         self._buckets = self._allocate(_bucket_assignment(params, [math.inf]), params)
         self._first_buckets = None
-        self._rebuilt = False
         self._passes_at_forward = None
         self._sync = True
 
@@ -148,7 +148,6 @@ class DistributedDataParallel(Module):
         del indices
         self._first_buckets = self._buckets
         self._buckets = self._allocate(assignment, ready)
-        self._rebuilt = True
 
     def forward(self, *inputs, **kwargs):
         # A backward since the last forward with grad went through this model's graph: the
@@ -157,24 +156,19 @@ class DistributedDataParallel(Module):
         # backward of a forward outside it records the gradients' order.
         passes = torch._tensor._BACKWARD_PASSES[0]
         if torch.is_grad_enabled():
-            if not self._rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
+            rebuilt = self._first_buckets is not None
+            if not rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
                 self._rebuild_buckets()
             if self._sync:
                 self._passes_at_forward = passes
         return self.module(*inputs, **kwargs)
 
+    @contextlib.contextmanager
     def no_sync(self):
         """Inside, gradients accumulate locally: no bucket copies, and its backward passes do not
         count for the rebuild."""
-        ddp = self
-
-        class _NoSync:
-            def __enter__(self):
-                self.previous, ddp._sync = ddp._sync, False
-
-            def __exit__(self, *exc):
-                ddp._sync = self.previous
-                return False
-
-        return _NoSync()
-
+        previous, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = previous
