@@ -1,10 +1,13 @@
 """Train a model of the zoo for a few steps and print its peak memory, under PyTorch or under torchlet.
 
-    python3 models/train.py MODEL [batch=N] [seq=N] [precision=P] [ckpt=0|1] [steps=N]
+    python3 models/train.py MODEL [batch=N] [seq=N] [precision=P] [ckpt=0|1] [steps=N] [parallel=D]
     torchlet fit models/train.py MODEL batch=64 --gpu H200
+    torchlet fit models/train.py llama3-8b seq=4096 parallel=fsdp --world-size 8 --gpu H100-80GB
 
-MODEL is resnet50, vit_b_16, gpt2 or llama3-8b-lora (whose weights are bfloat16); P is float32 or
-autocast (float16 autocast with a GradScaler). Under PyTorch the model is the real library's
+MODEL is resnet50, vit_b_16, gpt2, llama3-8b-lora or llama3-8b (whose weights are bfloat16; the
+latter trained in full); P is float32 or autocast (float16 autocast with a GradScaler); D is none, ddp
+(DistributedDataParallel) or fsdp (FSDP2: each decoder layer and the whole model `fully_shard`ed),
+one process per rank as torchrun (or `torchlet fit --world-size N`) starts them. Under PyTorch the model is the real library's
 (torchvision, transformers, peft); where the library is not installed (under torchlet), the copy in
 models/, which allocates what the library does. The last line is the peaks as JSON.
 """
@@ -18,7 +21,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-DEFAULTS = {"batch": 8, "seq": 1024, "precision": "float32", "ckpt": 0, "steps": 2}
+DEFAULTS = {"batch": 8, "seq": 1024, "precision": "float32", "ckpt": 0, "steps": 2, "parallel": "none"}
+TEXT_SETTINGS = ("precision", "parallel")
 
 
 def parse(argv):
@@ -30,7 +34,7 @@ def parse(argv):
         key, _, value = arg.partition("=")
         if key not in DEFAULTS or not value:
             sys.exit(f"unknown setting {arg!r}: use {', '.join(k + '=' for k in DEFAULTS)}")
-        settings[key] = value if key == "precision" else int(value)
+        settings[key] = value if key in TEXT_SETTINGS else int(value)
     return argv[0], settings
 
 
@@ -57,8 +61,10 @@ def build(name, s):
         model = GPT2LMHeadModel(GPT2Config()).cuda()
     elif name == "llama3-8b-lora":
         model = llama3_8b_lora()
+    elif name == "llama3-8b":
+        model = llama3_8b()
     else:
-        sys.exit(f"unknown model {name!r}: resnet50, vit_b_16, gpt2 or llama3-8b-lora")
+        sys.exit(f"unknown model {name!r}: resnet50, vit_b_16, gpt2, llama3-8b-lora or llama3-8b")
     if s["ckpt"]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     b, t = s["batch"], s["seq"]
@@ -74,9 +80,17 @@ def llama3_8b_lora():
     """Llama 3 8B in bfloat16 with peft's LoRA at LoraConfig's defaults on q_proj and v_proj."""
     try:
         from peft import LoraConfig, get_peft_model
+    except ImportError:
+        from models.llama import LoraConfig, get_peft_model
+    return get_peft_model(llama3_8b(), LoraConfig(target_modules=["q_proj", "v_proj"]))
+
+
+def llama3_8b():
+    """Llama 3 8B in bfloat16, every parameter trained."""
+    try:
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError:
-        from models.llama import LlamaConfig, LlamaForCausalLM, LoraConfig, get_peft_model
+        from models.llama import LlamaConfig, LlamaForCausalLM
     config = LlamaConfig(
         vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0,
@@ -86,7 +100,28 @@ def llama3_8b_lora():
     with torch.device("cuda"):
         model = LlamaForCausalLM(config)
     torch.set_default_dtype(torch.float32)
-    return get_peft_model(model, LoraConfig(target_modules=["q_proj", "v_proj"]))
+    return model
+
+
+def parallelize(model, how):
+    """The model as `parallel=` wraps it, in a process group joined from the launcher's RANK and
+    WORLD_SIZE: DDP, or FSDP2 over each decoder layer (or block) and then the whole model."""
+    if how == "none":
+        return model
+    import torch.distributed as dist
+
+    dist.init_process_group("nccl")
+    if how == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    if how != "fsdp":
+        sys.exit(f"unknown parallel={how!r}: none, ddp or fsdp")
+    from torch.distributed.fsdp import fully_shard
+
+    layers = model.model.layers if hasattr(model, "model") else model.transformer.h
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    return model
 
 
 def main():
@@ -94,6 +129,7 @@ def main():
     torch.manual_seed(0)
     model, make_batch, loss_of = build(name, s)
     model.train()
+    model = parallelize(model, s["parallel"])
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=0.1, momentum=0.9) if name == "resnet50" else torch.optim.AdamW(params, lr=1e-4)
     autocast = s["precision"] == "autocast"

@@ -80,9 +80,10 @@ pub fn table(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Resu
     if rows.iter().all(|(_, p)| *p == first) {
         out += "  the ranks are symmetric: each reaches rank 0's peaks, so rank 0's verdict is every rank's\n";
     } else {
+        // The lowest of the ranks that peak highest (a failing rank first).
         let worst = rows
             .iter()
-            .max_by_key(|(_, p)| (!p.2, p.1))
+            .max_by_key(|(rank, p)| (!p.2, p.1, std::cmp::Reverse(*rank)))
             .expect("rank 0 is a row");
         out += &format!(
             "  the ranks differ: rank {} peaks highest (the verdict above is rank 0's)\n",

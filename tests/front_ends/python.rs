@@ -249,14 +249,11 @@ fn one_rank_of_a_fake_world_and_the_refusals_name_what_to_do() {
                 dist.all_reduce(x)\n\
                 print(x.sum().item(), torch.cuda.memory_allocated())\n\
                 from torch.distributed.fsdp import fully_shard\n\
-                try:\n    fully_shard(torch.nn.Linear(2, 2))\n\
-                except NotImplementedError as e:\n    print(str(e).split(':')[0])\n";
+                try:\n    fully_shard(torch.nn.Linear(2, 2), reshard_after_forward=2)\n\
+                except NotImplementedError as e:\n    print('reshard_after_forward=2' in str(e))\n";
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        text(&out.stdout),
-        "True\n3 8 True\n4.0 512\ntorch.distributed.fsdp.fully_shard\n"
-    );
+    assert_eq!(text(&out.stdout), "True\n3 8 True\n4.0 512\nTrue\n");
 }
 
 #[test]
@@ -293,4 +290,63 @@ fn ddp_rebuilds_its_buckets_after_the_first_synchronized_backward_only() {
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "[0, 0, 8396800, 0]\n");
+}
+
+#[test]
+fn fully_shard_keeps_this_ranks_padded_shard_and_trains_on_it() {
+    // Linear(3, 10)'s weight has 10 rows: chunks of 3 over 4 ranks, so rank 3 holds 1 row in a
+    // 3-row tensor (36 bytes, one 512-byte block) and the bias 1 of 3 elements (another block).
+    let code = "import torch, torch.distributed as dist\nfrom torch import nn\n\
+                from torch.distributed.fsdp import fully_shard, FSDPModule\n\
+                from torch.testing._internal.distributed.fake_pg import FakeStore\n\
+                dist.init_process_group('fake', rank=3, world_size=4, store=FakeStore())\n\
+                model = fully_shard(nn.Linear(3, 10).cuda())\n\
+                print(isinstance(model, FSDPModule), type(model).__name__, torch.cuda.memory_allocated())\n\
+                print([tuple(p.shape) for p in model.parameters()])\n\
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+                model(torch.ones(2, 3, device='cuda')).sum().backward()\n\
+                print([tuple(p.grad.shape) for p in model.parameters()], [tuple(p.shape) for p in model.parameters()])\n\
+                opt.step()\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "True FSDPLinear 1024\n[(1, 3), (1,)]\n[(1, 3), (1,)] [(1, 3), (1,)]\n"
+    );
+}
+
+#[test]
+fn hooks_autograd_functions_and_final_callbacks_run_where_pytorch_runs_them() {
+    let code = "import torch\nfrom torch import nn\n\
+                x = torch.ones(3, requires_grad=True)\n\
+                y = x * 2\n\
+                handle = y.register_hook(lambda g: g * 10)\n\
+                x.register_hook(lambda g: print('leaf hook', g.tolist()))\n\
+                class Square(torch.autograd.Function):\n\
+                \x20   @staticmethod\n\
+                \x20   def forward(ctx, a):\n\
+                \x20       ctx.save_for_backward(a)\n\
+                \x20       return a * a\n\
+                \x20   @staticmethod\n\
+                \x20   def backward(ctx, g):\n\
+                \x20       (a,) = ctx.saved_tensors\n\
+                \x20       torch.autograd.Variable._execution_engine.queue_callback(lambda: print('callback'))\n\
+                \x20       return 2 * a * g\n\
+                z = Square.apply(y)\n\
+                print(z.grad_fn.name(), z.requires_grad)\n\
+                z.sum().backward()\n\
+                print(x.grad.tolist())\n\
+                m = nn.Linear(2, 2)\n\
+                m.register_forward_pre_hook(lambda mod, args: (args[0] * 0,))\n\
+                h = m.register_forward_hook(lambda mod, args, out: out.sum())\n\
+                print(m(torch.ones(1, 2)).item() == m.bias.sum().item())\n\
+                h.remove()\n\
+                print(tuple(m(torch.ones(1, 2)).shape))\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // z = y², so dz/dy = 2y = 4, times 10 from y's hook, times 2 into x.
+    assert_eq!(
+        text(&out.stdout),
+        "SquareBackward True\nleaf hook [80.0, 80.0, 80.0]\ncallback\n[80.0, 80.0, 80.0]\nTrue\n(1, 2)\n"
+    );
 }

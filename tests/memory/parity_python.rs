@@ -54,6 +54,7 @@ python_parity!(
     half_roundtrip,
     py_amp_gradscaler,
     py_ddp_mlp,
+    py_fsdp2_mlp,
     py_gpt_modules,
     py_llama_lora,
     py_mnist_cnn,

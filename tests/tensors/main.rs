@@ -7,6 +7,7 @@ mod attention;
 mod autocast;
 mod autograd;
 mod conv;
+mod hooks;
 mod index_ops;
 mod model_ops;
 mod norms;

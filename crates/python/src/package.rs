@@ -106,6 +106,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/distributed/__init__.py"),
     ),
     (
+        "torch.distributed.device_mesh",
+        false,
+        "\"\"\"torch.distributed.device_mesh: the world as a one-dimensional mesh.\"\"\"\nfrom torch.distributed import DeviceMesh, init_device_mesh\n",
+    ),
+    (
         "torch.distributed.fsdp",
         false,
         include_str!("../py/torch/distributed/fsdp.py"),

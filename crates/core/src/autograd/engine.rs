@@ -114,10 +114,12 @@ pub fn backward_from(root: &Tensor, gradient: Option<&Tensor>, retain_graph: boo
         Some(g) => g.detach()?,
         None => root.ones_like()?,
     };
-    let result = match root.grad_fn() {
+    super::hooks::begin_pass();
+    let ran = match root.grad_fn() {
         None => accumulate(root, grad.clone()),
         Some(node) => run(node, root.meta().output_nr, grad.clone(), retain_graph),
     };
+    let result = super::hooks::end_pass(ran);
     drop(grad);
     result
 }
@@ -163,12 +165,14 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
         let node = match task {
             Task::Leaf(leaf) => {
                 if let Some(grad) = grads.into_iter().next().flatten() {
+                    let grad = super::hooks::apply(&leaf.leaf_hooks(), grad)?;
                     accumulate(&leaf, grad)?;
                 }
                 continue;
             }
             Task::Node(node) => node,
         };
+        let grads = run_pre_hooks(&node, grads)?;
         let grads = call(&node, grads, retain_graph)?;
         // Gradients added into another's buffer stay alive until every output has moved on:
         // PyTorch's engine adds through a reference into the node's output list.
@@ -206,6 +210,18 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
         drop(spent);
     }
     Ok(())
+}
+
+/// The node's output hooks, each on its output's gradient (Note [hooks run where PyTorch runs
+/// them]); outputs that got no gradient are left alone.
+fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let hooks: Vec<_> = node.hooks.lock().expect("hook lock").clone();
+    for (_, slot, hook) in hooks {
+        if let Some(g) = grads.get_mut(slot).and_then(Option::take) {
+            grads[slot] = Some(super::hooks::apply(&[hook], g)?);
+        }
+    }
+    Ok(grads)
 }
 
 /// Run one node's backward function on its outputs' gradients: the gradients of its inputs.

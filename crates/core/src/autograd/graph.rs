@@ -13,7 +13,7 @@ pub(crate) type GradFn = dyn Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>>
 
 /// A backward function of a node with several outputs (`split`, `chunk`): one gradient per
 /// output, `None` where that output got none, as PyTorch hands undefined tensors to the formula.
-pub(crate) type MultiGradFn =
+pub type MultiGradFn =
     dyn Fn(&[Option<Tensor>], &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -51,6 +51,9 @@ pub struct Node {
     /// The memory of the tensors `func` saved, for telling who holds a block (weak: `func`
     /// owns them).
     saved: Vec<Weak<Storage>>,
+    /// Gradient hooks of this node's outputs: (hook id, output slot, hook), in registration
+    /// order (Note [hooks run where PyTorch runs them]).
+    pub(crate) hooks: Mutex<Vec<(u64, usize, super::hooks::GradHook)>>,
 }
 
 impl Node {
@@ -237,5 +240,6 @@ fn new_node(
         saves,
         seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),
         saved: PENDING_SAVES.with(|p| std::mem::take(&mut *p.borrow_mut())),
+        hooks: Mutex::new(Vec::new()),
     })
 }

@@ -4,15 +4,17 @@
 //! `graph` holds the nodes (one backward function per op, edges to its inputs' nodes, saved
 //! tensors); `engine` walks the graph back from a scalar and accumulates leaves' `.grad`;
 //! `checkpoint` leaves saved tensors out of the forward and makes them again when backward needs
-//! them (PyTorch's non-reentrant `checkpoint`).
+//! them (PyTorch's non-reentrant `checkpoint`); `hooks` are gradient hooks, nodes whose backward
+//! the caller gives (`autograd.Function`) and callbacks at the end of a pass.
 
 pub mod checkpoint;
 mod engine;
 mod graph;
+pub mod hooks;
 mod mode;
 
 pub use engine::{backward, backward_from};
-pub use graph::{forget_unclaimed_saves, Edge, Node, SavedTensor};
+pub use graph::{forget_unclaimed_saves, Edge, MultiGradFn, Node, SavedTensor};
 pub(crate) use graph::{needs_grad, record, record_multi, GradFn};
 pub use mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode, no_grad, set_grad_enabled,

@@ -59,6 +59,8 @@ pub(crate) struct AutogradMeta {
     /// Which output of `grad_fn` this tensor is.
     pub output_nr: usize,
     pub grad: Option<Tensor>,
+    /// A leaf's gradient hooks: (hook id, hook), in registration order.
+    pub hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
 }
 
 pub(crate) struct TensorImpl {
@@ -269,6 +271,11 @@ impl Tensor {
     /// Bytes of the storage under this view (what it keeps allocated).
     pub fn storage_nbytes(&self) -> usize {
         self.inner.storage.bytes()
+    }
+    /// `untyped_storage().resize_(bytes)`: free the memory under every view of this storage
+    /// (`bytes` 0) or allocate it again (Note [resizable storage]).
+    pub fn resize_storage(&self, bytes: usize) -> Result<()> {
+        self.inner.storage.resize(bytes)
     }
     /// Address of the storage's first byte (where its allocator block starts; 0 when empty).
     pub fn storage_ptr(&self) -> DevicePtr {

@@ -326,6 +326,13 @@ class Tensor(_C.TensorBase):
     def retain_grad(self):
         raise NotImplementedError("torchlet: retain_grad() is not supported yet")
 
+    def register_hook(self, hook):
+        """Call `hook(grad)` when this tensor's gradient is computed; a tensor it returns is used
+        instead. The handle's `remove()` takes the hook off (it does not keep the tensor alive)."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return _HookHandle(self, _C._register_hook(self, hook))
+
     # New tensors like this one.
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new("zeros", size, dtype, device, requires_grad)
@@ -584,6 +591,10 @@ class Tensor(_C.TensorBase):
             return _C._binary("pow", self, exponent)
         return _C._pow_number(self, exponent)
 
+    def square(self):
+        # PyTorch's square is pow(self, 2).
+        return _C._pow_number(self, 2)
+
     def add_(self, other, *, alpha=1):
         if alpha != 1:
             other = other * alpha
@@ -760,8 +771,30 @@ def _define_table_methods():
 _define_table_methods()
 
 
+class _HookHandle:
+    """What register_hook returns: `remove()` takes the hook off its tensor if it is still alive."""
+
+    def __init__(self, tensor, hook_id):
+        import weakref
+
+        self._tensor = weakref.ref(tensor)
+        self.id = hook_id
+
+    def remove(self):
+        tensor = self._tensor()
+        if tensor is not None:
+            _C._remove_hook(tensor, self.id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class _Storage:
-    """tensor.untyped_storage(): its size and where it starts."""
+    """tensor.untyped_storage(): its size and where it starts; resize_(0) frees its memory under
+    every view of it, and resize_ back allocates it again (how FSDP2 frees unsharded parameters)."""
 
     __slots__ = ("_tensor",)
 
@@ -773,6 +806,10 @@ class _Storage:
 
     def size(self):
         return _C._storage_nbytes(self._tensor)
+
+    def resize_(self, nbytes):
+        _C._resize_storage(self._tensor, int(nbytes))
+        return self
 
     def data_ptr(self):
         return _C._data_ptr(self._tensor) - _C._storage_offset(self._tensor) * _C._element_size(self._tensor)

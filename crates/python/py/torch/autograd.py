@@ -99,3 +99,122 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
         tensors = [tensors]
     for t in tensors:
         t.backward(retain_graph=retain_graph, create_graph=create_graph)
+
+
+class FunctionCtx:
+    """The `ctx` of an autograd.Function: what forward keeps for backward."""
+
+    def __init__(self):
+        self.saved_tensors = ()
+        self.needs_input_grad = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    def mark_non_differentiable(self, *tensors):
+        raise NotImplementedError("torchlet: ctx.mark_non_differentiable is not supported yet")
+
+    def mark_dirty(self, *tensors):
+        raise NotImplementedError("torchlet: ctx.mark_dirty (an in-place autograd.Function) is not supported yet")
+
+
+class Function:
+    """torch.autograd.Function: `forward` runs without recording, and one node named
+    `<Class>Backward` makes its outputs; backward calls the class's `backward(ctx, *grads)`.
+    Outputs that are inputs come back as views of them, as PyTorch returns them."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        import torch
+
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        separate_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            out = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+        if separate_setup:
+            cls.setup_context(ctx, args, out)
+        inputs = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        if not is_grad_enabled() or not any(a.requires_grad for _, a in inputs):
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        tensor_outs = [i for i, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+        # Counts and shapes only: the node must not hold its inputs or outputs.
+        specs = [(tuple(outs[i].shape), outs[i].dtype, outs[i].device) for i in tensor_outs]
+        input_slots = [i for i, _ in inputs]
+        out_count, arg_count = len(outs), len(args)
+
+        def backward(grads):
+            full = [None] * out_count
+            for k, i in enumerate(tensor_outs):
+                g = grads[k]
+                if g is None and ctx.materialize_grads:
+                    shape, dtype, device = specs[k]
+                    g = torch.zeros(shape, dtype=dtype, device=device)
+                full[i] = g
+            result = cls.backward(ctx, *full)
+            if not isinstance(result, tuple):
+                result = (result,)
+            if len(result) < arg_count:
+                raise RuntimeError(
+                    f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                    f"(expected {arg_count}, got {len(result)})"
+                )
+            return [result[i] for i in input_slots]
+
+        made = _C._function_apply(
+            cls.__name__ + "Backward", backward, [a for _, a in inputs], [outs[i] for i in tensor_outs]
+        )
+        del inputs
+        results = list(outs)
+        for k, i in enumerate(tensor_outs):
+            results[i] = made[k]
+        return tuple(results) if isinstance(out, tuple) else results[0]
+
+
+class _ExecutionEngine:
+    """Variable._execution_engine: callbacks at the end of the running backward pass."""
+
+    @staticmethod
+    def queue_callback(callback):
+        _C._queue_callback(callback)
+
+
+class Variable:
+    """torch.autograd.Variable, for `Variable._execution_engine.queue_callback`."""
+
+    _execution_engine = _ExecutionEngine()
+
+
+class _unsafe_preserve_version_counter:
+    """Writes inside leave the tensors' version counters as they were: autograd does not see them
+    (FSDP2 refills unsharded parameters that backward saved)."""
+
+    def __init__(self, tensors):
+        import torch
+
+        self._tensors = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+
+    def __enter__(self):
+        self._versions = [_C._version(t) for t in self._tensors]
+
+    def __exit__(self, *exc):
+        for t, version in zip(self._tensors, self._versions):
+            _C._set_version(t, version)
+        return False

@@ -71,7 +71,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             Some(g) => root.backward_with(g, retain),
             None => root.backward(retain),
         };
-        super::checkpoint::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
+        super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
         super::none(a.vm)
     }),
 ];

@@ -7,18 +7,21 @@
 //! (`scaled_dot_product_attention` and the backend switches), `conv` (convolutions, pooling,
 //! batch norm), `norm` (group and RMS norm, padding, resizing), `grad_tools` (gradient norms,
 //! GradScaler's kernels), `autograd` (grad
-//! mode, autocast, backward), `checkpoint` (activation checkpointing: the function run again by
-//! backward), `optim` (SGD, Adam, AdamW as core runs them), `memory`
+//! mode, autocast, backward), `callbacks` (Python callables core calls back during backward),
+//! `checkpoint` (activation checkpointing: the function run again by backward), `hooks`
+//! (gradient hooks, `autograd.Function`, final callbacks, storage resizing), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices), `streams` (CUDA streams and
 //! `record_stream`), `site` (the program's statement each call allocates for).
 
 mod args;
 mod attention;
 mod autograd;
+mod callbacks;
 mod checkpoint;
 mod conv;
 mod creation;
 mod grad_tools;
+mod hooks;
 mod memory;
 mod norm;
 mod ops;
@@ -51,13 +54,14 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 12] = [
+    let tables: [&[(&'static str, Native)]; 13] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
         conv::FUNCTIONS,
         norm::FUNCTIONS,
         grad_tools::FUNCTIONS,
         checkpoint::FUNCTIONS,
+        hooks::FUNCTIONS,
         ops::FUNCTIONS,
         autograd::FUNCTIONS,
         optim::FUNCTIONS,

@@ -7,6 +7,8 @@ collective allocates is what PyTorch's backend allocates on this rank: the fake 
 NCCL a flat staging tensor where its outputs are a list (Note [collectives' buffers]).
 """
 
+import math
+
 import torch
 
 # Note [collectives' buffers]: ProcessGroupNCCL gathers into a list of tensors through one flat
@@ -175,3 +177,47 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     return _nccl_flat(group, len(input_list), output, async_op)
+
+
+class DeviceMesh:
+    """A one-dimensional device mesh over the default group: this rank of `world_size`."""
+
+    def __init__(self, device_type, mesh_shape, mesh_dim_names=None):
+        if len(mesh_shape) != 1:
+            raise NotImplementedError(
+                f"torchlet: init_device_mesh with {len(mesh_shape)} dimensions (HSDP, tensor parallel) is not supported yet; use one"
+            )
+        self.device_type = device_type
+        self.mesh_dim_names = mesh_dim_names
+        self._size = mesh_shape[0]
+
+    def size(self, mesh_dim=None):
+        return self._size
+
+    @property
+    def ndim(self):
+        return 1
+
+    def get_rank(self):
+        return get_rank()
+
+    def get_local_rank(self, mesh_dim=None):
+        return get_rank()
+
+    def get_group(self, mesh_dim=None):
+        return _group(None)
+
+    def __repr__(self):
+        return f"DeviceMesh('{self.device_type}', {list(range(self._size))})"
+
+
+def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None):
+    """The world as a mesh (initialising the default group from RANK/WORLD_SIZE if needed)."""
+    mesh_shape = tuple(mesh_shape)
+    if _WORLD is None:
+        init_process_group("nccl" if device_type == "cuda" else "gloo")
+    if math.prod(mesh_shape) != get_world_size():
+        raise RuntimeError(
+            f"init_device_mesh: the mesh {mesh_shape} has {math.prod(mesh_shape)} devices but the world has {get_world_size()}"
+        )
+    return DeviceMesh(device_type, mesh_shape, mesh_dim_names)

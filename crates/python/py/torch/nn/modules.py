@@ -38,6 +38,38 @@ def _addindent(text, spaces):
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+class RemovableHandle:
+    """What registering a module hook returns: `remove()` takes the hook off."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(module, table, entry, prepend):
+    hooks = module.__dict__.get(table)
+    if hooks is None:
+        hooks = OrderedDict()
+        object.__setattr__(module, table, hooks)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = entry
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 class Module:
     """The base of every layer and model: parameters, buffers and submodules, in order."""
 
@@ -54,7 +86,49 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not d.get("_forward_pre_hooks") and not d.get("_forward_hooks"):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        for hook, with_kwargs, _ in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                            f"but got {result}."
+                        )
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        post = list(self.__dict__.get("_forward_hooks", {}).values())
+        try:
+            output = self.forward(*args, **kwargs)
+        except BaseException:
+            for hook, with_kwargs, always_call in post:
+                if always_call:
+                    hook(self, args, kwargs, None) if with_kwargs else hook(self, args, None)
+            raise
+        for hook, with_kwargs, _ in post:
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """`hook(module, args)` (or `(module, args, kwargs)`) before each forward; what it returns
+        replaces the arguments."""
+        return _add_hook(self, "_forward_pre_hooks", (hook, with_kwargs, False), prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) after each forward;
+        what it returns replaces the output."""
+        return _add_hook(self, "_forward_hooks", (hook, with_kwargs, always_call), prepend)
 
     # Registration.
     def __setattr__(self, name, value):
