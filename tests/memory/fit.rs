@@ -588,3 +588,63 @@ fn zoo_models_fit_with_pytorchs_peaks() {
         "ResNet-50 twice, ViT-B/16, GPT-2 and Llama 3 8B LoRA twice"
     );
 }
+
+/// The bytes of the report's first line starting with `what` ("peak allocated:").
+fn reported_bytes(report: &str, what: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(what))
+        .unwrap_or_else(|| panic!("no {what:?} line in\n{report}"));
+    line.split('(')
+        .nth(1)
+        .and_then(|r| r.split(" B)").next())
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("no bytes in {line:?}"))
+}
+
+/// The peaks a recorded program reached: its last checkpoint's peak statistics.
+fn recorded_peaks(trace: &Path) -> [u64; 2] {
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    let stats = &record["checkpoints"].as_array().unwrap().last().unwrap()["memory_stats"];
+    ["allocated_bytes.all.peak", "reserved_bytes.all.peak"].map(|k| stats[k].as_u64().unwrap())
+}
+
+/// FSDP2 as one rank of a larger world, shapes only: `tests/parity/py_fsdp2_world.py` joins the fake
+/// group as RANK of WORLD_SIZE, as `fit --world-size N` sets them. Rank 0's peaks at N = 8 are those
+/// PyTorch recorded for rank 0 of 8 (`tests/data/torch_traces/py_fsdp2_world.json`); rank 4 of 5,
+/// whose shards are the short ones (384 rows in chunks of 77: 76 left), peaks as PyTorch recorded it
+/// (`tests/data/fsdp2_world_rank4_of_5.json`), and `--world-size 5` says the ranks differ.
+#[test]
+fn fsdp2_ranks_fit_with_the_peaks_pytorch_recorded_for_them() {
+    let program = repo().join("tests/parity/py_fsdp2_world.py");
+    let data = repo().join("tests/data");
+    let fit = |envs: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = torchlet();
+        cmd.envs(envs.iter().copied()).arg("fit").arg(&program);
+        let (ok, report, err) = output(cmd.args(["--gpu", "H100-80GB"]).args(extra));
+        assert!(ok, "{envs:?} {extra:?}: {report}{err}");
+        report
+    };
+    let peaks = |report: &str| {
+        ["peak allocated:", "peak reserved:"].map(|what| reported_bytes(report, what))
+    };
+    let eight = fit(&[], &["--world-size", "8"]);
+    assert_eq!(
+        peaks(&eight),
+        recorded_peaks(&data.join("torch_traces/py_fsdp2_world.json")),
+        "rank 0 of 8: torchlet's peaks, then PyTorch's"
+    );
+    assert!(eight.contains("the ranks are symmetric"), "{eight}");
+    let rank4 = fit(&[("RANK", "4"), ("WORLD_SIZE", "5")], &[]);
+    assert_eq!(
+        peaks(&rank4),
+        recorded_peaks(&data.join("fsdp2_world_rank4_of_5.json")),
+        "rank 4 of 5: torchlet's peaks, then PyTorch's"
+    );
+    let five = fit(&[], &["--world-size", "5"]);
+    assert!(
+        five.contains("the ranks differ: rank 0 peaks highest"),
+        "{five}"
+    );
+}
