@@ -47,6 +47,7 @@ pub fn verdict(v: &Verdict) -> Value {
         "mode": r["mode"],
         "seconds": r["seconds"],
         "max_rss_bytes": r["max_rss_bytes"],
+        "ranks": v.ranks,
     })
 }
 

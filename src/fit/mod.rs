@@ -300,7 +300,7 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
                 conf_name(conf)
             );
         }
-        let v = verdict::judge(
+        let mut v = verdict::judge(
             a,
             machine,
             conf,
@@ -308,14 +308,19 @@ pub fn fit(a: &FitArgs) -> Result<ExitCode, String> {
             a.json || machines.len() > 1,
             true,
         )?;
+        let world = match a.world_size {
+            Some(world) => Some(ranks::run(a, world, &v, conf)?),
+            None => None,
+        };
         if !a.json {
             print!("{}", v.usable_lines());
             print!("{}", describe(&v.report));
             println!("{}", v.line());
-            if let Some(world) = a.world_size {
-                print!("{}", ranks::table(a, world, &v, conf)?);
+            if let Some(world) = &world {
+                print!("{}", world.text());
             }
         }
+        v.ranks = world.map(|w| w.json());
         verdicts.push(v);
     }
     if let Some(path) = &a.report {

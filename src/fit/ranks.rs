@@ -49,8 +49,14 @@ fn peaks(report: &Value) -> (u64, u64, bool) {
     )
 }
 
-/// Each simulated rank's peaks beside rank 0's (from `v`), on the GPUs `v` ran on.
-pub fn table(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Result<String, String> {
+/// Each simulated rank's peaks: (rank, (peak allocated, peak reserved, ran to its end)).
+pub struct Ranks {
+    world: usize,
+    rows: Vec<(usize, (u64, u64, bool))>,
+}
+
+/// Run the simulated ranks other than 0 on the GPUs `v` ran on, beside rank 0's peaks (from `v`).
+pub fn run(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Result<Ranks, String> {
     let mut rows = vec![(0, peaks(&v.report))];
     for rank in simulated(world).into_iter().skip(1) {
         let mut as_rank = a.clone();
@@ -58,37 +64,73 @@ pub fn table(a: &FitArgs, world: usize, v: &Verdict, conf: Option<&str>) -> Resu
         let report = run_child(&as_rank, &v.usable, conf, &a.args, true)?;
         rows.push((rank, peaks(&report)));
     }
-    let ranks = if world <= ALL_RANKS_UP_TO {
-        format!("every rank of {world}")
-    } else {
-        format!("ranks 0, 1 and {} of {world}", world - 1)
-    };
-    let mut out = format!("ranks ({ranks}, each run as that rank):\n");
-    for (rank, (alloc, reserved, ended)) in &rows {
-        let end = if *ended {
-            "runs to its end"
+    Ok(Ranks { world, rows })
+}
+
+impl Ranks {
+    /// Which ranks ran, in words.
+    fn which(&self) -> String {
+        let world = self.world;
+        if world <= ALL_RANKS_UP_TO {
+            format!("every rank of {world}")
         } else {
-            "does not fit"
-        };
-        out += &format!(
-            "  rank {rank:>4}: peak allocated {:>10}, peak reserved {:>10}, {end}\n",
-            short(*alloc),
-            short(*reserved)
-        );
+            format!("ranks 0, 1 and {} of {world}", world - 1)
+        }
     }
-    let first = rows[0].1;
-    if rows.iter().all(|(_, p)| *p == first) {
-        out += "  the ranks are symmetric: each reaches rank 0's peaks, so rank 0's verdict is every rank's\n";
-    } else {
-        // The lowest of the ranks that peak highest (a failing rank first).
-        let worst = rows
+
+    /// `None` when every rank peaks as rank 0, else the lowest of the ranks that peak highest
+    /// (a failing rank first).
+    fn highest(&self) -> Option<usize> {
+        let first = self.rows[0].1;
+        if self.rows.iter().all(|(_, p)| *p == first) {
+            return None;
+        }
+        let worst = self
+            .rows
             .iter()
-            .max_by_key(|(rank, p)| (!p.2, p.1, std::cmp::Reverse(*rank)))
-            .expect("rank 0 is a row");
-        out += &format!(
-            "  the ranks differ: rank {} peaks highest (the verdict above is rank 0's)\n",
-            worst.0
-        );
+            .max_by_key(|(rank, p)| (!p.2, p.1, std::cmp::Reverse(*rank)));
+        worst.map(|(rank, _)| *rank)
     }
-    Ok(out)
+
+    /// The table of the text report.
+    pub fn text(&self) -> String {
+        let mut out = format!("ranks ({}, each run as that rank):\n", self.which());
+        for (rank, (alloc, reserved, ended)) in &self.rows {
+            let end = if *ended {
+                "runs to its end"
+            } else {
+                "does not fit"
+            };
+            out += &format!(
+                "  rank {rank:>4}: peak allocated {:>10}, peak reserved {:>10}, {end}\n",
+                short(*alloc),
+                short(*reserved)
+            );
+        }
+        out += &match self.highest() {
+            None => "  the ranks are symmetric: each reaches rank 0's peaks, so rank 0's verdict is every rank's\n".to_string(),
+            Some(rank) => format!(
+                "  the ranks differ: rank {rank} peaks highest (the verdict above is rank 0's)\n"
+            ),
+        };
+        out
+    }
+
+    /// The `ranks` object of `--json`'s verdict (`docs/fit-json.md`).
+    pub fn json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|(rank, (alloc, reserved, ended))| {
+                serde_json::json!({"rank": rank, "peak_allocated": alloc, "peak_reserved": reserved, "fits": ended})
+            })
+            .collect();
+        serde_json::json!({
+            "world_size": self.world,
+            "simulated": self.which(),
+            "symmetric": self.highest().is_none(),
+            "highest": self.highest().unwrap_or(0),
+            "ranks": rows,
+        })
+    }
 }

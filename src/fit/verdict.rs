@@ -40,6 +40,8 @@ pub struct Verdict {
     pub report: Value,
     /// For an out-of-memory error: how much more it needs.
     pub needs: Option<Needs>,
+    /// Under `--world-size`: every simulated rank's peaks (`ranks::Ranks::json`).
+    pub ranks: Option<Value>,
 }
 
 impl Verdict {
@@ -164,6 +166,7 @@ pub fn judge(
         usable,
         report,
         needs,
+        ranks: None,
     })
 }
 

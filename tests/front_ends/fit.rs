@@ -459,3 +459,40 @@ fn world_size_runs_each_rank_and_says_whether_they_are_symmetric() {
         "rank 0's 512 MiB more must show: {report}"
     );
 }
+
+#[test]
+fn world_size_puts_each_ranks_peaks_in_the_json_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "ddp.py", DDP_SCRIPT);
+    let (ok, report, err) = fit(
+        &path,
+        &["512", "--gpu", "H100-80GB", "--world-size", "16", "--json"],
+    );
+    assert!(ok, "{report}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&report).expect("one JSON document");
+    let verdict = &doc["verdicts"][0];
+    let ranks = &verdict["ranks"];
+    assert_eq!(ranks["world_size"], 16, "{ranks}");
+    let rows = ranks["ranks"].as_array().expect("a row per simulated rank");
+    let numbers: Vec<u64> = rows.iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, vec![0, 1, 15]);
+    // Rank 0 holds 512 MiB more than the others, and its row is the verdict's own peaks.
+    let allocated = |i: usize| rows[i]["peak_allocated"].as_u64().unwrap();
+    assert_eq!(allocated(0) - allocated(1), 512 << 20, "{ranks}");
+    assert_eq!(allocated(1), allocated(2), "{ranks}");
+    let own = verdict["peaks"][0]["peak_allocated"]["allocated"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(allocated(0), own, "{verdict}");
+    assert_eq!(
+        (ranks["symmetric"].as_bool(), ranks["highest"].as_u64()),
+        (Some(false), Some(0))
+    );
+    let (ok, plain, err) = fit(&path, &["--gpu", "H100-80GB", "--json"]);
+    assert!(ok, "{plain}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&plain).unwrap();
+    assert!(
+        doc["verdicts"][0]["ranks"].is_null(),
+        "no --world-size, no ranks"
+    );
+}

@@ -249,8 +249,8 @@ fn one_rank_of_a_fake_world_and_the_refusals_name_what_to_do() {
                 dist.all_reduce(x)\n\
                 print(x.sum().item(), torch.cuda.memory_allocated())\n\
                 from torch.distributed.fsdp import fully_shard\n\
-                try:\n    fully_shard(torch.nn.Linear(2, 2), reshard_after_forward=2)\n\
-                except NotImplementedError as e:\n    print('reshard_after_forward=2' in str(e))\n";
+                try:\n    fully_shard(torch.nn.Linear(2, 2).cuda(), reshard_after_forward=3)\n\
+                except ValueError as e:\n    print('divides the world size 8' in str(e))\n";
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "True\n3 8 True\n4.0 512\nTrue\n");
@@ -265,8 +265,8 @@ fn ddp_trains_like_its_module_and_refuses_the_options_it_lacks() {
                 ddp = nn.parallel.DistributedDataParallel(model)\n\
                 x = torch.randn(3, 4, device='cuda')\n\
                 print(torch.equal(ddp(x), model(x)))\n\
-                try:\n    nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)\n\
-                except NotImplementedError as e:\n    print('find_unused_parameters' in str(e))\n";
+                try:\n    nn.parallel.DistributedDataParallel(model, static_graph=True)\n\
+                except NotImplementedError as e:\n    print('static_graph' in str(e))\n";
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "True\nTrue\n");
@@ -348,5 +348,32 @@ fn hooks_autograd_functions_and_final_callbacks_run_where_pytorch_runs_them() {
     assert_eq!(
         text(&out.stdout),
         "SquareBackward True\nleaf hook [80.0, 80.0, 80.0]\ncallback\n[80.0, 80.0, 80.0]\nTrue\n(1, 2)\n"
+    );
+}
+
+#[test]
+fn ddp_gradients_as_bucket_views_alias_the_bucket_and_keep_their_values() {
+    let code = "import torch, torch.distributed as dist\nfrom torch import nn\n\
+                dist.init_process_group('nccl', rank=0, world_size=1)\n\
+                torch.manual_seed(0)\n\
+                model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 4)).cuda()\n\
+                x = torch.randn(8, 64, device='cuda')\n\
+                model(x).sum().backward()\n\
+                expected = [p.grad.clone() for p in model.parameters()]\n\
+                model.zero_grad()\n\
+                ddp = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=True)\n\
+                for set_to_none in (True, False):\n\
+                \x20   ddp(x).sum().backward()\n\
+                \x20   bucket = ddp._buckets[0].untyped_storage().data_ptr()\n\
+                \x20   print([p.grad.untyped_storage().data_ptr() == bucket for p in model.parameters()],\n\
+                \x20         all(torch.equal(p.grad, e) for p, e in zip(model.parameters(), expected)))\n\
+                \x20   model.zero_grad(set_to_none=set_to_none)\n\
+                unused = nn.parallel.DistributedDataParallel(nn.Linear(4, 4).cuda(), find_unused_parameters=True)\n\
+                print(unused._used_map.dtype, tuple(unused._used_map.shape))\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "[True, True, True, True] True\n[True, True, True, True] True\ntorch.int32 (2,)\n"
     );
 }

@@ -138,3 +138,40 @@ device_test!(
         );
     }
 );
+
+device_test!(
+    fn a_post_accumulate_hook_sees_the_accumulated_gradient(device: Device) {
+        let w = leaf(&[1.0, 2.0], device);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let id = w
+            .register_post_accumulate_grad_hook(Arc::new(move |p: &Tensor| {
+                log.lock().unwrap().push(p.grad().unwrap().to_vec_f64()?);
+                Ok(())
+            }))
+            .unwrap();
+        for _ in 0..2 {
+            w.mul_scalar(Scalar::Float(3.0))
+                .unwrap()
+                .sum(None, false)
+                .unwrap()
+                .backward(false)
+                .unwrap();
+        }
+        // The second pass accumulated onto the first: the hook saw .grad after each.
+        assert_eq!(*seen.lock().unwrap(), vec![vec![3.0, 3.0], vec![6.0, 6.0]]);
+        w.remove_post_accumulate_grad_hook(id);
+        w.mul_scalar(Scalar::Float(3.0))
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward(false)
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        let y = w.mul_scalar(Scalar::Float(2.0)).unwrap();
+        let error = y
+            .register_post_accumulate_grad_hook(Arc::new(|_: &Tensor| Ok(())))
+            .unwrap_err();
+        assert!(error.message().contains("non-leaf"), "{error}");
+    }
+);

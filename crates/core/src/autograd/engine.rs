@@ -116,7 +116,7 @@ pub fn backward_from(root: &Tensor, gradient: Option<&Tensor>, retain_graph: boo
     };
     super::hooks::begin_pass();
     let ran = match root.grad_fn() {
-        None => accumulate(root, grad.clone()),
+        None => accumulate(root, grad.clone()).and_then(|()| root.run_post_accumulate_hooks()),
         Some(node) => run(node, root.meta().output_nr, grad.clone(), retain_graph),
     };
     let result = super::hooks::end_pass(ran);
@@ -167,6 +167,7 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
                 if let Some(grad) = grads.into_iter().next().flatten() {
                     let grad = super::hooks::apply(&leaf.leaf_hooks(), grad)?;
                     accumulate(&leaf, grad)?;
+                    leaf.run_post_accumulate_hooks()?;
                 }
                 continue;
             }

@@ -18,6 +18,9 @@ use crate::tensor::{Result, Tensor, TensorError};
 /// A gradient hook: sees the gradient and may return one to use instead.
 pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
+/// A hook run on a leaf once its gradient has been accumulated into `.grad`.
+pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
 /// A callback queued during a backward pass, run at its end.
 pub type FinalCallback = Box<dyn FnOnce() -> Result<()>>;
 
@@ -78,6 +81,47 @@ impl Tensor {
     /// The hooks of a leaf, in registration order.
     pub(crate) fn leaf_hooks(&self) -> Vec<GradHook> {
         self.meta().hooks.iter().map(|h| h.1.clone()).collect()
+    }
+
+    /// `t.register_post_accumulate_grad_hook(hook)`: `hook(t)` runs each time backward has
+    /// accumulated a gradient into this leaf's `.grad` (DDP's Reducer hooks there). Its id is for
+    /// [`Tensor::remove_post_accumulate_grad_hook`].
+    pub fn register_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<u64> {
+        if !self.requires_grad() {
+            return Err(TensorError::runtime(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        let mut meta = self.meta();
+        if meta.grad_fn.is_some() {
+            return Err(TensorError::runtime(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            ));
+        }
+        let id = NEXT_HOOK.fetch_add(1, Ordering::Relaxed);
+        meta.post_accumulate_hooks.push((id, hook));
+        Ok(id)
+    }
+
+    /// Remove the post-accumulate hook `id` (nothing if it is gone already).
+    pub fn remove_post_accumulate_grad_hook(&self, id: u64) {
+        let removed = {
+            let mut meta = self.meta();
+            let i = meta.post_accumulate_hooks.iter().position(|h| h.0 == id);
+            i.map(|i| meta.post_accumulate_hooks.remove(i))
+        };
+        drop(removed);
+    }
+
+    /// Run this leaf's post-accumulate hooks, in registration order.
+    pub(crate) fn run_post_accumulate_hooks(&self) -> Result<()> {
+        let hooks: Vec<PostAccumulateHook> = self
+            .meta()
+            .post_accumulate_hooks
+            .iter()
+            .map(|h| h.1.clone())
+            .collect();
+        hooks.iter().try_for_each(|hook| hook(self))
     }
 }
 

@@ -61,6 +61,8 @@ pub(crate) struct AutogradMeta {
     pub grad: Option<Tensor>,
     /// A leaf's gradient hooks: (hook id, hook), in registration order.
     pub hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
+    /// A leaf's hooks run after its gradient is accumulated.
+    pub post_accumulate_hooks: Vec<(u64, crate::autograd::hooks::PostAccumulateHook)>,
 }
 
 pub(crate) struct TensorImpl {

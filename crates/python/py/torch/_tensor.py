@@ -333,6 +333,14 @@ class Tensor(_C.TensorBase):
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         return _HookHandle(self, _C._register_hook(self, hook))
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call `hook(self)` each time backward has accumulated a gradient into this leaf's
+        `.grad`; the handle's `remove()` takes it off."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        hook_id = _C._register_post_accumulate_grad_hook(self, hook)
+        return _HookHandle(self, hook_id, _C._remove_post_accumulate_grad_hook)
+
     # New tensors like this one.
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self._new("zeros", size, dtype, device, requires_grad)
@@ -774,16 +782,17 @@ _define_table_methods()
 class _HookHandle:
     """What register_hook returns: `remove()` takes the hook off its tensor if it is still alive."""
 
-    def __init__(self, tensor, hook_id):
+    def __init__(self, tensor, hook_id, remove=None):
         import weakref
 
         self._tensor = weakref.ref(tensor)
         self.id = hook_id
+        self._remove = remove or _C._remove_hook
 
     def remove(self):
         tensor = self._tensor()
         if tensor is not None:
-            _C._remove_hook(tensor, self.id)
+            self._remove(tensor, self.id)
 
     def __enter__(self):
         return self

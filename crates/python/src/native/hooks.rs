@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
-use torchlet_core::autograd::hooks::{self, GradHook};
+use torchlet_core::autograd::hooks::{self, GradHook, PostAccumulateHook};
 use torchlet_core::tensor::{Result, Tensor, TensorError};
 
 use super::args::{tensor_of, Args};
@@ -29,6 +29,16 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     ("_remove_hook", |a| {
         a.tensor(0)?.remove_hook(a.int(1)? as u64);
+        super::none(a.vm)
+    }),
+    ("_register_post_accumulate_grad_hook", |a| {
+        let (t, hook) = (a.tensor(0)?, post_accumulate_hook(a.get(1)?.clone()));
+        let id = t.register_post_accumulate_grad_hook(hook).or_raise(a.vm)?;
+        Ok(a.vm.ctx.new_int(id).into())
+    }),
+    ("_remove_post_accumulate_grad_hook", |a| {
+        a.tensor(0)?
+            .remove_post_accumulate_grad_hook(a.int(1)? as u64);
         super::none(a.vm)
     }),
     ("_function_apply", function_apply),
@@ -64,6 +74,16 @@ fn grad_hook(hook: PyObjectRef) -> GradHook {
         registration.call("a gradient hook, run by backward", |vm, f| {
             let out = f.call((wrap(vm, grad.clone()),), vm)?;
             returned_tensor(vm, &out, "a gradient hook")
+        })
+    })
+}
+
+/// A core post-accumulate hook that calls the Python `hook(param)`.
+fn post_accumulate_hook(hook: PyObjectRef) -> PostAccumulateHook {
+    let registration = Registration::new(hook);
+    Arc::new(move |param: &Tensor| {
+        registration.call("a post-accumulate-grad hook, run by backward", |vm, f| {
+            f.call((wrap(vm, param.clone()),), vm).map(drop)
         })
     })
 }

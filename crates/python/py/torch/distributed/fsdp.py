@@ -13,7 +13,9 @@ Note [FSDP2's memory], per parameter group (one per `fully_shard` call), as reco
 - in forward a group's all-gather output lives until the next group has copied its own out (the
   root's post-forward frees the last); in backward it goes as soon as its copy-out is done;
 - resharding frees the unsharded parameters' storage (`resize_(0)`), also under autograd's saved
-  tensors, which see the storage again when the next unshard gives it back;
+  tensors, which see the storage again when the next unshard gives it back; with
+  `reshard_after_forward=N` (N dividing the world) forward keeps a copy of this rank's 1/N of each
+  unsharded parameter instead, backward all-gathers over N ranks from it and frees it;
 - backward unshards a group when its output's gradient arrives (a tensor hook) and prefetches the
   group that ran before it in forward; a group's post-backward runs when the gradient of its inputs
   is made (an autograd.Function on the inputs) or, for inputs that need none, in the final callback;
@@ -139,6 +141,7 @@ class _FSDPParam:
         self.sharded_param = Parameter(padded.narrow(0, 0, length), requires_grad=param.requires_grad)
         self.all_gather_outputs = []
         self.unsharded_param = None
+        self.post_forward_data = None
         self.set_on_module(self.sharded_param)
 
     def set_on_module(self, param):
@@ -168,9 +171,23 @@ class _FSDPParam:
 
     def to_unsharded(self):
         self.set_on_module(self.unsharded_param)
+        self.post_forward_data = None
 
     def to_sharded(self):
         self.set_on_module(self.sharded_param)
+        self.free_unsharded_param()
+
+    def to_sharded_post_forward(self, world, rank):
+        """Keep this rank's 1/world of the unsharded parameter (a copy, so that the all-gather
+        output can go) and free the rest, as `reshard_after_forward=world` does."""
+        shard = self.all_gather_outputs[0].numel() // world
+        self.post_forward_data = self.all_gather_outputs[0].narrow(0, shard * rank, shard).clone()
+        rows = self.orig_size[0]
+        chunk = _div_up(rows, world)
+        length = max(0, min(chunk, rows - rank * chunk))
+        size = (length,) + self.orig_size[1:]
+        view = self.post_forward_data.narrow(0, 0, math.prod(size)).view(size)
+        self.set_on_module(Parameter(view, requires_grad=self.requires_grad))
         self.free_unsharded_param()
 
 
@@ -221,7 +238,9 @@ class _FSDPParamGroup:
         self.comm = _CommContext()
         self.training_state = _IDLE
         self.unsharded = False
+        # True, False, or the world size to reshard to after forward (Note [FSDP2's memory]).
         self.reshard_after_forward = True
+        self.sharded_post_forward = False
         self.reshard_after_backward = True
         self.all_gather_result = None
         self.post_forward_indices = []
@@ -234,10 +253,18 @@ class _FSDPParamGroup:
             self.param_dtype = None
 
     # Unsharding.
+    def _gather_world(self):
+        """(world size, rank) of the all-gather: the post-forward group's after a reshard to it."""
+        if self.sharded_post_forward:
+            world = self.reshard_after_forward
+            return world, self.rank % world
+        return self.world_size, self.rank
+
     def unshard(self):
         if self.all_gather_result is not None or self.unsharded:
             return
-        if self.world_size == 1:
+        world, rank = self._gather_world()
+        if world == 1 and not self.sharded_post_forward:
             self.all_gather_result = ("local",)
             return
         copy_in, gather = self.comm.all_gather_streams(self.training_state)
@@ -245,8 +272,8 @@ class _FSDPParamGroup:
             inputs = self._all_gather_inputs()
             split_sizes = [t.numel() for t in inputs]
             numel = sum(split_sizes)
-            output = torch.empty(numel * self.world_size, dtype=inputs[0].dtype, device=self.device)
-            mine = output.narrow(0, numel * self.rank, numel)
+            output = torch.empty(numel * world, dtype=inputs[0].dtype, device=self.device)
+            mine = output.narrow(0, numel * rank, numel)
             offset = 0
             for t in inputs:
                 mine.narrow(0, offset, t.numel()).copy_(t)
@@ -256,24 +283,25 @@ class _FSDPParamGroup:
             gather.wait_stream(copy_in)
         with _on_stream(gather):
             dist.all_gather_into_tensor(output, mine)
-        self.all_gather_result = (output, split_sizes)
+        self.all_gather_result = (output, split_sizes, world)
 
     def _all_gather_inputs(self):
+        sources = [p.post_forward_data if self.sharded_post_forward else p.sharded_param_data for p in self.fsdp_params]
         if self.param_dtype is None:
-            return [p.sharded_param_data for p in self.fsdp_params]
+            return sources
         # Parameters cast for the all-gather: one flat tensor, split (foreach copy).
-        numels = [p.sharded_param_data.numel() for p in self.fsdp_params]
+        numels = [t.numel() for t in sources]
         flat = torch.empty(sum(numels), dtype=self.param_dtype, device=self.device)
         splits = torch.split(flat, numels)
-        for split, p in zip(splits, self.fsdp_params):
-            split.copy_(p.sharded_param_data)
+        for split, t in zip(splits, sources):
+            split.copy_(t)
         return list(splits)
 
     def wait_for_unshard(self):
         result = self.all_gather_result
         if result is None:
             return
-        if self.world_size == 1:
+        if isinstance(result[0], str):  # world size 1: the shards are copied, not gathered
             for p in self.fsdp_params:
                 if not p.all_gather_outputs:
                     dtype = self.param_dtype or p.sharded_param_data.dtype
@@ -282,19 +310,19 @@ class _FSDPParamGroup:
                 with torch.autograd._unsafe_preserve_version_counter(p.all_gather_outputs):
                     p.all_gather_outputs[0].copy_(p.sharded_param_data)
         else:
-            output, split_sizes = result
+            output, split_sizes, world = result
             dtype = output.dtype
             for p, numel in zip(self.fsdp_params, split_sizes):
-                p.init_all_gather_outputs(numel, dtype, self.world_size, self.device)
+                p.init_all_gather_outputs(numel, dtype, world, self.device)
                 p.alloc_all_gather_outputs()
-            out = [p.all_gather_outputs[0].view(self.world_size, -1) for p in self.fsdp_params]
+            out = [p.all_gather_outputs[0].view(world, -1) for p in self.fsdp_params]
             with torch.autograd._unsafe_preserve_version_counter(out):
-                _split_with_sizes_copy(output.view(self.world_size, -1), split_sizes, out)
+                _split_with_sizes_copy(output.view(world, -1), split_sizes, out)
             del out, output
         for p in self.fsdp_params:
             p.init_unsharded_param()
             p.to_unsharded()
-        self.unsharded = True
+        self.unsharded, self.sharded_post_forward = True, False
         if self.world_size > 1 and self.training_state == _FORWARD:
             # Kept until the next group's copy-out: the previous group's output goes now.
             self.comm.all_gather_state = result
@@ -302,8 +330,15 @@ class _FSDPParamGroup:
         self.all_gather_result = None
 
     def reshard(self):
-        if self.training_state == _FORWARD and not self.reshard_after_forward:
-            return
+        if self.training_state == _FORWARD:
+            if self.reshard_after_forward is False:
+                return
+            if self.reshard_after_forward is not True and self.unsharded:
+                world = self.reshard_after_forward
+                for p in self.fsdp_params:
+                    p.to_sharded_post_forward(world, self.rank % world)
+                self.unsharded, self.sharded_post_forward = False, True
+                return
         if self.unsharded:
             for p in self.fsdp_params:
                 p.to_sharded()
@@ -574,11 +609,11 @@ class FSDPModule:
             group.wait_for_unshard()
 
     def set_reshard_after_forward(self, reshard_after_forward, recurse=True):
-        _check_reshard(reshard_after_forward)
         for module in (self.modules() if recurse else [self]):
             state = module.__dict__.get("_fsdp_state")
             if state is not None and state.group is not None:
-                state.group.reshard_after_forward = bool(reshard_after_forward)
+                group = state.group
+                group.reshard_after_forward = _reshard_setting(reshard_after_forward, group.world_size)
 
     def set_reshard_after_backward(self, reshard_after_backward, *, recurse=True):
         for module in (self.modules() if recurse else [self]):
@@ -597,12 +632,17 @@ class FSDPModule:
 _FSDP_CLASSES = {}
 
 
-def _check_reshard(value):
-    if not isinstance(value, bool):
-        raise NotImplementedError(
-            f"torchlet: fully_shard(reshard_after_forward={value!r}) (resharding to a smaller world "
-            "after forward) is not supported yet; pass True or False"
+def _reshard_setting(value, world_size):
+    """reshard_after_forward as the group keeps it: True, False, or a smaller world size to
+    reshard to after forward (the world's own size is True)."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, int) or value < 1 or world_size % value != 0:
+        raise ValueError(
+            f"reshard_after_forward should be a bool or an int in [1, {world_size}] that divides the "
+            f"world size {world_size}, got {value!r}"
         )
+    return True if value == world_size else value
 
 
 def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placement_fn=None,
@@ -611,8 +651,6 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     dim 0; forward and backward gather them for the module's use (Note [FSDP2's memory])."""
     if isinstance(module, (list, tuple)):
         raise NotImplementedError("torchlet: fully_shard of a list of modules is not supported yet")
-    if reshard_after_forward is not None:
-        _check_reshard(reshard_after_forward)
     if shard_placement_fn is not None or ignored_params:
         raise NotImplementedError("torchlet: fully_shard(shard_placement_fn=..., ignored_params=...) is not supported yet")
     if type(offload_policy) is not OffloadPolicy:
@@ -629,7 +667,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     params = [places[0][0]._parameters[places[0][1]] for places in owners]
     group = _FSDPParamGroup(params, owners, rank, world_size, device, mp_policy) if params else None
     if group is not None and reshard_after_forward is not None:
-        group.reshard_after_forward = reshard_after_forward
+        group.reshard_after_forward = _reshard_setting(reshard_after_forward, world_size)
     # The unsharded parameters go as fully_shard returns, first to last.
     for i in range(len(params)):
         params[i] = None

@@ -15,10 +15,17 @@ depend on the world size):
   `parameters()`): it broadcasts the bucket indices (int32, one per parameter plus one) and sizes
   (int32, one per bucket) from the device, frees them, and allocates the new buckets, the first
   closing at 1 MiB and the rest at `bucket_cap_mb`; the first buckets stay allocated after the
-  rebuild, as measured.
+  rebuild, as measured;
+- with `gradient_as_bucket_view=True` each gradient, once accumulated, is copied into its bucket
+  and `.grad` becomes a view of the bucket, so the gradient's own memory goes at once (a gradient
+  that is already such a view stays); at the rebuild every gradient moves to the new buckets;
+- with `find_unused_parameters=True` the buckets are made in parameter order (1 MiB first, then
+  `bucket_cap_mb`), the last one first, and never rebuilt, and an int32 map of the parameters used
+  follows them on the device.
 """
 
 import contextlib
+import functools
 import math
 
 import torch
@@ -96,14 +103,11 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
                  mixed_precision=None, device_mesh=None):
         super().__init__()
-        for name, value in (("find_unused_parameters", find_unused_parameters),
-                            ("gradient_as_bucket_view", gradient_as_bucket_view),
-                            ("static_graph", static_graph)):
-            if value:
-                raise NotImplementedError(
-                    f"DistributedDataParallel({name}=True): torchlet's DDP has the Reducer of the "
-                    f"defaults only; leave {name} at False to see their memory"
-                )
+        if static_graph:
+            raise NotImplementedError(
+                "DistributedDataParallel(static_graph=True): torchlet's DDP does not have the static "
+                "graph's Reducer; leave static_graph at False to see DDP's memory"
+            )
         if mixed_precision is not None:
             raise NotImplementedError("DistributedDataParallel(mixed_precision=...) is not offered by torchlet")
         if not dist.is_initialized():
@@ -121,21 +125,60 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient."
             )
         self._params = params
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
         _verify_param_shape_across_processes(params)
         states = list(module.parameters()) + list(module.buffers())
         _broadcast_coalesced(states, _BROADCAST_BUCKET_BYTES)
-        self._buckets = self._allocate(_bucket_assignment(params, [math.inf]), params)
+        limits = [math.inf]
+        if find_unused_parameters:
+            limits = [_FIRST_BUCKET_BYTES, self.bucket_bytes_cap] if bucket_cap_mb is None else [self.bucket_bytes_cap]
+        # Buckets in order of their first parameter, handed to the Reducer last first.
+        assignment = sorted(_bucket_assignment(params, limits), key=lambda b: b["indices"][0], reverse=True)
+        self._views = {}
+        self._buckets = self._allocate(assignment, params)
+        if find_unused_parameters:
+            self._used_map = torch.empty(len(params), dtype=torch.int32, device=params[0].device)
+        if gradient_as_bucket_view:
+            for index, p in enumerate(params):
+                p.register_post_accumulate_grad_hook(functools.partial(self._gradient_ready, index))
         self._first_buckets = None
         self._passes_at_forward = None
         self._sync = True
 
     def _allocate(self, assignment, params):
-        """One flat gradient tensor per bucket, in bucket order."""
-        return [
-            torch.empty(sum(params[i].numel() for i in b["indices"]), dtype=params[b["indices"][0]].dtype,
-                        device=params[b["indices"][0]].device)
-            for b in assignment
-        ]
+        """One flat gradient tensor per bucket, in bucket order, and each parameter's view of it;
+        with gradient_as_bucket_view a gradient moves into its new view as each bucket is made."""
+        buckets = []
+        for b in assignment:
+            members = [params[i] for i in b["indices"]]
+            bucket = torch.empty(sum(p.numel() for p in members), dtype=members[0].dtype, device=members[0].device)
+            offset = 0
+            for p in members:
+                view = bucket.narrow(0, offset, p.numel()).view(p.shape)
+                self._views[id(p)] = view
+                offset += p.numel()
+                if self.gradient_as_bucket_view:
+                    self._into_bucket(p, view)
+            buckets.append(bucket)
+        return buckets
+
+    @staticmethod
+    def _into_bucket(param, view):
+        """The Reducer's copy of a gradient into its bucket view, which becomes the gradient."""
+        grad = param.grad
+        if grad is None or grad.untyped_storage().data_ptr() == view.untyped_storage().data_ptr():
+            return
+        view.copy_(grad)
+        del grad
+        param.grad = view
+
+    def _gradient_ready(self, index, _param):
+        """After parameter `index`'s gradient is accumulated (gradient_as_bucket_view): into the
+        bucket, unless the backward runs under no_sync, where the Reducer expects no hooks."""
+        if self._sync:
+            param = self._params[index]
+            self._into_bucket(param, self._views[id(param)])
 
     def _rebuild_buckets(self):
         """The Reducer's rebuild at the first forward after a backward (Note [DDP's buckets])."""
@@ -155,7 +198,7 @@ class DistributedDataParallel(Module):
         # Under no_sync the Reducer expects no hooks (prepare_for_backward is skipped), so only a
         # backward of a forward outside it records the gradients' order.
         passes = torch._tensor._BACKWARD_PASSES[0]
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() and not self.find_unused_parameters:
             rebuilt = self._first_buckets is not None
             if not rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
                 self._rebuild_buckets()
