@@ -113,6 +113,8 @@ impl Ranks {
                 "  the ranks differ: rank {rank} peaks highest (the verdict above is rank 0's)\n"
             ),
         };
+        out += "  not counted: NCCL's own buffers, which it allocates outside PyTorch's allocator \
+                (per communicator, sized by NCCL_BUFFSIZE and its channels); hold room for them with --reserve SIZE\n";
         out
     }
 

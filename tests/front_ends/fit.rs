@@ -447,6 +447,10 @@ fn world_size_runs_each_rank_and_says_whether_they_are_symmetric() {
         .count();
     assert_eq!(rows, 4, "{report}");
     assert!(report.contains("the ranks are symmetric"), "{report}");
+    assert!(
+        report.contains("not counted: NCCL's own buffers") && report.contains("--reserve SIZE"),
+        "the table says what it leaves out: {report}"
+    );
 
     let (ok, report, err) = fit(&path, &["512", "--gpu", "H100-80GB", "--world-size", "16"]);
     assert!(ok, "{report}{err}");
