@@ -12,11 +12,22 @@ fn fit(world: usize) -> Duration {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_torchlet"))
         .current_dir(repo)
-        .args(["fit", "models/train.py", "llama3-8b", "batch=1", "seq=4096", "parallel=fsdp"])
+        .args([
+            "fit",
+            "models/train.py",
+            "llama3-8b",
+            "batch=1",
+            "seq=4096",
+            "parallel=fsdp",
+        ])
         .args(["--gpu", "H100-80GB", "--world-size", &world.to_string()])
         .output()
         .expect("torchlet fit runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     started.elapsed()
 }
 

@@ -377,3 +377,14 @@ fn ddp_gradients_as_bucket_views_alias_the_bucket_and_keep_their_values() {
         "[True, True, True, True] True\n[True, True, True, True] True\ntorch.int32 (2,)\n"
     );
 }
+
+#[test]
+fn a_model_built_on_the_meta_device_is_refused_with_what_to_do() {
+    let code = "import torch\nfrom torch import nn\n\
+                try:\n    with torch.device('meta'):\n        nn.Linear(2, 2)\n\
+                except RuntimeError as e:\n    print('no meta device' in str(e), 'fully_shard' in str(e))\n\
+                print(torch.cuda.memory_allocated(), tuple(nn.Linear(2, 2).cuda().weight.shape))\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "True True\n0 (2, 2)\n");
+}

@@ -72,6 +72,13 @@ impl Device {
                 return Ok(Device::Cpu);
             }
         }
+        if s == "meta" || s.starts_with("meta:") {
+            return Err(TensorError::runtime(
+                "torchlet has no meta device yet: a tensor made on it would have no memory to show. \
+                 Build the model on \"cuda\" (or on the CPU and move it), then fully_shard it: the \
+                 unsharded parameters are freed as fully_shard returns",
+            ));
+        }
         Err(TensorError::runtime(format!(
             "Expected one of cpu, cuda device type at start of device string: {s}"
         )))
