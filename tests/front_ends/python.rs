@@ -306,12 +306,16 @@ fn fully_shard_keeps_this_ranks_padded_shard_and_trains_on_it() {
                 opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
                 model(torch.ones(2, 3, device='cuda')).sum().backward()\n\
                 print([tuple(p.grad.shape) for p in model.parameters()], [tuple(p.shape) for p in model.parameters()])\n\
-                opt.step()\n";
+                opt.step()\n\
+                from torch.distributed._composable.fsdp import fully_shard as older\n\
+                from torch.distributed.fsdp import FullyShardedDataParallel\n\
+                try:\n    FullyShardedDataParallel(nn.Linear(2, 2))\n\
+                except NotImplementedError as e:\n    print(older is fully_shard, 'fully_shard(model)' in str(e))\n";
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "True FSDPLinear 1024\n[(1, 3), (1,)]\n[(1, 3), (1,)] [(1, 3), (1,)]\n"
+        "True FSDPLinear 1024\n[(1, 3), (1,)]\n[(1, 3), (1,)] [(1, 3), (1,)]\nTrue True\n"
     );
 }
 

@@ -116,6 +116,16 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/distributed/fsdp.py"),
     ),
     (
+        "torch.distributed._composable",
+        true,
+        "\"\"\"torch.distributed._composable: where FSDP2 lived before torch.distributed.fsdp.\"\"\"\n",
+    ),
+    (
+        "torch.distributed._composable.fsdp",
+        false,
+        "\"\"\"FSDP2 under its older import path.\"\"\"\nfrom torch.distributed.fsdp import *  # noqa: F401,F403\nfrom torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard\n",
+    ),
+    (
         "torch.nn.parallel",
         true,
         include_str!("../py/torch/nn/parallel/__init__.py"),
