@@ -777,6 +777,67 @@ const ROWS: &[(&str, &str, &str)] = &[
         "let l = nn::linear_params(4, 3, dev); nn::parameters([l, v]).map(|t| t.shape)",
         "[[3, 4], [3], [3]]",
     ),
+    // ---- torch.distributed as one rank of a world (`dist::`)
+    (
+        "init_process_group",
+        "dist::init_process_group(\"fake\", #{rank: 3, world_size: 8}); let k = \"\"; try { dist::init_process_group(\"fake\") } catch (e) { k = e.kind; } [dist::get_rank(), dist::get_world_size(), k]",
+        r#"[3, 8, "ValueError"]"#,
+    ),
+    (
+        "is_initialized",
+        "let before = dist::is_initialized(); dist::init_process_group(\"gloo\"); [before, dist::is_initialized()]",
+        "[false, true]",
+    ),
+    (
+        "destroy_process_group",
+        "dist::init_process_group(\"fake\", #{world_size: 2}); dist::destroy_process_group(); dist::is_initialized()",
+        "false",
+    ),
+    (
+        "get_rank",
+        "let k = \"\"; try { dist::get_rank() } catch (e) { k = e.kind; } dist::init_process_group(\"fake\", #{rank: 1, world_size: 2}); [k, dist::get_rank()]",
+        r#"["ValueError", 1]"#,
+    ),
+    (
+        "get_world_size",
+        "let k = \"\"; try { dist::init_process_group(\"nccl\", #{world_size: 4}) } catch (e) { k = e.kind; } dist::init_process_group(\"nccl\"); [k, dist::get_world_size()]",
+        r#"["NotImplementedError", 1]"#,
+    ),
+    (
+        "get_backend",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); dist::get_backend()",
+        "fake",
+    ),
+    (
+        "barrier",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); dist::barrier(); dist::get_world_size()",
+        "4",
+    ),
+    (
+        "all_reduce",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); let t = ones(3, dev); let before = cuda::memory_allocated(); dist::all_reduce(t); let k = \"\"; try { dist::all_reduce(3) } catch (e) { k = e.kind; } [vals(t), cuda::memory_allocated() - before, k]",
+        r#"[[1.0, 1.0, 1.0], 0, "TypeError"]"#,
+    ),
+    (
+        "broadcast",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); let t = ones(3, dev); dist::broadcast(t, 0); vals(t)",
+        "[1.0, 1.0, 1.0]",
+    ),
+    (
+        "all_gather_into_tensor",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); let out = empty([8], dev); dist::all_gather_into_tensor(out, ones(2, dev)); out.shape",
+        "[8]",
+    ),
+    (
+        "reduce_scatter_tensor",
+        "dist::init_process_group(\"fake\", #{world_size: 4}); let out = empty([2], dev); dist::reduce_scatter_tensor(out, ones(8, dev)); out.shape",
+        "[2]",
+    ),
+    (
+        "all_gather",
+        "dist::init_process_group(\"nccl\"); let t = ones([1024], gpu); let out = [empty([1024], gpu)]; cuda::reset_peak_memory_stats(); let base = cuda::memory_allocated(); dist::all_gather(out, t); [cuda::max_memory_allocated() - base, cuda::memory_allocated() - base]",
+        "[4096, 0]",
+    ),
     // ---- Python's spellings and the memory explainers
     ("range", "let s = 0; for i in range(4) { s += i; } s", "6"),
     ("exit", "let k = \"\"; try { exit(3) } catch (e) { k = e.kind; } k", "SystemExit"),

@@ -648,3 +648,32 @@ fn fsdp2_ranks_fit_with_the_peaks_pytorch_recorded_for_them() {
         "{five}"
     );
 }
+
+/// A Rhai script reads its rank from `dist::`, as a Python one from `torch.distributed`: `fit
+/// --world-size 4` runs it as each rank, and rank 0, which keeps the most here, peaks highest.
+#[test]
+fn a_rhai_script_is_each_rank_of_fit_world_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "dist::init_process_group(\"nccl\");
+let mib = dist::get_world_size() - dist::get_rank();
+let shard = zeros([mib * 262144], #{device: \"cuda\"});
+";
+    let path = write_script(dir.path(), "ranks.rhai", script);
+    let (ok, report, err) =
+        output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["--gpu", "H100-80GB", "--world-size", "4"]),
+        );
+    assert!(ok, "{report}{err}");
+    assert!(
+        report.contains("the ranks differ: rank 0 peaks highest"),
+        "{report}"
+    );
+    assert_eq!(
+        reported_bytes(&report, "peak allocated:"),
+        4 << 20,
+        "{report}"
+    );
+}

@@ -69,6 +69,7 @@ pub fn new_engine(
     surface::cuda_module::register(&mut engine, state);
     surface::optim_module::register(&mut engine);
     surface::nn_module::register(&mut engine);
+    surface::process_group::register(&mut engine);
     engine
 }
 

@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -7,6 +9,8 @@ from harness import checkpoint
 # after each gradient is accumulated the Reducer copies it into its bucket and makes `.grad` a view
 # of the bucket, so the gradients' own memory goes at once. Three steps with zero_grad() (grads set
 # to None each time), then two with zero_grad(set_to_none=False) (grads stay bucket views).
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29518")
 dist.init_process_group("nccl", rank=0, world_size=1)
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda()

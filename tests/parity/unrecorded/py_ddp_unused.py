@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -6,6 +8,8 @@ from harness import checkpoint
 # DDP with find_unused_parameters=True at world size 1: the Reducer's buckets are made in parameter
 # order with the 1 MiB first bucket and never rebuilt, and it keeps a map of which parameters were
 # used on the device; one head of the model is never used.
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29519")
 dist.init_process_group("nccl", rank=0, world_size=1)
 torch.manual_seed(0)
 

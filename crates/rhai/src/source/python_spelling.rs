@@ -25,6 +25,8 @@ pub enum Namespace {
     Nn,
     /// `torch.nn.functional` (`F`): its functions are torchlet's top-level functions.
     Functional,
+    /// `torch.distributed`: torchlet's `dist::` module.
+    Distributed,
 }
 
 /// Names that stand for PyTorch's modules: `torch` and `F` from the start, and whatever
@@ -300,8 +302,9 @@ impl ImportParser<'_> {
             let mut full = path.clone();
             full.push(name);
             // `from torch import cuda` would need `cuda.x` → `cuda::x`, one column more; the
-            // `cuda::` module needs no import anyway.
-            if let Some(ns) = namespace_of(&full).filter(|&ns| ns != Namespace::Cuda) {
+            // `cuda::` and `dist::` modules need no import anyway.
+            let module = |ns: &Namespace| matches!(ns, Namespace::Cuda | Namespace::Distributed);
+            if let Some(ns) = namespace_of(&full).filter(|ns| !module(ns)) {
                 self.bound.push((bound, ns));
             }
             if !self.symbol(",") {
@@ -320,6 +323,7 @@ fn namespace_of(path: &[String]) -> Option<Namespace> {
     match path.as_slice() {
         ["torch"] => Some(Namespace::Torch),
         ["torch", "cuda"] => Some(Namespace::Cuda),
+        ["torch", "distributed"] => Some(Namespace::Distributed),
         ["torch", "nn"] => Some(Namespace::Nn),
         ["torch", "nn", "functional"] => Some(Namespace::Functional),
         _ => None,
@@ -344,6 +348,7 @@ fn module_path(
         }
         ns = match (ns, name.text(code)) {
             (Namespace::Torch, "cuda") => Namespace::Cuda,
+            (Namespace::Torch, "distributed") => Namespace::Distributed,
             (Namespace::Torch, "nn") => Namespace::Nn,
             (Namespace::Nn, "functional") => Namespace::Functional,
             _ => break j + 2,
@@ -356,6 +361,7 @@ fn module_path(
     let dtype = torchlet_core::tensor::DType::parse(m.text(code)).filter(|_| !called);
     let edit = match ns {
         Namespace::Cuda => padded(code, start, m.start, "cuda::")?,
+        Namespace::Distributed => padded(code, start, m.start, "dist::")?,
         Namespace::Torch if dtype.is_some() => {
             let quoted = format!("\"{}\"", dtype?.name());
             padded(code, start, m.end, &quoted)?
@@ -527,6 +533,10 @@ mod tests {
         assert_eq!(
             spelled("torch.cuda.memory_allocated()"),
             "     cuda::memory_allocated()"
+        );
+        assert_eq!(
+            spelled("torch.distributed.get_rank()"),
+            "            dist::get_rank()"
         );
         assert_eq!(
             spelled("torch.nn.functional.relu(x)"),

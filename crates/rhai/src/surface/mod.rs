@@ -6,7 +6,8 @@
 //! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …), `conv_api`
 //! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`) and
 //! `shape_api` (`cat`, `where`, `gather`, …), as functions and methods; `checkpoint` (activation
-//! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives), `optim_module`
+//! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives over devices), `process_group`
+//! (the `dist` module: one rank of a world), `optim_module`
 //! (optimizers from the option table), `nn_module`. Memory: `holders_api` (`memory_holders`,
 //! `explain_free`), `plot_api` (`plot_memory()`), `view` (what the explanations see of a value).
 //! Output: `output` (`eprint`, `display`, `input`, `help`), `display` (a value's richest form),
@@ -35,6 +36,7 @@ pub mod operators;
 pub mod optim_module;
 pub mod output;
 pub mod plot_api;
+pub mod process_group;
 pub mod python_builtins;
 pub mod script_args;
 pub mod shape_api;

@@ -141,6 +141,8 @@ class _FSDPParam:
         self.sharded_param = Parameter(padded.narrow(0, 0, length), requires_grad=param.requires_grad)
         self.all_gather_outputs = []
         self.unsharded_param = None
+        # The gradients of backwards without sync, cast to the reduce dtype (when there is one).
+        self.unsharded_accumulated_grad = None
         self.post_forward_data = None
         self.set_on_module(self.sharded_param)
 
@@ -168,6 +170,20 @@ class _FSDPParam:
         numel = math.prod(self.orig_size)
         data = self.all_gather_outputs[0].narrow(0, 0, numel).view(self.orig_size)
         self.unsharded_param = Parameter(data, requires_grad=self.requires_grad)
+
+    def to_accumulated_grad_if_needed(self, reduce_dtype):
+        """Without sync, a gradient not yet in the reduce dtype is kept cast to it."""
+        grad = self.unsharded_param.grad if self.unsharded_param is not None else None
+        if reduce_dtype is None or grad is None or grad.dtype == reduce_dtype:
+            return
+        self.unsharded_param.grad = None
+        self.unsharded_accumulated_grad = grad.to(reduce_dtype)
+
+    def accumulate_unsharded_grad_if_needed(self):
+        """A later backward's gradient, added to the one kept cast."""
+        if self.unsharded_accumulated_grad is not None and self.unsharded_param.grad is not None:
+            self.unsharded_accumulated_grad += self.unsharded_param.grad
+            self.unsharded_param.grad = None
 
     def to_unsharded(self):
         self.set_on_module(self.unsharded_param)
@@ -242,6 +258,8 @@ class _FSDPParamGroup:
         self.reshard_after_forward = True
         self.sharded_post_forward = False
         self.reshard_after_backward = True
+        # Off (set_requires_gradient_sync(False)): post-backward keeps the unsharded gradients.
+        self.reduce_grads = True
         self.all_gather_result = None
         self.post_forward_indices = []
         # init_dtype_attrs: no cast where the dtype is already the one asked for.
@@ -398,9 +416,24 @@ class _FSDPParamGroup:
 
     def post_backward(self):
         self.training_state = _POST_BACKWARD
+        for p in self.fsdp_params:
+            p.accumulate_unsharded_grad_if_needed()
+        if not self.reduce_grads:
+            # Note [FSDP2's gradient accumulation]: without sync the unsharded gradients stay on
+            # the unsharded parameters (which survive the reshard: only their storage goes), and
+            # the next backward accumulates into them; with a reduce dtype they are kept cast.
+            if self.reshard_after_backward:
+                self.reshard()
+            for p in self.fsdp_params:
+                p.to_accumulated_grad_if_needed(self.reduce_dtype)
+            return
         with_grad, grads = [], []
         for p in self.fsdp_params:
-            if p.unsharded_param is not None and p.unsharded_param.grad is not None:
+            if p.unsharded_accumulated_grad is not None:
+                with_grad.append(p)
+                grads.append(p.unsharded_accumulated_grad)
+                p.unsharded_accumulated_grad = None
+            elif p.unsharded_param is not None and p.unsharded_param.grad is not None:
                 with_grad.append(p)
                 grads.append(p.unsharded_param.grad)
                 p.unsharded_param.grad = None
@@ -622,11 +655,12 @@ class FSDPModule:
                 state.group.reshard_after_backward = bool(reshard_after_backward)
 
     def set_requires_gradient_sync(self, requires_gradient_sync, *, recurse=True):
-        if not requires_gradient_sync:
-            raise NotImplementedError(
-                "torchlet: FSDP2's set_requires_gradient_sync(False) (gradient accumulation without "
-                "reduce-scatter) is not supported yet"
-            )
+        """Off, backward keeps the unsharded gradients (summed over backwards) and reduce-scatters
+        nothing until a backward with it on: gradient accumulation without communication."""
+        for module in (self.modules() if recurse else [self]):
+            state = module.__dict__.get("_fsdp_state")
+            if state is not None and state.group is not None:
+                state.group.reduce_grads = bool(requires_gradient_sync)
 
 
 _FSDP_CLASSES = {}
