@@ -239,6 +239,23 @@ pub mod parity_known {
     /// checkpoints before it are still compared in full.
     pub const KNOWN: &[(&str, usize, &str)] = &[
         (
+            "py_ddp_mlp",
+            75,
+            "the rebuild: torchlet frees the first buckets before it makes the new ones, as \
+             PyTorch does once ProcessGroupNCCL's watchdog (a pass every 100 ms) has let go of the \
+             last all-reduce; this program's step is shorter, so in this recording the watchdog \
+             had not, and the first buckets outlived the rebuild (Note [DDP's buckets]); a \
+             recording with a real step's pause before the rebuilding forward is to come",
+        ),
+        (
+            "py_ddp_no_sync",
+            148,
+            "the rebuild, as for py_ddp_mlp: in this recording ProcessGroupNCCL's watchdog had \
+             not let go of the last all-reduce, so the first buckets outlived the rebuild (a \
+             second recording freed them later, on the watchdog's thread: 255 events); \
+             Note [DDP's buckets]",
+        ),
+        (
             "py_zoo_llama_lora",
             1655,
             "the end of the first checkpointed recomputation (layer 1's, in backward), whose \
@@ -263,12 +280,6 @@ pub mod parity_known {
     /// that the list stays true. Which block a request takes decides whether its remainder is split
     /// off, so the bytes of blocks and segments (`memory_allocated` too) follow placement.
     pub const PLACEMENT_UNREPRODUCED: &[(&str, &str, &str)] = &[(
-        "py_fsdp2_gpt_bf16",
-        "step 0 backward",
-        "every event is PyTorch's (on an H100 too); in backward one more small block is split off \
-         here than there, from which of equal free blocks best fit took, which their addresses \
-         decide; Note [segment placement]",
-    ), (
         "py_ddp_mlp",
         "step 0 backward",
         "every event is PyTorch's; only the small pool's split free blocks differ by one (their \
@@ -293,30 +304,25 @@ pub mod parity_known {
         "py_sdpa_flash",
         "dropout forward",
         "every event is PyTorch's; after flash's second RNG state one more free small block is split \
-         in PyTorch than here, which of equal free blocks best fit took; not yet traced to its address",
-    ), (
-        "py_sdpa_cudnn",
-        "contiguous backward",
-        "every event is PyTorch's; in the small pool one block fewer is split here than in PyTorch \
-         around cuDNN's 8-byte seed and offset, which of equal free blocks best fit took; not yet \
-         traced to its address",
+         in PyTorch than here, which of equal free blocks best fit took, in segments the driver placed in \
+         another order (tests/parity/placement_diff.py, tests/data/placement/)",
     ), (
         "py_llama_lora",
         "step 0 backward",
         "every event is PyTorch's; in the small pool one block more is split here by the end of \
-         the first backward, which of equal free blocks best fit took; not yet traced to its \
-         address",
+         the first backward, which of equal free blocks best fit took, in segments the driver placed in another order \
+         (tests/parity/placement_diff.py, tests/data/placement/)",
     ), (
         "py_zoo_gpt2",
         "step 0 backward",
         "every event is transformers' GPT-2's; in the small pool one block fewer is split here by \
-         the end of the first backward, which of equal free blocks best fit took; not yet traced \
-         to its address",
+         the end of the first backward, which of equal free blocks best fit took, in segments the driver placed in another order \
+         (tests/parity/placement_diff.py, tests/data/placement/)",
     ), (
         "py_zoo_resnet",
         "step 0 optimizer",
         "every event is torchvision's ResNet-18's; after the first SGD step one more free large \
-         block is split here, which of equal free blocks best fit took; not yet traced to its \
-         address",
+         block is split here, which of equal free blocks best fit took, in segments the driver placed in another order \
+         (tests/parity/placement_diff.py, tests/data/placement/)",
     )];
 }

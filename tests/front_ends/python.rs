@@ -274,22 +274,24 @@ fn ddp_trains_like_its_module_and_refuses_the_options_it_lacks() {
 
 #[test]
 fn ddp_rebuilds_its_buckets_after_the_first_synchronized_backward_only() {
-    // Two layers of 1024×1024 + 1024 float32: 8396800 bytes of gradients, so of rebuilt buckets.
+    // Counted in allocations: the rebuild adds four (its int32 bucket indices and sizes, and the
+    // two new buckets of 4198400 bytes each), and frees the first bucket before it makes them.
     let code = "import torch, torch.distributed as dist\nfrom torch import nn\n\
                 dist.init_process_group('nccl', rank=0, world_size=1)\n\
                 model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024)).cuda()\n\
                 ddp = nn.parallel.DistributedDataParallel(model)\n\
                 x = torch.randn(8, 1024, device='cuda')\n\
-                grown = []\n\
+                made, grown = [], []\n\
                 for sync in (False, False, True, True, True):\n\
-                \x20   before = torch.cuda.memory_allocated()\n\
+                \x20   count, before = torch.cuda.memory_stats()['allocation.all.allocated'], torch.cuda.memory_allocated()\n\
                 \x20   if sync:\n        ddp(x).sum().backward()\n\
                 \x20   else:\n        with ddp.no_sync():\n            ddp(x).sum().backward()\n\
+                \x20   made.append(torch.cuda.memory_stats()['allocation.all.allocated'] - count)\n\
                 \x20   grown.append(torch.cuda.memory_allocated() - before)\n\
-                print(grown[1:])\n";
+                print([m - made[-1] for m in made[1:]], grown[1:])\n";
     let out = python(&["-c", code]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "[0, 0, 8396800, 0]\n");
+    assert_eq!(text(&out.stdout), "[0, 0, 4, 0] [0, 0, 0, 0]\n");
 }
 
 #[test]
@@ -316,6 +318,45 @@ fn fully_shard_keeps_this_ranks_padded_shard_and_trains_on_it() {
     assert_eq!(
         text(&out.stdout),
         "True FSDPLinear 1024\n[(1, 3), (1,)]\n[(1, 3), (1,)] [(1, 3), (1,)]\nTrue True\n"
+    );
+}
+
+/// `retain_grad` keeps a non-leaf's gradient as PyTorch does: after the tensor's own hooks (even
+/// one registered later), added up over backwards, and without keeping the tensor alive; and
+/// `softmax(dtype=)` gives that dtype forward and the input's dtype backward.
+#[test]
+fn retain_grad_and_softmax_dtype_behave_as_pytorchs() {
+    let code = "import torch\n\
+                x = torch.ones(2, 3, requires_grad=True)\n\
+                y = x * 2\n\
+                y.retain_grad()\n\
+                y.register_hook(lambda g: g * 10)\n\
+                (y * y).sum().backward(retain_graph=True)\n\
+                print(y.retains_grad, x.retains_grad, y.grad.tolist()[0], x.grad.tolist()[0])\n\
+                (y * y).sum().backward()\n\
+                print(y.grad.tolist()[0])\n\
+                w = torch.ones(1024, 1024, device='cuda', requires_grad=True)\n\
+                before = torch.cuda.memory_allocated()\n\
+                a = w * 3\n\
+                a.retain_grad()\n\
+                del a\n\
+                print(torch.cuda.memory_allocated() - before)\n\
+                h = torch.randn(4, 8, dtype=torch.float16, requires_grad=True)\n\
+                p = torch.softmax(h, -1, dtype=torch.float32)\n\
+                p.sum().backward()\n\
+                print(p.dtype, h.grad.dtype, round(p.sum().item(), 3))\n\
+                try:\n\
+                \x20   torch.ones(2).retain_grad()\n\
+                except RuntimeError as e:\n\
+                \x20   print(e)\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // d(y²)/dy = 2y = 4, times 10 from y's hook: y keeps 40, x gets 80; a second backward adds.
+    assert_eq!(
+        text(&out.stdout),
+        "True False [40.0, 40.0, 40.0] [80.0, 80.0, 80.0]\n[80.0, 80.0, 80.0]\n0\n\
+         torch.float32 torch.float16 4.0\n\
+         can't retain_grad on Tensor that has requires_grad=False\n"
     );
 }
 

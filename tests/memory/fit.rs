@@ -614,7 +614,8 @@ fn recorded_peaks(trace: &Path) -> [u64; 2] {
 /// group as RANK of WORLD_SIZE, as `fit --world-size N` sets them. Rank 0's peaks at N = 8 are those
 /// PyTorch recorded for rank 0 of 8 (`tests/data/torch_traces/py_fsdp2_world.json`); rank 4 of 5,
 /// whose shards are the short ones (384 rows in chunks of 77: 76 left), peaks as PyTorch recorded it
-/// (`tests/data/fsdp2_ranks/`), and `--world-size 5` says the ranks differ.
+/// (`tests/data/fsdp2_ranks/`), as do rank 0 of 1, 2 and 4, and `--world-size 5` says the ranks
+/// differ.
 #[test]
 fn fsdp2_ranks_fit_with_the_peaks_pytorch_recorded_for_them() {
     let program = repo().join("tests/parity/py_fsdp2_world.py");
@@ -642,6 +643,15 @@ fn fsdp2_ranks_fit_with_the_peaks_pytorch_recorded_for_them() {
         recorded_peaks(&data.join("fsdp2_ranks/py_fsdp2_world.rank4_of_5.json")),
         "rank 4 of 5: torchlet's peaks, then PyTorch's"
     );
+    for world in ["1", "2", "4"] {
+        let report = fit(&[], &["--world-size", world]);
+        let recorded = format!("fsdp2_ranks/py_fsdp2_world.rank0_of_{world}.json");
+        assert_eq!(
+            peaks(&report),
+            recorded_peaks(&data.join(recorded)),
+            "rank 0 of {world}: torchlet's peaks, then PyTorch's"
+        );
+    }
     let five = fit(&[], &["--world-size", "5"]);
     assert!(
         five.contains("the ranks differ: rank 0 peaks highest"),

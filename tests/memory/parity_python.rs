@@ -53,16 +53,22 @@ python_parity!(
     grad_accumulation,
     half_roundtrip,
     py_amp_gradscaler,
+    py_ddp_bucket_view,
     py_ddp_mlp,
+    py_ddp_no_sync,
+    py_ddp_unused,
+    py_fsdp2_accum,
     py_fsdp2_gpt_bf16,
     py_fsdp2_last_rank,
     py_fsdp2_mlp,
+    py_fsdp2_reshard_int,
     py_fsdp2_world,
     py_gpt_modules,
     py_llama_lora,
     py_mnist_cnn,
     py_multihead_attention,
     py_resnet_block,
+    py_retain_grad,
     py_no_grad_function,
     py_sequential_sgd,
     py_streams,
@@ -71,6 +77,7 @@ python_parity!(
     py_sdpa_efficient,
     py_sdpa_flash,
     py_sdpa_math,
+    py_softmax_dtype,
     py_zoo_gpt2,
     py_zoo_llama_lora,
     py_zoo_resnet,
@@ -112,7 +119,7 @@ fn every_parity_program_runs_under_torchlets_python() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let is_program = path.extension().is_some_and(|e| e == "py")
-            && !["harness", "record", "compare", "probe_placement"].contains(&name.as_str());
+            && !["harness", "record", "compare", "placement_diff"].contains(&name.as_str());
         if is_program && !RUNNABLE.contains(&name.as_str()) {
             missing.push(name);
         }
@@ -124,11 +131,29 @@ fn every_parity_program_runs_under_torchlets_python() {
     );
 }
 
+/// `py_fsdp2_world.py` as other ranks of other worlds (RANK and WORLD_SIZE, as a launcher sets
+/// them), each against PyTorch's recording of that rank (`tests/data/fsdp2_ranks/`): world size 1,
+/// where FSDP2 copies instead of gathering, 2 and 4, and rank 4 of 5 with the short shards.
+#[test]
+fn py_fsdp2_world_as_other_ranks() {
+    let name = "py_fsdp2_world";
+    for (rank, world) in [("0", "1"), ("0", "2"), ("0", "4"), ("4", "5")] {
+        let trace = repo()
+            .join("tests/data/fsdp2_ranks")
+            .join(format!("{name}.rank{rank}_of_{world}.json"));
+        check_recorded(name, &trace, &[("RANK", rank), ("WORLD_SIZE", world)]);
+    }
+}
+
 /// Run `name.py` in a fresh process and compare its events and checkpoints with PyTorch's.
 fn check(name: &str) {
-    let trace = traces_dir().join(format!("{name}.json"));
-    let torch: Value = read_json(&trace);
-    let out = run_child(name);
+    check_recorded(name, &traces_dir().join(format!("{name}.json")), &[]);
+}
+
+/// Run `name.py` in a fresh process with `envs` and compare it with the recording at `trace`.
+fn check_recorded(name: &str, trace: &std::path::Path, envs: &[(&str, &str)]) {
+    let torch: Value = read_json(trace);
+    let out = run_child(name, envs);
     assert!(
         out.status.success(),
         "{name}.py failed under torchlet's Python:\n{}\n{}",
@@ -166,8 +191,9 @@ fn record_path(name: &str) -> PathBuf {
     ))
 }
 
-fn run_child(name: &str) -> std::process::Output {
+fn run_child(name: &str, envs: &[(&str, &str)]) -> std::process::Output {
     Command::new(std::env::current_exe().unwrap())
+        .envs(envs.iter().copied())
         .args([
             "--ignored",
             "--exact",

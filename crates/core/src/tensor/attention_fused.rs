@@ -130,7 +130,7 @@ pub(crate) fn fused(
         v: SavedTensor::new(v)?,
         lse: SavedTensor::new(&lse)?,
         out: SavedTensor::new(&out)?,
-        rng: rng.iter().map(SavedTensor::new).collect::<Result<_>>()?,
+        rng: released_in_name_order(backend, &rng)?,
         causal: o.is_causal,
         scale,
         dropout,
@@ -152,6 +152,17 @@ pub(crate) fn fused(
         }),
     );
     Ok(out)
+}
+
+/// The RNG state as the node keeps it: PyTorch's generated nodes release their saved outputs in
+/// the order of their names, so cuDNN's `philox_offset` goes before `philox_seed` (which its
+/// forward returned first), and flash's `rng_state` before `unused`.
+fn released_in_name_order(backend: SdpBackend, rng: &[Tensor]) -> Result<Vec<SavedTensor>> {
+    let mut saved: Vec<SavedTensor> = rng.iter().map(SavedTensor::new).collect::<Result<_>>()?;
+    if backend == SdpBackend::Cudnn {
+        saved.reverse();
+    }
+    Ok(saved)
 }
 
 /// The mask as the kernels read it, broadcast to [B, H, Tq, Tk]; the memory-efficient kernel

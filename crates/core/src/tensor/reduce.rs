@@ -352,7 +352,7 @@ impl Tensor {
     /// (Log-)softmax with PyTorch's optional `dtype`: the input converted first (a recorded
     /// cast), except float16 to float32 on a GPU, which one kernel does. Under autocast, with no
     /// dtype given, the result is float32 (the `fp32_set_opt_dtype` policy).
-    pub(crate) fn softmax_as(&self, dim: isize, log: bool, dtype: Option<DType>) -> Result<Tensor> {
+    pub fn softmax_as(&self, dim: isize, log: bool, dtype: Option<DType>) -> Result<Tensor> {
         let op = if log { "log_softmax" } else { "softmax" };
         let auto = match dtype {
             Some(_) => None,

@@ -1,6 +1,7 @@
 """torch.Tensor: PyTorch's tensor methods and operators, with PyTorch's signatures, over torch._C."""
 
 import sys
+import weakref
 
 import torch
 
@@ -324,14 +325,30 @@ class Tensor(_C.TensorBase):
         _BACKWARD_PASSES[0] += 1
 
     def retain_grad(self):
-        raise NotImplementedError("torchlet: retain_grad() is not supported yet")
+        """Keep this non-leaf's gradient in `.grad` (Note [retain_grad])."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self.__dict__.get("_retain_handle") is not None:
+            return
+        self._retain_handle = _C._register_hook(self, _retain_grad_hook(weakref.ref(self)))
+
+    @property
+    def retains_grad(self):
+        return self.__dict__.get("_retain_handle") is not None
 
     def register_hook(self, hook):
         """Call `hook(grad)` when this tensor's gradient is computed; a tensor it returns is used
         instead. The handle's `remove()` takes the hook off (it does not keep the tensor alive)."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        return _HookHandle(self, _C._register_hook(self, hook))
+        handle = _HookHandle(self, _C._register_hook(self, hook))
+        retain = self.__dict__.get("_retain_handle")
+        if retain is not None:
+            # retain_grad's hook runs after every other hook, on the gradient they give.
+            _C._remove_hook(self, retain)
+            self._retain_handle = None
+            self.retain_grad()
+        return handle
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call `hook(self)` each time backward has accumulated a gradient into this leaf's
@@ -725,14 +742,10 @@ class Tensor(_C.TensorBase):
         return _C._reduce("argmin", self, dim, keepdim)
 
     def softmax(self, dim, dtype=None):
-        if dtype is not None:
-            raise NotImplementedError("torchlet: softmax(dtype=...) is not supported yet; cast first")
-        return _C._softmax(self, dim)
+        return _C._softmax(self, dim, torch._dtype_name(dtype))
 
     def log_softmax(self, dim, dtype=None):
-        if dtype is not None:
-            raise NotImplementedError("torchlet: log_softmax(dtype=...) is not supported yet; cast first")
-        return _C._log_softmax(self, dim)
+        return _C._log_softmax(self, dim, torch._dtype_name(dtype))
 
     # Selection.
     def tril(self, diagonal=0):
@@ -822,3 +835,19 @@ class _Storage:
 
     def data_ptr(self):
         return _C._data_ptr(self._tensor) - _C._storage_offset(self._tensor) * _C._element_size(self._tensor)
+
+
+# Note [retain_grad]: PyTorch keeps a non-leaf's gradient through a hook that runs after the
+# tensor's other hooks and holds the tensor weakly (so it keeps nothing alive): the first gradient
+# is cloned (contiguous), a later one added into a new tensor, `grad = grad + new`.
+def _retain_grad_hook(ref):
+    def hook(grad):
+        tensor = ref()
+        if tensor is None or grad is None:
+            return None
+        with torch.no_grad():
+            held = tensor.grad
+            tensor.grad = grad.clone(memory_format=torch.contiguous_format) if held is None else held + grad
+        return None
+
+    return hook

@@ -228,12 +228,8 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_dropout", |a| {
         one(a, a.tensor(0)?.dropout(a.float(1)?, a.bool(2)?))
     }),
-    ("_softmax", |a| {
-        one(a, a.tensor(0)?.softmax(a.int(1)? as isize))
-    }),
-    ("_log_softmax", |a| {
-        one(a, a.tensor(0)?.log_softmax(a.int(1)? as isize))
-    }),
+    ("_softmax", |a| softmax(a, false)),
+    ("_log_softmax", |a| softmax(a, true)),
     ("_cross_entropy", |a| {
         one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?, a.int(2)?))
     }),
@@ -424,4 +420,13 @@ fn inplace(a: &Args) -> PyResult {
     };
     result.or_raise(a.vm)?;
     Ok(a.get(1)?.clone())
+}
+
+/// `_softmax(x, dim, dtype)`/`_log_softmax`: with PyTorch's optional result dtype (its name).
+fn softmax(a: &Args, log: bool) -> PyResult {
+    let dtype = match a.opt_str(2)? {
+        Some(name) => Some(dtype_named(a, &name)?),
+        None => None,
+    };
+    one(a, a.tensor(0)?.softmax_as(a.int(1)? as isize, log, dtype))
 }

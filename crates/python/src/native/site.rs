@@ -75,9 +75,17 @@ pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
-/// torchlet's `torch` package and the interpreter's frozen modules are not the program.
+/// torchlet's `torch` package (frozen, or read from `TORCHLET_PY_SOURCES` while developing it)
+/// and the interpreter's frozen modules are not the program.
 fn is_torchlets_own(path: &str) -> bool {
-    path.starts_with("<torchlet") || path.starts_with("<frozen") || path.starts_with("_frozen")
+    thread_local! {
+        static SOURCES: Option<String> =
+            std::env::var(crate::package::SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
+    }
+    path.starts_with("<torchlet")
+        || path.starts_with("<frozen")
+        || path.starts_with("_frozen")
+        || SOURCES.with(|dir| dir.as_deref().is_some_and(|dir| path.starts_with(dir)))
 }
 
 fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {

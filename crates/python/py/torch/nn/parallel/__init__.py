@@ -14,8 +14,12 @@ depend on the world size):
   became ready (for a model that runs its layers in registration order, the reverse of
   `parameters()`): it broadcasts the bucket indices (int32, one per parameter plus one) and sizes
   (int32, one per bucket) from the device, frees them, and allocates the new buckets, the first
-  closing at 1 MiB and the rest at `bucket_cap_mb`; the first buckets stay allocated after the
-  rebuild, as measured;
+  closing at 1 MiB and the rest at `bucket_cap_mb`, once the first buckets are freed. PyTorch frees
+  them there only if ProcessGroupNCCL has let go of the last all-reduce, which holds the bucket
+  until its watchdog (a pass every 100 ms) sees it complete: in a program whose step is shorter,
+  the first buckets outlive the rebuild and go when the watchdog gets to them, on its own thread.
+  torchlet takes a real training step, longer than that; the parity programs sleep before the
+  rebuilding forward, so that PyTorch's history is the same every run;
 - with `gradient_as_bucket_view=True` each gradient, once accumulated, is copied into its bucket
   and `.grad` becomes a view of the bucket, so the gradient's own memory goes at once (a gradient
   that is already such a view stays); at the rebuild every gradient moves to the new buckets;
@@ -142,7 +146,7 @@ class DistributedDataParallel(Module):
         if gradient_as_bucket_view:
             for index, p in enumerate(params):
                 p.register_post_accumulate_grad_hook(functools.partial(self._gradient_ready, index))
-        self._first_buckets = None
+        self._rebuilt = False
         self._passes_at_forward = None
         self._sync = True
 
@@ -189,8 +193,10 @@ class DistributedDataParallel(Module):
         sizes = torch.empty(len(assignment), dtype=torch.int32, device=device)
         del sizes
         del indices
-        self._first_buckets = self._buckets
+        # The first buckets go before the new ones are made (Note [DDP's buckets]).
+        self._buckets, self._views = None, {}
         self._buckets = self._allocate(assignment, ready)
+        self._rebuilt = True
 
     def forward(self, *inputs, **kwargs):
         # A backward since the last forward with grad went through this model's graph: the
@@ -199,12 +205,22 @@ class DistributedDataParallel(Module):
         # backward of a forward outside it records the gradients' order.
         passes = torch._tensor._BACKWARD_PASSES[0]
         if torch.is_grad_enabled() and not self.find_unused_parameters:
-            rebuilt = self._first_buckets is not None
-            if not rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
+            if not self._rebuilt and self._passes_at_forward is not None and passes > self._passes_at_forward:
                 self._rebuild_buckets()
             if self._sync:
                 self._passes_at_forward = passes
-        return self.module(*inputs, **kwargs)
+        output = self.module(*inputs, **kwargs)
+        if self.find_unused_parameters:
+            # Note [DDP's sink]: with find_unused_parameters every output tensor goes through
+            # _DDPSink, which clones it (so that outputs left out of the loss get no gradient);
+            # the clone of an output without a graph is dropped and the output kept.
+            leaves, rebuild = _flatten(output)
+            passed = _DDPSink.apply(*leaves)
+            passed = passed if isinstance(passed, tuple) else (passed,)
+            kept = [t if isinstance(t, torch.Tensor) and t.grad_fn is None else p for t, p in zip(leaves, passed)]
+            del passed, leaves, output
+            output = rebuild(kept)
+        return output
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -215,3 +231,39 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self._sync = previous
+
+
+class _DDPSink(torch.autograd.Function):
+    """DDP's pass-through for a model's outputs under find_unused_parameters: clones forward,
+    hands gradients (None stays None) straight back."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        ctx.set_materialize_grads(False)
+        return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+
+
+def _flatten(value):
+    """(leaves, rebuild): the leaves of nested tuples, lists and dicts, and the function that puts
+    new leaves back in the same structure (pytree's flatten and unflatten)."""
+    if isinstance(value, (tuple, list)):
+        parts = [_flatten(v) for v in value]
+        leaves = [leaf for part, _ in parts for leaf in part]
+
+        def rebuild(new):
+            items, at = [], 0
+            for part, again in parts:
+                items.append(again(new[at:at + len(part)]))
+                at += len(part)
+            return type(value)(items) if type(value) in (tuple, list) else type(value)(*items)
+
+        return leaves, rebuild
+    if isinstance(value, dict):
+        keys = list(value)
+        inner, again = _flatten([value[k] for k in keys])
+        return inner, lambda new: dict(zip(keys, again(new)))
+    return [value], lambda new: new[0]
