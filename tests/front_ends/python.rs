@@ -321,6 +321,49 @@ fn fully_shard_keeps_this_ranks_padded_shard_and_trains_on_it() {
     );
 }
 
+/// `torch.save` takes no device memory and `torch.load` makes each saved storage once on its
+/// device (views share it), with the values saved; the optimizer's state_dict is PyTorch's packed
+/// form over its own tensors; a file torchlet did not write is refused by name.
+#[test]
+fn save_and_load_round_trip_with_pytorchs_device_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt.pt");
+    let code = format!(
+        "import torch\nfrom torch import nn\n\
+         model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda()\n\
+         opt = torch.optim.AdamW(model.parameters())\n\
+         model(torch.randn(8, 1024, device='cuda')).sum().backward()\n\
+         opt.step()\n\
+         sd = opt.state_dict()\n\
+         print(list(sd['state'][0]), sd['param_groups'][0]['params'])\n\
+         before = torch.cuda.memory_allocated()\n\
+         t = torch.arange(12.0, device='cuda').view(3, 4)\n\
+         torch.save({{'model': model.state_dict(), 'optimizer': sd, 'views': [t, t.t()]}}, {path:?})\n\
+         print(torch.cuda.memory_allocated() - before)\n\
+         ck = torch.load({path:?})\n\
+         print(torch.cuda.memory_allocated() - before)\n\
+         a, b = ck['views']\n\
+         print(torch.equal(ck['model']['0.weight'], model[0].weight.detach()), torch.equal(b, t.t()),\n\
+         \x20     a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())\n\
+         print(torch.load({path:?}, map_location='cpu')['model']['2.bias'].device)\n\
+         open({path:?}, 'w').write('not a checkpoint')\n\
+         try:\n\
+         \x20   torch.load({path:?})\n\
+         except RuntimeError as e:\n\
+         \x20   print(str(e).split(';')[0])\n",
+        path = ckpt.to_str().unwrap()
+    );
+    let out = python(&["-c", &code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Loaded: the model's four storages and AdamW's two moments of each (its steps live on the
+    // host), 4239872 bytes a set once rounded to blocks, and t's 48 bytes in one 512-byte block.
+    assert_eq!(
+        text(&out.stdout),
+        "['step', 'exp_avg', 'exp_avg_sq'] [0, 1, 2, 3]\n512\n12720640\nTrue True True\ncpu\n\
+         torch.load: this file was not written by torchlet's torch.save\n"
+    );
+}
+
 /// `retain_grad` keeps a non-leaf's gradient as PyTorch does: after the tensor's own hooks (even
 /// one registered later), added up over backwards, and without keeping the tensor alive; and
 /// `softmax(dtype=)` gives that dtype forward and the input's dtype backward.

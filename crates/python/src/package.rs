@@ -55,6 +55,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
     ),
     ("torch.linalg", false, include_str!("../py/torch/linalg.py")),
     (
+        "torch.serialization",
+        false,
+        include_str!("../py/torch/serialization.py"),
+    ),
+    (
         "torch.optim",
         true,
         include_str!("../py/torch/optim/__init__.py"),

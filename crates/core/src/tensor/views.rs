@@ -417,3 +417,40 @@ mod tests {
         assert!(infer_shape(&[-1, -1], 12).is_err());
     }
 }
+
+impl Tensor {
+    /// A view of this tensor's storage with `size`, `stride` and `offset` (in elements), without
+    /// a graph: how `torch.load` rebuilds a saved tensor over its storage. Refused where the
+    /// view would reach past the storage, or where `self` needs a gradient.
+    pub fn storage_view(&self, size: &[usize], stride: &[usize], offset: usize) -> Result<Tensor> {
+        if self.requires_grad() {
+            return Err(TensorError::runtime(
+                "storage_view of a tensor that requires grad: detach it first",
+            ));
+        }
+        if size.len() != stride.len() {
+            return Err(TensorError::runtime(format!(
+                "mismatch in length of strides ({}) and shape ({})",
+                stride.len(),
+                size.len()
+            )));
+        }
+        let last = size
+            .iter()
+            .zip(stride)
+            .map(|(&n, &s)| n.saturating_sub(1) * s)
+            .sum::<usize>();
+        let elements = self.storage_nbytes() / self.element_size().max(1);
+        if size.iter().all(|&n| n > 0) && offset + last >= elements {
+            return Err(TensorError::runtime(format!(
+                "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset} reach past a \
+                 storage of {elements} elements"
+            )));
+        }
+        Ok(self.view_as_layout(Layout {
+            shape: size.to_vec(),
+            strides: stride.to_vec(),
+            offset,
+        }))
+    }
+}

@@ -11,7 +11,7 @@
 //! `checkpoint` (activation checkpointing: the function run again by backward), `hooks`
 //! (gradient hooks, `autograd.Function`, final callbacks, storage resizing), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices), `streams` (CUDA streams and
-//! `record_stream`), `site` (the program's statement each call allocates for).
+//! `record_stream`), `serialization` (storages to and from bytes for `torch.save`/`load`), `site` (the program's statement each call allocates for).
 
 mod args;
 mod attention;
@@ -26,6 +26,7 @@ mod memory;
 mod norm;
 mod ops;
 mod optim;
+mod serialization;
 pub(crate) mod site;
 mod streams;
 pub(crate) mod tensor;
@@ -54,7 +55,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 13] = [
+    let tables: [&[(&'static str, Native)]; 14] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
         conv::FUNCTIONS,
@@ -67,6 +68,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
         optim::FUNCTIONS,
         memory::FUNCTIONS,
         streams::FUNCTIONS,
+        serialization::FUNCTIONS,
         tensor_functions(),
     ];
     for table in tables {

@@ -82,7 +82,11 @@ fn is_torchlets_own(path: &str) -> bool {
         static SOURCES: Option<String> =
             std::env::var(crate::package::SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
     }
-    path.starts_with("<torchlet")
+    // The interpreter's frozen standard library names its frames by module (`pickle`,
+    // `_collections_abc`): no folder, no `.py`, no `<…>` as a program's own input has.
+    let frozen_library = !path.contains('/') && !path.ends_with(".py") && !path.starts_with('<');
+    frozen_library
+        || path.starts_with("<torchlet")
         || path.starts_with("<frozen")
         || path.starts_with("_frozen")
         || SOURCES.with(|dir| dir.as_deref().is_some_and(|dir| path.starts_with(dir)))

@@ -63,7 +63,23 @@ class Optimizer:
             _C._optimizer_zero_grad(native, set_to_none)
 
     def state_dict(self):
-        raise NotImplementedError("torchlet: optimizer.state_dict() is not supported yet")
+        """PyTorch's packed form: each parameter as its index over all groups, the state's own
+        tensors (no copies), and each group's settings."""
+        ids, groups = {}, []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                ids.setdefault(id(p), len(ids))
+            packed["params"] = [ids[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {ids[id(p)]: dict(entry) for p, entry in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        raise NotImplementedError(
+            "torchlet: optimizer.load_state_dict() is not supported yet; start the optimizer fresh "
+            "(its state is made at its first step(), as PyTorch makes it)"
+        )
 
     def __repr__(self):
         lines = [type(self).__name__ + " ("]
