@@ -687,3 +687,28 @@ let shard = zeros([mib * 262144], #{device: \"cuda\"});
         "{report}"
     );
 }
+
+/// A peak reached inside the interpreter's standard library (`torch.load` rebuilding the saved
+/// dict through `collections`) is named by the program's line that called it.
+#[test]
+fn a_peak_inside_the_standard_library_names_the_programs_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt.pt");
+    let script = format!(
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4096, 4096).cuda()\n\
+         torch.save(model.state_dict(), {ckpt:?})\nsd = torch.load({ckpt:?})\n"
+    );
+    let path = write_script(dir.path(), "resume.py", &script);
+    let (ok, report, err) = output(
+        torchlet()
+            .arg("fit")
+            .arg(&path)
+            .args(["--gpu", "H100-80GB"]),
+    );
+    assert!(ok, "{report}{err}");
+    assert!(
+        report.contains("peak allocated: 128.03 MiB (134250496 B), at ")
+            && report.contains("resume.py:5:6: sd = torch.load("),
+        "{report}"
+    );
+}

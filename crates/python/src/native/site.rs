@@ -35,7 +35,7 @@ pub(crate) fn name_statement(vm: &VirtualMachine) {
         // the stack is borrowed for this loop.
         let frame = unsafe { pointer.as_ref() };
         let path = frame.code.source_path();
-        if is_torchlets_own(path.as_str()) || frame.lasti() == 0 {
+        if is_torchlets_own(vm, path.as_str()) || frame.lasti() == 0 {
             continue;
         }
         let location = frame.current_location();
@@ -77,15 +77,14 @@ pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
 
 /// torchlet's `torch` package (frozen, or read from `TORCHLET_PY_SOURCES` while developing it)
 /// and the interpreter's frozen modules are not the program.
-fn is_torchlets_own(path: &str) -> bool {
+fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
     thread_local! {
         static SOURCES: Option<String> =
             std::env::var(crate::package::SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
     }
     // The interpreter's frozen standard library names its frames by module (`pickle`,
-    // `_collections_abc`): no folder, no `.py`, no `<…>` as a program's own input has.
-    let frozen_library = !path.contains('/') && !path.ends_with(".py") && !path.starts_with('<');
-    frozen_library
+    // `_collections_abc`), as a notebook names its cells (`In[3]`): ask the frozen table.
+    vm.state.frozen.contains_key(path)
         || path.starts_with("<torchlet")
         || path.starts_with("<frozen")
         || path.starts_with("_frozen")
