@@ -34,17 +34,18 @@ kept = [e for e in trace if e["action"] not in ("free_requested", "snapshot")]
 order = {{0: 0}}
 for e in kept:
     order.setdefault(e["stream"], len(order))
-events = [[e["action"], e["size"], order[e["stream"]]] for e in kept]
+events = [[e["action"], e["size"], {third}] for e in kept]
 json.dump(events, open({out!r}, "w"))
 """
 
 
-def torchlet_events(binary, name, real_gpu=False):
-    """(events, stderr) of NAME.py under torchlet: [action, size, stream ordinal] each."""
+def torchlet_events(binary, name, real_gpu=False, third='order[e["stream"]]'):
+    """(events, stderr) of NAME.py under torchlet: [action, size, third] each, `third` the
+    event's stream ordinal unless another expression of the event `e` is given (`e["addr"]`)."""
     program = str(HERE / f"{name}.py")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "events.json")
-        driver = DRIVER.format(program=program, folder=str(HERE), out=out)
+        driver = DRIVER.format(program=program, folder=str(HERE), out=out, third=third)
         env = dict(os.environ) if real_gpu else dict(os.environ, TORCHLET_SIMULATE_CUDA="80GiB")
         done = subprocess.run([binary, "python", "-c", driver], capture_output=True, text=True, env=env)
         if not os.path.exists(out):

@@ -13,39 +13,9 @@ driver's placement, which decides which of two equal free blocks best fit takes.
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-
-DRIVER = """
-import json, sys, torch
-sys.argv = [{program!r}]
-sys.path.insert(0, {folder!r})
-torch.cuda.memory._record_memory_history(max_entries=10_000_000)
-program_globals = {{"__name__": "__main__", "__file__": {program!r}}}
-exec(compile(open({program!r}).read(), {program!r}, "exec"), program_globals)
-trace = torch.cuda.memory._snapshot()["device_traces"][0]
-kept = [e for e in trace if e["action"] not in ("free_requested", "snapshot")]
-json.dump([[e["action"], e["size"], e["addr"]] for e in kept], open({out!r}, "w"))
-"""
-
-
-def torchlet_events(binary, name):
-    """[action, size, addr] of each of torchlet's events for NAME.py on the simulated GPU."""
-    program = str(HERE / f"{name}.py")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "events.json")
-        driver = DRIVER.format(program=program, folder=str(HERE), out=out)
-        env = dict(os.environ, TORCHLET_SIMULATE_CUDA="80GiB")
-        done = subprocess.run([binary, "python", "-c", driver], capture_output=True, text=True, env=env)
-        if not os.path.exists(out):
-            sys.exit(f"{name}.py failed under torchlet:\n{done.stderr}")
-        return json.load(open(out))
+from compare import REPO, torchlet_events
 
 
 def placed(events):
@@ -79,7 +49,10 @@ def main():
     trace = args.trace or REPO / "tests" / "data" / "placement" / f"{args.name}.json"
     theirs = [[e["action"], e["size"], e["addr"]] for e in json.load(open(trace))["events"]]
     print("PyTorch's segments (ordinal, MiB, MiB below the highest):", segment_addresses(theirs))
-    a, b = placed(theirs), placed(torchlet_events(args.torchlet, args.name))
+    ours, stderr = torchlet_events(args.torchlet, args.name, third='e["addr"]')
+    if ours is None:
+        sys.exit(f"{args.name}.py failed under torchlet:\n{stderr}")
+    a, b = placed(theirs), placed(ours)
     first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
     if first is None:
         print(f"{args.name}: every block where PyTorch put it ({min(len(a), len(b))} events)")

@@ -30,36 +30,43 @@ class _TensorRef:
         self.requires_grad, self.parameter = requires_grad, parameter
 
 
-def _replace(value, storages, keys):
-    """`value` with each tensor replaced by a _TensorRef, in the order pickle meets them."""
-    if isinstance(value, torch.Tensor):
-        ptr = value.untyped_storage().data_ptr()
-        if ptr not in keys:
-            keys[ptr] = len(storages)
-            storages.append({
-                "dtype": value.dtype._name,
-                "device": str(value.device),
-                "nbytes": value.untyped_storage().nbytes(),
-                "data": _C._storage_bytes(value),
-            })
-        return _TensorRef(keys[ptr], value.storage_offset(), tuple(value.shape), tuple(value.stride()),
-                          value.requires_grad, isinstance(value, torch.nn.Parameter))
+def _map(value, leaf, is_leaf):
+    """`value` with each leaf replaced by `leaf(it)`, through dicts, lists and tuples in the order
+    pickle meets them (state_dicts are such containers)."""
+    if is_leaf(value):
+        return leaf(value)
     if isinstance(value, OrderedDict):
-        return OrderedDict((k, _replace(v, storages, keys)) for k, v in value.items())
+        return OrderedDict((k, _map(v, leaf, is_leaf)) for k, v in value.items())
     if isinstance(value, dict):
-        return {k: _replace(v, storages, keys) for k, v in value.items()}
+        return {k: _map(v, leaf, is_leaf) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replace(v, storages, keys) for v in value]
-    if isinstance(value, tuple) and type(value) is tuple:
-        return tuple(_replace(v, storages, keys) for v in value)
+        return [_map(v, leaf, is_leaf) for v in value]
+    if type(value) is tuple:
+        return tuple(_map(v, leaf, is_leaf) for v in value)
     return value
+
+
+def _saved(value, storages, keys):
+    """A tensor as a _TensorRef, its storage added to `storages` the first time it is met."""
+    ptr = value.untyped_storage().data_ptr()
+    if ptr not in keys:
+        keys[ptr] = len(storages)
+        storages.append({
+            "dtype": value.dtype._name,
+            "device": str(value.device),
+            "nbytes": value.untyped_storage().nbytes(),
+            "data": _C._storage_bytes(value),
+        })
+    return _TensorRef(keys[ptr], value.storage_offset(), tuple(value.shape), tuple(value.stride()),
+                      value.requires_grad, isinstance(value, torch.nn.Parameter))
 
 
 def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False):
     """Write `obj` (tensors in dicts, lists and tuples, as state_dicts are) to the file `f`."""
-    storages = []
-    saved = {"format": _FORMAT, "obj": _replace(obj, storages, {}), "storages": storages}
+    storages, keys = [], {}
+    replaced = _map(obj, lambda t: _saved(t, storages, keys), lambda v: isinstance(v, torch.Tensor))
+    saved = {"format": _FORMAT, "obj": replaced, "storages": storages}
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
             pickle.dump(saved, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -79,20 +86,6 @@ def _target(device, map_location):
             "a device name or a dict from saved device to device"
         )
     return str(torch.device(map_location))
-
-
-def _restore(value, tensors):
-    if isinstance(value, _TensorRef):
-        return tensors(value)
-    if isinstance(value, OrderedDict):
-        return OrderedDict((k, _restore(v, tensors)) for k, v in value.items())
-    if isinstance(value, dict):
-        return {k: _restore(v, tensors) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v, tensors) for v in value]
-    if isinstance(value, tuple) and type(value) is tuple:
-        return tuple(_restore(v, tensors) for v in value)
-    return value
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
@@ -127,4 +120,4 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             return torch.nn.Parameter(t, requires_grad=ref.requires_grad)
         return t.requires_grad_(ref.requires_grad) if ref.requires_grad else t
 
-    return _restore(saved["obj"], tensor)
+    return _map(saved["obj"], tensor, lambda v: isinstance(v, _TensorRef))

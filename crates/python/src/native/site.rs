@@ -83,12 +83,13 @@ fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
             std::env::var(crate::package::SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
     }
     // The interpreter's frozen standard library names its frames by module (`pickle`,
-    // `_collections_abc`), as a notebook names its cells (`In[3]`): ask the frozen table.
-    vm.state.frozen.contains_key(path)
-        || path.starts_with("<torchlet")
+    // `_collections_abc`), as a notebook names its cells (`In[3]`): ask the frozen table, after
+    // the cheaper tests (this runs for each frame of each call into `torch._C`).
+    path.starts_with("<torchlet")
         || path.starts_with("<frozen")
         || path.starts_with("_frozen")
         || SOURCES.with(|dir| dir.as_deref().is_some_and(|dir| path.starts_with(dir)))
+        || vm.state.frozen.contains_key(path)
 }
 
 fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
