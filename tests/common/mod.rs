@@ -239,23 +239,6 @@ pub mod parity_known {
     /// checkpoints before it are still compared in full.
     pub const KNOWN: &[(&str, usize, &str)] = &[
         (
-            "py_ddp_mlp",
-            75,
-            "the rebuild: torchlet frees the first buckets before it makes the new ones, as \
-             PyTorch does once ProcessGroupNCCL's watchdog (a pass every 100 ms) has let go of the \
-             last all-reduce; this program's step is shorter, so in this recording the watchdog \
-             had not, and the first buckets outlived the rebuild (Note [DDP's buckets]); a \
-             recording with a real step's pause before the rebuilding forward is to come",
-        ),
-        (
-            "py_ddp_no_sync",
-            148,
-            "the rebuild, as for py_ddp_mlp: in this recording ProcessGroupNCCL's watchdog had \
-             not let go of the last all-reduce, so the first buckets outlived the rebuild (a \
-             second recording freed them later, on the watchdog's thread: 255 events); \
-             Note [DDP's buckets]",
-        ),
-        (
             "py_zoo_llama_lora",
             1655,
             "the end of the first checkpointed recomputation (layer 1's, in backward), whose \

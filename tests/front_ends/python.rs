@@ -476,3 +476,46 @@ fn a_model_built_on_the_meta_device_is_refused_with_what_to_do() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "True True\n0 (2, 2)\n");
 }
+
+/// A model built on the meta device takes no memory; `Module.to` refuses it with PyTorch's advice,
+/// `to_empty` makes it on the GPU, and FSDP2 refuses to train shards still on meta.
+#[test]
+fn a_model_built_on_meta_is_made_on_the_gpu_by_to_empty() {
+    let code = "import torch\nfrom torch import nn\n\
+         import torch.distributed as dist\n\
+         from torch.distributed.fsdp import fully_shard\n\
+         from torch.testing._internal.distributed.fake_pg import FakeStore\n\
+         with torch.device('meta'):\n\
+         \x20   model = nn.Sequential(nn.Linear(1000, 1000), nn.LayerNorm(1000))\n\
+         print(model[0].bias[:2], torch.cuda.memory_allocated())\n\
+         try:\n\
+         \x20   model.cuda()\n\
+         except NotImplementedError as e:\n\
+         \x20   print(e)\n\
+         try:\n\
+         \x20   model.to('cuda')\n\
+         except NotImplementedError as e:\n\
+         \x20   print(e)\n\
+         model.to_empty(device='cuda')\n\
+         print(model[0].weight.device, torch.cuda.memory_allocated())\n\
+         dist.init_process_group('fake', rank=0, world_size=4, store=FakeStore())\n\
+         with torch.device('meta'):\n\
+         \x20   sharded = fully_shard(nn.Linear(1000, 1000))\n\
+         try:\n\
+         \x20   sharded(torch.randn(2, 1000, device='cuda'))\n\
+         except RuntimeError as e:\n\
+         \x20   print(str(e).splitlines()[0])\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 1000x1000 and three 1000-float tensors, each in its own block: 4000256 + 3 x 4096 bytes.
+    assert_eq!(
+        text(&out.stdout),
+        "tensor(..., device='meta', size=(2,), grad_fn=<SliceBackward0>) 0\n\
+         Cannot copy out of meta tensor; no data!\n\
+         Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() instead \
+         of torch.nn.Module.to() when moving module from meta to a different device.\n\
+         cuda:0 4012544\n\
+         FSDP parameters should be materialized from meta device before training, but the \
+         following were still on meta device: ['weight', 'bias']\n"
+    );
+}

@@ -36,7 +36,7 @@ device_test!(
         // On a GPU the storage holds the allocator's block: 4000000 B rounded up to 512.
         let held = match device {
             Device::Cuda(_) => "4000256 (3.81 MiB)",
-            Device::Cpu => "4000000 (3.81 MiB)",
+            Device::Cpu | Device::Meta => "4000000 (3.81 MiB)",
         };
         let expected_v = [
             "v",

@@ -1,4 +1,5 @@
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -20,6 +21,10 @@ opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
 x = torch.randn(64, 512, device="cuda")
 target = torch.randint(0, 10, (64,), device="cuda")
 for step in range(5):
+    if step == 1:
+        # A real step's time: ProcessGroupNCCL's watchdog lets go of the last all-reduce, so the
+        # rebuild frees the first buckets (Note [DDP's buckets] in torchlet's torch/nn/parallel).
+        time.sleep(0.3)
     loss = nn.functional.cross_entropy(ddp(x), target)
     checkpoint(f"step {step} forward")
     loss.backward()

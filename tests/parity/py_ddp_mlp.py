@@ -1,4 +1,5 @@
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -21,6 +22,10 @@ checkpoint("wrapped")
 opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
 x = torch.randn(64, 1024, device="cuda")
 for step in range(3):
+    if step == 1:
+        # A real step's time: ProcessGroupNCCL's watchdog lets go of the last all-reduce, so the
+        # rebuild frees the first buckets (Note [DDP's buckets] in torchlet's torch/nn/parallel).
+        time.sleep(0.3)
     loss = ddp(x).sum()
     checkpoint(f"step {step} forward")
     loss.backward()

@@ -1,4 +1,4 @@
-//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, attention, autocast, norms, optimizers, printing.
+//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, attention, autocast, norms, optimizers, printing, the meta device.
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -9,6 +9,7 @@ mod autograd;
 mod conv;
 mod hooks;
 mod index_ops;
+mod meta;
 mod model_ops;
 mod norms;
 mod ops;

@@ -82,7 +82,7 @@ impl Blocks {
             .iter()
             .filter_map(|(_, t)| match t.device() {
                 Device::Cuda(i) => Some(i),
-                Device::Cpu => None,
+                Device::Cpu | Device::Meta => None,
             })
             .collect();
         indices.sort_unstable();

@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Type,
     /// `ValueError`.
     Value,
+    /// `NotImplementedError`.
+    NotImplemented,
     /// `KeyboardInterrupt`.
     Interrupt,
 }
@@ -53,6 +55,10 @@ impl TensorError {
     pub fn value(message: impl Into<String>) -> TensorError {
         Self::new(ErrorKind::Value, message)
     }
+    /// A `NotImplementedError`.
+    pub fn not_implemented(message: impl Into<String>) -> TensorError {
+        Self::new(ErrorKind::NotImplemented, message)
+    }
     /// A `KeyboardInterrupt`.
     pub fn interrupted() -> TensorError {
         Self::new(ErrorKind::Interrupt, "interrupted")
@@ -69,6 +75,7 @@ impl TensorError {
             ErrorKind::Index => "IndexError",
             ErrorKind::Type => "TypeError",
             ErrorKind::Value => "ValueError",
+            ErrorKind::NotImplemented => "NotImplementedError",
             ErrorKind::Interrupt => "KeyboardInterrupt",
         }
     }

@@ -38,7 +38,7 @@ impl Buffer {
     fn index(&self) -> usize {
         match self.backend.device() {
             Device::Cuda(i) => i,
-            Device::Cpu => 0,
+            Device::Cpu | Device::Meta => 0,
         }
     }
     fn read(&self, bytes: usize) -> Result<Vec<u8>> {

@@ -51,6 +51,8 @@ pub enum Device {
     Cpu,
     /// CUDA device `index` (real or simulated).
     Cuda(usize),
+    /// PyTorch's `meta` device: shapes and dtypes, no memory and no values (Note [meta device]).
+    Meta,
 }
 
 impl Device {
@@ -72,15 +74,11 @@ impl Device {
                 return Ok(Device::Cpu);
             }
         }
-        if s == "meta" || s.starts_with("meta:") {
-            return Err(TensorError::runtime(
-                "torchlet has no meta device yet: a tensor made on it would have no memory to show. \
-                 Build the model on \"cuda\" (or on the CPU and move it), then fully_shard it: the \
-                 unsharded parameters are freed as fully_shard returns",
-            ));
+        if s == "meta" || s == "meta:0" {
+            return Ok(Device::Meta);
         }
         Err(TensorError::runtime(format!(
-            "Expected one of cpu, cuda device type at start of device string: {s}"
+            "Expected one of cpu, cuda, meta device type at start of device string: {s}"
         )))
     }
 
@@ -95,6 +93,7 @@ impl fmt::Display for Device {
         match self {
             Device::Cpu => write!(f, "cpu"),
             Device::Cuda(i) => write!(f, "cuda:{i}"),
+            Device::Meta => write!(f, "meta"),
         }
     }
 }

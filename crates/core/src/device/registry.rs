@@ -154,10 +154,17 @@ pub fn cpu() -> Arc<dyn Backend> {
     CPU.get_or_init(|| Arc::new(CpuBackend)).clone()
 }
 
+/// The meta device's backend (Note [meta device]).
+fn meta() -> Arc<dyn Backend> {
+    static META: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+    META.get_or_init(|| Arc::new(ShapesBackend::meta())).clone()
+}
+
 /// The backend of `device`, or a clear error when that device does not exist.
 pub fn backend(device: Device) -> Result<Arc<dyn Backend>> {
     match device {
         Device::Cpu => Ok(cpu()),
+        Device::Meta => Ok(meta()),
         Device::Cuda(i) => match cuda_devices() {
             Ok(list) => list.get(i).cloned().ok_or_else(|| {
                 TensorError::runtime(format!(

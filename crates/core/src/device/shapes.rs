@@ -1,5 +1,6 @@
-//! The shapes-only simulated GPU (`torchlet fit`): every allocation and free a real run makes,
-//! through PyTorch's allocator, and no math.
+//! The devices without values: the shapes-only simulated GPU of `torchlet fit` (every allocation
+//! and free a real run makes, through PyTorch's allocator, and no math) and PyTorch's `meta`
+//! device (no memory either).
 //!
 //! Tensors keep their shapes, dtypes and allocator blocks; kernels do nothing, so the host pages
 //! behind the simulated memory are never touched and a 7-billion-parameter step costs no host
@@ -24,35 +25,67 @@ pub const NO_VALUES: &str = "torchlet fit runs shapes only, so tensors have no v
 needs one (item(), printing a tensor, a condition on a tensor, .cpu() or .tolist()). Use \
 fit_value(x, default) to give fit a value in its place, or pass the value as an argument";
 
-/// A simulated GPU that allocates as a real run does and computes nothing.
+/// What reading a meta tensor's values says (PyTorch's words).
+pub const META_NO_DATA: &str = "Cannot copy out of meta tensor; no data!";
+
+/// Note [meta device]: a meta tensor is PyTorch's promise of a tensor: a shape, a dtype and
+/// strides, and no memory, so that a model too big for one GPU can be built, then sharded
+/// (`fully_shard`) and made on the GPU shard by shard (`to_empty`). Its storage takes an address
+/// from no allocator and every kernel on it does nothing; reading its values or copying it to
+/// another device is refused as PyTorch refuses it, and `.to("meta")` makes one without a copy.
+const META_ADDRESS: DevicePtr = 1 << 44;
+
+/// A device that computes nothing: a shapes-only simulated GPU, or the meta device.
 pub struct ShapesBackend {
-    sim: SimBackend,
+    /// The simulated GPU whose allocator takes every allocation; `None` for `meta`.
+    sim: Option<SimBackend>,
 }
 
 impl ShapesBackend {
     /// Shapes-only `cuda:index` with `capacity` bytes.
     pub fn new(index: usize, capacity: u64, config: AllocConfig) -> ShapesBackend {
         ShapesBackend {
-            sim: SimBackend::new(index, capacity, config),
+            sim: Some(SimBackend::new(index, capacity, config)),
+        }
+    }
+
+    /// PyTorch's `meta` device (Note [meta device]).
+    pub fn meta() -> ShapesBackend {
+        ShapesBackend { sim: None }
+    }
+
+    /// Why values cannot be read here.
+    fn no_values(&self) -> &'static str {
+        if self.sim.is_some() {
+            NO_VALUES
+        } else {
+            META_NO_DATA
         }
     }
 }
 
 impl Backend for ShapesBackend {
     fn device(&self) -> Device {
-        self.sim.device()
+        self.sim.as_ref().map_or(Device::Meta, |s| s.device())
     }
     fn name(&self) -> String {
-        format!("{} (shapes only)", self.sim.name())
+        match &self.sim {
+            Some(sim) => format!("{} (shapes only)", sim.name()),
+            None => "meta".into(),
+        }
     }
     fn allocator(&self) -> Option<Arc<dyn DeviceAllocator>> {
-        self.sim.allocator()
+        self.sim.as_ref().and_then(|s| s.allocator())
     }
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
-        self.sim.alloc(bytes)
+        self.sim
+            .as_ref()
+            .map_or(Ok(META_ADDRESS), |s| s.alloc(bytes))
     }
     fn free(&self, ptr: DevicePtr, bytes: usize) {
-        self.sim.free(ptr, bytes)
+        if let Some(sim) = &self.sim {
+            sim.free(ptr, bytes)
+        }
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
@@ -61,19 +94,25 @@ impl Backend for ShapesBackend {
         false
     }
     fn props(&self) -> Option<DeviceProps> {
-        self.sim.props()
+        self.sim.as_ref().and_then(|s| s.props())
     }
     fn blas_workspaces(&self) -> Vec<Workspace> {
-        self.sim.blas_workspaces()
+        self.sim
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.blas_workspaces())
     }
     fn clear_blas_workspaces(&self) {
-        self.sim.clear_blas_workspaces()
+        if let Some(sim) = &self.sim {
+            sim.clear_blas_workspaces()
+        }
     }
     fn matmul(&self, _lhs: Operand, _rhs: Operand, _dst: Operand) -> Result<()> {
-        self.sim.take_workspace()
+        self.sim.as_ref().map_or(Ok(()), |s| s.take_workspace())
     }
     fn addmm(&self, _b: Operand, _l: Operand, _r: Operand, _dst: Operand, lt: bool) -> Result<()> {
-        self.sim.take_addmm_workspaces(lt)
+        self.sim
+            .as_ref()
+            .map_or(Ok(()), |s| s.take_addmm_workspaces(lt))
     }
     fn attention(&self, _a: &Attention, _out: Operand, _lse: Option<Operand>) -> Result<()> {
         Ok(())
@@ -200,7 +239,7 @@ impl Backend for ShapesBackend {
         Ok(())
     }
     fn read_bytes(&self, _src: DevicePtr, _dst: &mut [u8]) -> Result<()> {
-        Err(TensorError::runtime(NO_VALUES))
+        Err(TensorError::runtime(self.no_values()))
     }
     fn copy(&self, _src: Operand, _dst: Operand) -> Result<()> {
         Ok(())

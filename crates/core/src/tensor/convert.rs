@@ -47,7 +47,12 @@ impl Tensor {
             return Ok(self.clone());
         }
         let target = device::backend(device)?;
-        let out = if self.is_cuda() && device.is_cuda() {
+        let out = if device == Device::Meta {
+            // Note [meta device]: to meta makes a tensor of the shape, copying nothing.
+            Tensor::empty_with(target, self.dims(), self.dtype())?
+        } else if self.device() == Device::Meta {
+            return Err(TensorError::not_implemented(device::shapes::META_NO_DATA));
+        } else if self.is_cuda() && device.is_cuda() {
             self.copy_to_gpu(target)?
         } else if !self.inner.storage.has_values() {
             // Shapes only (`torchlet fit`): the copy's memory is what matters, its bytes are not
@@ -145,7 +150,11 @@ impl Tensor {
     /// as PyTorch's device-to-host copy of a dense view takes none.
     pub(crate) fn host_bytes(&self) -> Result<Vec<u8>> {
         if !self.inner.storage.has_values() {
-            return Err(TensorError::runtime(device::shapes::NO_VALUES));
+            return Err(TensorError::runtime(if self.device() == Device::Meta {
+                device::shapes::META_NO_DATA
+            } else {
+                device::shapes::NO_VALUES
+            }));
         }
         let size = self.element_size();
         let l = self.layout();
@@ -210,6 +219,11 @@ impl Tensor {
     /// The value of a one-element tensor.
     pub fn item(&self) -> Result<Scalar> {
         super::check_interrupt()?;
+        if self.device() == Device::Meta {
+            return Err(TensorError::runtime(
+                "Tensor.item() cannot be called on meta tensors",
+            ));
+        }
         let n = self.numel();
         if n != 1 {
             return Err(TensorError::runtime(format!(

@@ -54,6 +54,26 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// An elementwise function written into `self` (`clamp_`, `erfinv_`, `exp_`, ...), as
+    /// initialisation uses them: outside a graph, allocating nothing.
+    pub fn unary_(&self, op: UnaryOp, name: &str) -> Result<Tensor> {
+        self.check_inplace()?;
+        if needs_grad(&[self]) {
+            return Err(TensorError::runtime(format!(
+                "torchlet: {name}_() on a tensor in an autograd graph is not supported yet; use \
+                 {name}() (out of place), or run it under torch.no_grad()"
+            )));
+        }
+        if !matches!(op, UnaryOp::Clamp { .. } | UnaryOp::Abs | UnaryOp::Neg) {
+            self.float_only(name)?;
+        }
+        if self.numel() > 0 {
+            self.backend().unary(op, self.operand(), self.operand())?;
+        }
+        self.bump_version();
+        Ok(self.clone())
+    }
+
     fn check_cast(&self, result: DType) -> Result<()> {
         if !result.can_cast_to(self.dtype()) {
             return Err(TensorError::runtime(format!(

@@ -228,11 +228,22 @@ impl Tensor {
         let prefix = "tensor(";
         let indent = prefix.len();
         let mut suffixes = Vec::new();
-        if self.device().is_cuda() {
+        if self.device() != crate::device::Device::Cpu {
             suffixes.push(format!("device='{}'", self.device()));
         }
         let dtype = self.dtype();
-        let body = if self.numel() == 0 {
+        let body = if self.device() == crate::device::Device::Meta {
+            // PyTorch's: no values, so `...` and the size.
+            let dims: Vec<String> = self.dims().iter().map(|d| d.to_string()).collect();
+            suffixes.push(match dims.len() {
+                1 => format!("size=({},)", dims[0]),
+                _ => format!("size=({})", dims.join(", ")),
+            });
+            if dtype != DType::F32 {
+                suffixes.push(format!("dtype={dtype}"));
+            }
+            "...".to_string()
+        } else if self.numel() == 0 {
             if self.dim() != 1 {
                 let dims: Vec<String> = self.dims().iter().map(|d| d.to_string()).collect();
                 let tuple = if dims.len() == 1 {

@@ -27,6 +27,7 @@ pub(crate) fn next_seed(device: Device) -> u64 {
     let device_salt = match device {
         Device::Cpu => 0,
         Device::Cuda(i) => 1 + i as u64,
+        Device::Meta => u64::MAX,
     };
     map.entry(device)
         .or_insert_with(|| {

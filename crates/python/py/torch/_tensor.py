@@ -98,6 +98,10 @@ class Tensor(_C.TensorBase):
         return _C._device(self) == "cpu"
 
     @property
+    def is_meta(self):
+        return _C._device(self) == "meta"
+
+    @property
     def requires_grad(self):
         return _C._requires_grad(self)
 
@@ -649,9 +653,11 @@ class Tensor(_C.TensorBase):
         return _C._copy_(self, src)
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        _before_random_op(self)
         return _C._uniform_(self, a, b)
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        _before_random_op(self)
         return _C._normal_(self, mean, std)
 
     def masked_fill(self, mask, value):
@@ -668,6 +674,41 @@ class Tensor(_C.TensorBase):
         return _C._clamp(self, min, max)
 
     clip = clamp
+
+    def clamp_(self, min=None, max=None):
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return _C._unary_("clamp", self, min, max)
+
+    clip_ = clamp_
+
+    # In place, as initialisation writes them (outside a graph, allocating nothing).
+    def erfinv_(self):
+        return _C._unary_("erfinv", self, None, None)
+
+    def exp_(self):
+        return _C._unary_("exp", self, None, None)
+
+    def log_(self):
+        return _C._unary_("log", self, None, None)
+
+    def sqrt_(self):
+        return _C._unary_("sqrt", self, None, None)
+
+    def rsqrt_(self):
+        return _C._unary_("rsqrt", self, None, None)
+
+    def abs_(self):
+        return _C._unary_("abs", self, None, None)
+
+    def neg_(self):
+        return _C._unary_("neg", self, None, None)
+
+    def sigmoid_(self):
+        return _C._unary_("sigmoid", self, None, None)
+
+    def tanh_(self):
+        return _C._unary_("tanh", self, None, None)
 
     def gelu(self, approximate="none"):
         return _C._unary("gelu", self, approximate)
@@ -840,6 +881,13 @@ class _Storage:
 # Note [retain_grad]: PyTorch keeps a non-leaf's gradient through a hook that runs after the
 # tensor's other hooks and holds the tensor weakly (so it keeps nothing alive): the first gradient
 # is cloned (contiguous), a later one added into a new tensor, `grad = grad + new`.
+def _before_random_op(t):
+    """An FSDP2 shard is PyTorch's DTensor, whose random ops take device memory of their own
+    (Note [FSDP2's shards are DTensors] in torch.distributed.fsdp)."""
+    if getattr(t, "_dtensor_device", None) is not None:
+        sys.modules["torch.distributed.fsdp"]._dtensor_random_op(t)
+
+
 def _retain_grad_hook(ref):
     def hook(grad):
         tensor = ref()

@@ -247,6 +247,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     // In place.
     ("_inplace", inplace),
+    ("_unary_", unary_inplace),
     ("_fill_", |a| one(a, a.tensor(0)?.fill_(a.scalar(1)?))),
     ("_zero_", |a| one(a, a.tensor(0)?.zero_())),
     ("_relu_", |a| one(a, a.tensor(0)?.relu_())),
@@ -271,10 +272,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
 
 /// PyTorch's name for a device: `cpu`, `cuda:0`.
 pub(crate) fn device_name(device: Device) -> String {
-    match device {
-        Device::Cpu => "cpu".into(),
-        Device::Cuda(i) => format!("cuda:{i}"),
-    }
+    device.to_string()
 }
 
 fn one(a: &Args, t: torchlet_core::tensor::Result<Tensor>) -> PyResult {
@@ -419,6 +417,31 @@ fn inplace(a: &Args) -> PyResult {
         _ => return Err(a.vm.new_value_error(format!("no in-place op {op}_"))),
     };
     result.or_raise(a.vm)?;
+    Ok(a.get(1)?.clone())
+}
+
+/// `_unary_(name, t, min, max)`: an elementwise function written into `t` (`clamp_` takes the
+/// bounds, the others ignore them).
+fn unary_inplace(a: &Args) -> PyResult {
+    use torchlet_core::device::UnaryOp;
+    let name = a.str(0)?;
+    let op = match name.as_str() {
+        "clamp" => UnaryOp::Clamp {
+            min: a.opt_float(2)?,
+            max: a.opt_float(3)?,
+        },
+        "erfinv" => UnaryOp::Erfinv,
+        "exp" => UnaryOp::Exp,
+        "log" => UnaryOp::Log,
+        "sqrt" => UnaryOp::Sqrt,
+        "rsqrt" => UnaryOp::Rsqrt,
+        "abs" => UnaryOp::Abs,
+        "neg" => UnaryOp::Neg,
+        "sigmoid" => UnaryOp::Sigmoid,
+        "tanh" => UnaryOp::Tanh,
+        other => return Err(a.vm.new_value_error(format!("no in-place op {other}_"))),
+    };
+    a.tensor(1)?.unary_(op, &name).or_raise(a.vm)?;
     Ok(a.get(1)?.clone())
 }
 

@@ -86,6 +86,7 @@ pub(crate) fn raise(vm: &VirtualMachine, error: TensorError) -> PyBaseExceptionR
         ErrorKind::Index => vm.ctx.exceptions.index_error.to_owned(),
         ErrorKind::Type => vm.ctx.exceptions.type_error.to_owned(),
         ErrorKind::Value => vm.ctx.exceptions.value_error.to_owned(),
+        ErrorKind::NotImplemented => vm.ctx.exceptions.not_implemented_error.to_owned(),
         ErrorKind::Interrupt => vm.ctx.exceptions.keyboard_interrupt.to_owned(),
         ErrorKind::Runtime => vm.ctx.exceptions.runtime_error.to_owned(),
     };

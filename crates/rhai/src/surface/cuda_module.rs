@@ -17,7 +17,9 @@ fn cuda_index(device: Option<&Dynamic>) -> Res<usize> {
         Some(d) if d.is_unit() => Ok(device::current_device()),
         Some(d) => match device_of(d)? {
             Device::Cuda(i) => Ok(i),
-            Device::Cpu => Err(value_error("Expected a cuda device, but got: cpu")),
+            other => Err(value_error(format!(
+                "Expected a cuda device, but got: {other}"
+            ))),
         },
     }
 }

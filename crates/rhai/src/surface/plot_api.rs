@@ -25,10 +25,10 @@ fn show(frontend: &dyn Frontend, device: Option<&Dynamic>) -> Result<(), Box<rha
     let index = match device {
         Some(d) if !d.is_unit() => match super::convert::device_of(d)? {
             torchlet_core::device::Device::Cuda(i) => i,
-            torchlet_core::device::Device::Cpu => {
-                return Err(super::errors::value_error(
-                    "plot_memory: the CPU's memory is not traced; give a cuda device",
-                ))
+            other => {
+                return Err(super::errors::value_error(format!(
+                    "plot_memory: the {other} device's memory is not traced; give a cuda device"
+                )))
             }
         },
         _ => torchlet_core::device::current_device(),

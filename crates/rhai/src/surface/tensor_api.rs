@@ -110,7 +110,7 @@ fn register_moves(engine: &mut Engine) {
         .register_fn("cuda", |t: &mut Tensor, device: Dynamic| {
             match device_of(&device)? {
                 cuda @ Device::Cuda(_) => t.to_device(cuda).or_raise(),
-                Device::Cpu => Err(value_error("Invalid device, must be cuda device")),
+                Device::Cpu | Device::Meta => Err(value_error("Invalid device, must be cuda device")),
             }
         })
         .register_doc("cpu", &["t.cpu() — a copy in host memory"], |t: &mut Tensor| t.to_device(Device::Cpu).or_raise())

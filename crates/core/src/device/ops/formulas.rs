@@ -1,4 +1,4 @@
-//! Host formulas too long for a row of the op table (clamp, GELU and the activations' derivatives).
+//! Host formulas too long for a row of the op table (clamp, erfinv, GELU and the activations' derivatives).
 
 /// `x` limited to `[min, max]`; NaN stays NaN.
 pub(super) fn clamp(x: f64, min: Option<f64>, max: Option<f64>) -> f64 {
@@ -7,6 +7,55 @@ pub(super) fn clamp(x: f64, min: Option<f64>, max: Option<f64>) -> f64 {
     }
     let x = min.map_or(x, |m| x.max(m));
     max.map_or(x, |m| x.min(m))
+}
+
+/// The inverse error function: Giles' approximation ("Approximating the erfinv function", GPU
+/// Computing Gems, 2011), then two Newton steps on `erf(x) = y` for double precision.
+pub(super) fn erfinv(y: f64) -> f64 {
+    if y.is_nan() || y.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if y.abs() == 1.0 {
+        return y * f64::INFINITY;
+    }
+    let w = -((1.0 - y) * (1.0 + y)).ln();
+    let (coefficients, t): (&[f64], f64) = if w < 5.0 {
+        (
+            &[
+                2.810_226_36e-08,
+                3.432_739_39e-07,
+                -3.523_387_7e-06,
+                -4.391_506_54e-06,
+                2.185_808_7e-04,
+                -1.253_725_03e-03,
+                -4.177_681_64e-03,
+                2.466_407_27e-01,
+                1.501_409_41,
+            ],
+            w - 2.5,
+        )
+    } else {
+        (
+            &[
+                -2.002_142_57e-04,
+                1.009_505_58e-04,
+                1.349_343_22e-03,
+                -3.673_428_44e-03,
+                5.739_507_73e-03,
+                -7.622_461_3e-03,
+                9.438_870_47e-03,
+                1.001_674_06,
+                2.832_976_82,
+            ],
+            w.sqrt() - 3.0,
+        )
+    };
+    let mut x = coefficients.iter().fold(0.0, |p, c| p * t + c) * y;
+    for _ in 0..2 {
+        let slope = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp();
+        x -= (libm::erf(x) - y) / slope;
+    }
+    x
 }
 
 /// `sqrt(2 / pi)`, the tanh form's scale.

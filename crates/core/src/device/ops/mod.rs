@@ -54,6 +54,8 @@ unary_ops! {
     Sin => "sin" { float: |x| x.sin(), fast_f32: yes, cuda: "m_sin(x)", }
     /// Cosine.
     Cos => "cos" { float: |x| x.cos(), fast_f32: yes, cuda: "m_cos(x)", }
+    /// The inverse error function (`trunc_normal_` draws through it).
+    Erfinv => "erfinv" { float: |x| formulas::erfinv(x), cuda: "m_erfinv(x)", }
     /// -1, 0 or 1 (NaN and -0.0 keep their sign bit through `x * 0`).
     Sign => "sign" {
         float: |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x * 0.0 },

@@ -25,6 +25,14 @@ Note [FSDP2's memory], per parameter group (one per `fully_shard` call), as reco
   the reduce-scatter output on the reduce-scatter stream; the sharded gradients are views of it;
 - the final callback frees the last reduce-scatter input.
 Collectives move no data: one rank's memory is what FSDP2 allocates (see torch.distributed).
+
+Note [FSDP2's CPU offload] (`offload_policy=CPUOffloadPolicy()`, recorded on an H100,
+`tests/parity/py_fsdp2_cpu_offload.py`): the module still moves to the GPU first; each padded shard
+is made there and copied to the host (the device copy freed at once), so shards, their gradients
+and the optimizer's state take no device memory. Each unshard copies every shard to the GPU on the
+all-gather copy-in stream before the all-gather output is allocated; the copies go, last first,
+as the all-gather is issued. Post-backward copies the sharded gradients to the host, so the
+reduce-scatter output goes as `foreach_reduce` returns instead of living on as the gradients.
 """
 
 import math
@@ -62,8 +70,10 @@ class OffloadPolicy:
 
 
 class CPUOffloadPolicy(OffloadPolicy):
+    """Shards, their gradients and the optimizer's state in host memory (Note [FSDP2's CPU offload])."""
+
     def __init__(self, pin_memory=True):
-        raise NotImplementedError("torchlet: fully_shard(offload_policy=CPUOffloadPolicy()) is not supported yet")
+        self.pin_memory = pin_memory
 
 
 def _div_up(a, b):
@@ -122,7 +132,7 @@ def _chunk_cat(tensors, num_chunks, out):
 class _FSDPParam:
     """One parameter: its padded shard, and the unsharded parameter made from the all-gather."""
 
-    def __init__(self, param, owners, rank, world_size, device):
+    def __init__(self, param, owners, rank, world_size, device, offload):
         self.owners = owners  # (module, name) of each place the parameter is registered
         name = owners[0][1]
         self.orig_size = tuple(param.shape)
@@ -134,11 +144,17 @@ class _FSDPParam:
         length = max(0, min(chunk, rows - rank * chunk))
         self.sharded_size = (length,) + self.orig_size[1:]
         self.requires_grad = param.requires_grad
-        padded = torch.zeros(self.padded_sharded_size, dtype=param.dtype, device=device)
+        # A meta parameter is sharded on meta, made on the device by to_empty (Note [meta device]).
+        where = param.device if param.is_meta else device
+        padded = torch.zeros(self.padded_sharded_size, dtype=param.dtype, device=where)
         if length > 0:
             padded.narrow(0, 0, length).copy_(param.detach().narrow(0, rank * chunk, length))
+        if offload and not padded.is_meta:
+            padded = padded.cpu()
         self.sharded_param_data = padded.view(-1)
         self.sharded_param = Parameter(padded.narrow(0, 0, length), requires_grad=param.requires_grad)
+        # PyTorch's shard is a DTensor on the mesh's device (Note [FSDP2's shards are DTensors]).
+        self.sharded_param._dtensor_device = device
         self.all_gather_outputs = []
         self.unsharded_param = None
         # The gradients of backwards without sync, cast to the reduce dtype (when there is one).
@@ -149,6 +165,23 @@ class _FSDPParam:
     def set_on_module(self, param):
         for module, name in self.owners:
             module._parameters[name] = param
+
+    def reset_sharded_param(self):
+        """After `Module._apply` gave the shard new data (`to_empty`), pad it again to the padded
+        shard size when it is shorter, as FSDP2's `reset_sharded_param` does: the padded shard is
+        allocated, the data copied, and the unpadded one freed (Note [meta device])."""
+        param = self.owners[0][0]._parameters[self.owners[0][1]]
+        self.sharded_param = param
+        if param.is_meta:
+            return
+        if tuple(param.shape) == self.padded_sharded_size:
+            self.sharded_param_data = param.detach().view(-1)
+            return
+        length = param.size(0) if param.numel() > 0 else 0
+        padded = param.new_zeros(self.padded_sharded_size)
+        padded.narrow(0, 0, length).copy_(param.detach())
+        self.sharded_param_data = padded.view(-1)
+        torch._C._set_data(param, padded.narrow(0, 0, length))
 
     def init_all_gather_outputs(self, numel, dtype, world_size, device):
         if not self.all_gather_outputs:
@@ -248,9 +281,10 @@ class _Nothing:
 class _FSDPParamGroup:
     """The parameters one `fully_shard` call manages, communicated together (Note [FSDP2's memory])."""
 
-    def __init__(self, params, owners, rank, world_size, device, mp_policy):
+    def __init__(self, params, owners, rank, world_size, device, mp_policy, offload):
         self.rank, self.world_size, self.device, self.mp_policy = rank, world_size, device, mp_policy
-        self.fsdp_params = [_FSDPParam(p, o, rank, world_size, device) for p, o in zip(params, owners)]
+        self.offload = offload
+        self.fsdp_params = [_FSDPParam(p, o, rank, world_size, device, offload) for p, o in zip(params, owners)]
         self.comm = _CommContext()
         self.training_state = _IDLE
         self.unsharded = False
@@ -296,7 +330,8 @@ class _FSDPParamGroup:
             for t in inputs:
                 mine.narrow(0, offset, t.numel()).copy_(t)
                 offset += t.numel()
-            del inputs
+            # PyTorch's list of inputs goes as foreach_all_gather returns, last first.
+            del t, inputs
         if gather is not None:
             gather.wait_stream(copy_in)
         with _on_stream(gather):
@@ -305,6 +340,9 @@ class _FSDPParamGroup:
 
     def _all_gather_inputs(self):
         sources = [p.post_forward_data if self.sharded_post_forward else p.sharded_param_data for p in self.fsdp_params]
+        if self.offload:
+            # Note [FSDP2's CPU offload]: each shard is copied to the GPU, on the copy-in stream.
+            return [t.to(self.device, non_blocking=True) for t in sources]
         if self.param_dtype is None:
             return sources
         # Parameters cast for the all-gather: one flat tensor, split (foreach copy).
@@ -323,7 +361,7 @@ class _FSDPParamGroup:
             for p in self.fsdp_params:
                 if not p.all_gather_outputs:
                     dtype = self.param_dtype or p.sharded_param_data.dtype
-                    p.all_gather_outputs = [torch.empty_like(p.sharded_param_data, dtype=dtype)]
+                    p.all_gather_outputs = [torch.empty_like(p.sharded_param_data, dtype=dtype, device=self.device)]
                 p.alloc_all_gather_outputs()
                 with torch.autograd._unsafe_preserve_version_counter(p.all_gather_outputs):
                     p.all_gather_outputs[0].copy_(p.sharded_param_data)
@@ -472,6 +510,8 @@ class _FSDPParamGroup:
             for numel, p in zip(padded, params):
                 size = math.prod(p.sharded_size)
                 grad = grad_output.narrow(0, offset, size).view(p.sharded_size)
+                if self.offload:
+                    grad = grad.to("cpu", non_blocking=True)
                 if p.sharded_param.grad is not None:
                     p.sharded_param.grad += grad
                 else:
@@ -524,6 +564,7 @@ class _FSDPState:
     def _lazy_init(self):
         if self.is_root is not None:
             return
+        _validate_no_meta_params(self.module)
         self.is_root = True
         for module in self.module.modules():
             state = module.__dict__.get("_fsdp_state")
@@ -626,8 +667,92 @@ def _cast(value, dtype):
     return value
 
 
+# Note [FSDP2's shards are DTensors]: PyTorch's sharded parameters are DTensors, and two of
+# DTensor's mechanisms allocate device memory that FSDP2's own code does not name:
+# - random ops (nn.init's uniform_, normal_, trunc_normal_, ...) run through DTensor's RNG tracker
+#   (torch/distributed/tensor/_random.py): the first one makes an OffsetBasedRNGTracker, which
+#   copies the generator's 16-byte state to the device twice (`get_rng_state().to(device)`) and
+#   compares the copies (a 16-byte bool tensor, freed first; the copies go as its __init__
+#   returns); every random op then copies the state to the device once more, freed at once;
+# - an op that makes a CUDA tensor from a meta one (`to_empty`'s `empty_like(t, device=...)`) runs
+#   its sharding propagation on FakeTensors, and a FakeTensor's device gets PyTorch's
+#   `init_gpu_context`, `torch.empty(1, device=device)` made and freed, once per device object
+#   of the process: the device as given ("cuda") and as indexed ("cuda:0").
+# Both as recorded on an H100 (tests/parity/py_fsdp2_meta_init.py).
+class _RNGTracker:
+    def __init__(self):
+        self.ready = False
+
+    def before_random_op(self, device):
+        if not self.ready:
+            self.ready = True
+            rng_state = _rng_state_on(device)
+            my_rng_state = _rng_state_on(device)
+            same = my_rng_state == rng_state
+            del same
+            del rng_state, my_rng_state
+        _rng_state_on(device)
+
+
+def _rng_state_on(device):
+    return torch.empty(16, dtype=torch.uint8, device=device)
+
+
+_rng_tracker = _RNGTracker()
+_fake_gpu_contexts = set()
+
+
+def _dtensor_random_op(t):
+    """Called by a tensor's random op before it runs: DTensor's RNG tracker's device memory."""
+    device = t.__dict__.get("_dtensor_device")
+    if device is not None and device.type == "cuda" and not t.is_meta:
+        _rng_tracker.before_random_op(device)
+
+
+def _fake_gpu_context(device):
+    given = torch.device(device)
+    if given.type != "cuda":
+        return
+    indexed = torch.device("cuda", given.index if given.index is not None else torch.cuda.current_device())
+    for d in (given, indexed):
+        if repr(d) not in _fake_gpu_contexts:
+            _fake_gpu_contexts.add(repr(d))
+            torch.empty(1, device=d)
+
+
+def _validate_no_meta_params(root):
+    on_meta = [name for name, p in root.named_parameters() if p.is_meta]
+    if on_meta:
+        raise RuntimeError(
+            "FSDP parameters should be materialized from meta device before training, "
+            f"but the following were still on meta device: {on_meta}\n"
+            "For example, call module.to_empty(device) to materialize to device and "
+            "call module.reset_parameters() on each module to initialize values."
+        )
+
+
 class FSDPModule:
     """The class `fully_shard` gives a module: FSDP2's module methods."""
+
+    def to_empty(self, *, device, recurse=True):
+        def make(t):
+            if t.is_meta and "_dtensor_device" in t.__dict__:
+                _fake_gpu_context(device)
+            return torch.empty_like(t, device=device)
+
+        return self._apply(make, recurse=recurse)
+
+    def _apply(self, *args, **kwargs):
+        # The sharded parameters are the registered ones while the function runs; a shard it
+        # made anew is padded again after (Note [meta device]).
+        self.reshard()
+        ret = super()._apply(*args, **kwargs)
+        group = self._fsdp_state.group
+        if group is not None:
+            with torch.no_grad():
+                for fsdp_param in group.fsdp_params:
+                    fsdp_param.reset_sharded_param()
+        return ret
 
     def reshard(self):
         group = self._fsdp_state.group
@@ -687,8 +812,12 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         raise NotImplementedError("torchlet: fully_shard of a list of modules is not supported yet")
     if shard_placement_fn is not None or ignored_params:
         raise NotImplementedError("torchlet: fully_shard(shard_placement_fn=..., ignored_params=...) is not supported yet")
-    if type(offload_policy) is not OffloadPolicy:
-        raise NotImplementedError("torchlet: fully_shard(offload_policy=...) is not supported yet")
+    offload = isinstance(offload_policy, CPUOffloadPolicy)
+    if offload and mp_policy.param_dtype is not None:
+        raise NotImplementedError(
+            "torchlet: fully_shard(offload_policy=CPUOffloadPolicy(), mp_policy=MixedPrecisionPolicy(param_dtype=...)) "
+            "is not supported yet; offload without param_dtype, or keep the shards on the GPU"
+        )
     if mesh is None:
         if not dist.is_initialized():
             raise ValueError("fully_shard needs a process group: call torch.distributed.init_process_group first")
@@ -699,7 +828,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     owners = _managed_params(module)
     _move_to(module, device)
     params = [places[0][0]._parameters[places[0][1]] for places in owners]
-    group = _FSDPParamGroup(params, owners, rank, world_size, device, mp_policy) if params else None
+    group = _FSDPParamGroup(params, owners, rank, world_size, device, mp_policy, offload) if params else None
     if group is not None and reshard_after_forward is not None:
         group.reshard_after_forward = _reshard_setting(reshard_after_forward, world_size)
     # The unsharded parameters go as fully_shard returns, first to last.
@@ -739,18 +868,31 @@ def _managed_params(module):
     return owners
 
 
+def _managed_modules(module):
+    """`module` and its submodules that no inner fully_shard took (their states are its own)."""
+    found, stack = [], [(module, True)]
+    while stack:
+        m, top = stack.pop()
+        if not top and "_fsdp_state" in m.__dict__:
+            continue
+        found.append(m)
+        stack.extend((child, False) for child in reversed(list(m._modules.values())) if child is not None)
+    return found
+
+
 def _move_to(module, device):
     """fully_shard's move of the module's states to the mesh's device (those not there yet; a
     shared parameter stays shared)."""
     moved = {}
-    for m in module.modules():
+    for m in _managed_modules(module):
         for name, p in list(m._parameters.items()):
-            if p is not None and p.device != device:
+            # Meta parameters stay on meta, for to_empty to make (Note [meta device]).
+            if p is not None and p.device != device and not p.is_meta:
                 if id(p) not in moved:
                     moved[id(p)] = Parameter(p.detach().to(device), requires_grad=p.requires_grad)
                 m._parameters[name] = moved[id(p)]
         for name, b in list(m._buffers.items()):
-            if b is not None and b.device != device:
+            if b is not None and b.device != device and not b.is_meta:
                 m._buffers[name] = b.to(device)
 
 

@@ -35,20 +35,27 @@ def calculate_gain(nonlinearity, param=None):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     with torch.no_grad():
-        return _C._uniform_(tensor, a, b)
+        return tensor.uniform_(a, b)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     with torch.no_grad():
-        return _C._normal_(tensor, mean, std)
+        return tensor.normal_(mean, std)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    # Normal samples clamped to [a, b]: the clamped copy is a temporary of the tensor's size
-    # (PyTorch's in-place version makes none); initialisation usually runs on the CPU.
+    # PyTorch's inverse-CDF draw, in place: uniform over the bounds' CDF values, erfinv, scale.
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    low, high = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
     with torch.no_grad():
-        _C._normal_(tensor, mean, std)
-        return _C._copy_(tensor, tensor.clamp(a, b))
+        tensor.uniform_(2 * low - 1, 2 * high - 1)
+        tensor.erfinv_()
+        tensor.mul_(std * math.sqrt(2.0))
+        tensor.add_(mean)
+        tensor.clamp_(min=a, max=b)
+        return tensor
 
 
 def constant_(tensor, val):

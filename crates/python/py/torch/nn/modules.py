@@ -271,9 +271,10 @@ class Module:
 
     # Moving and converting: children first, then this module's parameters, then its buffers,
     # as PyTorch's Module._apply does.
-    def _apply(self, fn):
-        for module in self.children():
-            module._apply(fn)
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         for key, param in self._parameters.items():
             if param is None:
                 continue
@@ -320,11 +321,23 @@ class Module:
                 device = a
 
         def convert(t):
-            if dtype is not None and t.is_floating_point():
-                return t.to(device=device, dtype=dtype)
-            return t.to(device=device)
+            try:
+                if dtype is not None and t.is_floating_point():
+                    return t.to(device=device, dtype=dtype)
+                return t.to(device=device)
+            except NotImplementedError as e:
+                if str(e) == "Cannot copy out of meta tensor; no data!":
+                    raise NotImplementedError(
+                        f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() "
+                        f"when moving module from meta to a different device."
+                    ) from None
+                raise
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Each parameter and buffer made anew on `device`, uninitialised (Note [meta device])."""
+        return self._apply(lambda t: torch.empty_like(t, device=device), recurse=recurse)
 
     def _floating(self, dtype):
         return self._apply(lambda t: t.to(dtype=dtype) if t.is_floating_point() else t)

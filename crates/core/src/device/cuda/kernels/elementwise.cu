@@ -18,6 +18,7 @@ MATH1(tanh, tanhf, tanh)
 MATH1(sin, sinf, sin)
 MATH1(cos, cosf, cos)
 MATH1(erf, erff, erf)
+MATH1(erfinv, erfinvf, erfinv)
 
 template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow((double)a, (double)b); }
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
