@@ -1,7 +1,8 @@
-//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, attention, autocast, norms, optimizers, printing, the meta device.
+//! Tensors and autograd on every device: ops, shapes, indexing, dtypes, attention, autocast, norms, optimizers, printing, activations, the meta device.
 #[path = "../common/mod.rs"]
 mod common;
 
+mod activations;
 mod arg_extremes;
 mod attention;
 mod autocast;

@@ -48,3 +48,17 @@ impl Tensor {
         }
     }
 }
+
+impl Tensor {
+    /// `self & other` or `self | other` of two bool tensors (PyTorch's bitwise kernels on
+    /// bools): one bool tensor, broadcast.
+    pub fn bool_logic(&self, other: &Tensor, or: bool) -> Result<Tensor> {
+        if self.dtype() != super::DType::Bool || other.dtype() != super::DType::Bool {
+            return Err(TensorError::runtime(format!(
+                "torchlet: {} runs on bool tensors only yet (no integer bitwise ops)",
+                if or { "|" } else { "&" }
+            )));
+        }
+        self.binary_raw(other, if or { BinaryOp::Maximum } else { BinaryOp::Mul })
+    }
+}

@@ -1,7 +1,8 @@
 //! Tensors: the `Tensor` handle, shapes and views, dtypes, op dispatch, PyTorch-style printing.
 //!
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
-//! `random` and `convert` make tensors and read them back; `math` (elementwise, with PyTorch's
+//! `random` and `convert` make tensors and read them back; `activations` (leaky_relu, elu,
+//! softplus, mish, hardswish) and rounding; `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward; `iter_layout` lays its outputs out as TensorIterator
 //! does), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
@@ -25,6 +26,7 @@
 //! every allocation (the backend only fills memory it is handed), which is what keeps memory
 //! events PyTorch's.
 
+mod activations;
 pub mod amp_scale;
 pub mod attention;
 mod attention_fused;

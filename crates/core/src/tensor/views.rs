@@ -348,6 +348,36 @@ impl Tensor {
         })
     }
 
+    /// Every `step`-th element of `dim`, `len` of them from `start` (a view; `x[:, start::step]`).
+    /// Step 1 is [`Tensor::narrow`].
+    pub fn slice_step(&self, dim: isize, start: usize, len: usize, step: usize) -> Result<Tensor> {
+        if step == 1 {
+            return self.narrow(dim, start as isize, len);
+        }
+        if step == 0 {
+            return Err(TensorError::value("slice step cannot be zero"));
+        }
+        let d = wrap_dim(dim, self.dim())?;
+        let size = self.dims()[d];
+        if len > 0 && start + (len - 1) * step >= size {
+            return Err(TensorError::index(format!(
+                "slice of {len} elements from {start} by {step} exceeds dimension size ({size})"
+            )));
+        }
+        let mut l = self.layout().clone();
+        l.offset += start.min(size) * l.strides[d];
+        l.shape[d] = len;
+        l.strides[d] *= step;
+        let input_shape = self.shape();
+        self.make_view(l, "SliceBackward0", move |g| {
+            // PyTorch's slice_backward: zeros of the input's shape, the gradient copied into the slice.
+            let full = Tensor::zeros(&input_shape, &g.like_options())?;
+            full.slice_step(d as isize, start, len, step)?
+                .copy_from(g)?;
+            Ok(full)
+        })
+    }
+
     /// Broadcast to `shape` without copying (stride-0 dims).
     pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
         if shape.len() < self.dim() {

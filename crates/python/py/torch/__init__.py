@@ -540,7 +540,8 @@ def _define_functions():
     for name in _C._unary_names() + _C._reduce_names() + _C._binary_names():
         if name not in g:
             g[name] = function_of(name)
-    for name in ("argmax", "argmin", "mean", "max", "min", "detach", "clone", "t", "neg"):
+    for name in ("argmax", "argmin", "mean", "max", "min", "detach", "clone", "t", "neg", "floor", "ceil",
+                 "round", "trunc", "isnan", "isinf", "isfinite", "logical_not", "any"):
         if name not in g:
             g[name] = function_of(name)
 

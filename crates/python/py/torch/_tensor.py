@@ -489,14 +489,14 @@ class Tensor(_C.TensorBase):
                 out = _C._select(out, dim, k)
             elif isinstance(k, slice):
                 size = _C._shape(out)[dim]
+                if k.step is not None and k.step <= 0:
+                    raise ValueError("step must be greater than zero")
                 start, stop, step = k.indices(size)
-                if step != 1:
-                    raise NotImplementedError(
-                        f"torchlet: slices with a step ({k}) are not supported yet; only step 1"
-                    )
                 # A slice of the whole dim is skipped, as PyTorch's applySlice skips it (no
                 # SliceBackward0, whose backward would allocate a zero-filled gradient).
-                if not (start == 0 and stop == size):
+                if step != 1:
+                    out = _C._slice(out, dim, start, max(0, (stop - start + step - 1) // step), step)
+                elif not (start == 0 and stop == size):
                     out = _C._narrow(out, dim, start, max(0, stop - start))
                 dim += 1
             elif isinstance(k, (Tensor, list)):
@@ -675,6 +675,67 @@ class Tensor(_C.TensorBase):
 
     clip = clamp
 
+    # Rounding (PyTorch's nodes save nothing; their gradient is zeros).
+    def floor(self):
+        return _C._activation("floor", self, 0.0, 0.0)
+
+    def ceil(self):
+        return _C._activation("ceil", self, 0.0, 0.0)
+
+    def round(self, decimals=0):
+        if decimals != 0:
+            raise NotImplementedError("torchlet: round(decimals=...) is not supported yet; round(x * 10**d) / 10**d does it")
+        return _C._activation("round", self, 0.0, 0.0)
+
+    def trunc(self):
+        return _C._activation("trunc", self, 0.0, 0.0)
+
+    # Tests, as ATen writes them: isnan is `self != self`, isinf `self.abs() == inf`, isfinite
+    # `(self == self) * (self.abs() != inf)` (its right operand made first).
+    def isnan(self):
+        return self != self
+
+    def isinf(self):
+        if not self.is_floating_point():
+            return torch.zeros_like(self, dtype=torch.bool)
+        return self.abs() == float("inf")
+
+    def isfinite(self):
+        if not self.is_floating_point():
+            return torch.ones_like(self, dtype=torch.bool)
+        magnitude = self.abs()
+        finite = magnitude != float("inf")
+        same = self == self
+        out = same * finite
+        del same, finite, magnitude
+        return out
+
+    # Bool logic: one bool output each, as PyTorch's bitwise kernels make.
+    def _logic_operand(self, other, op):
+        if isinstance(other, bool):
+            other = torch.tensor(other, device=self.device)
+        if self.dtype is not torch.bool or not isinstance(other, Tensor) or other.dtype is not torch.bool:
+            raise NotImplementedError(f"torchlet: {op} runs on bool tensors only yet (no integer bitwise ops)")
+        return other
+
+    def __and__(self, other):
+        return _C._bool_logic(self, self._logic_operand(other, "&"), False)
+
+    def __or__(self, other):
+        return _C._bool_logic(self, self._logic_operand(other, "|"), True)
+
+    def __xor__(self, other):
+        return _C._binary("ne", self, self._logic_operand(other, "^"))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self):
+        if self.dtype is not torch.bool:
+            raise NotImplementedError("torchlet: ~ runs on bool tensors only yet (no integer bitwise ops)")
+        return _C._binary("eq", self, False)
+
+    logical_not = __invert__
+
     def clamp_(self, min=None, max=None):
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -731,6 +792,12 @@ class Tensor(_C.TensorBase):
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         t = self if dtype is None else self.to(dtype=dtype)
         return _C._reduce("mean", t, _dims(dim, "mean"), keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """any() of a whole bool tensor: one bool, as PyTorch's reduction makes it."""
+        if dim is not None or self.dtype is not torch.bool:
+            raise NotImplementedError("torchlet: any() runs only on a whole bool tensor yet")
+        return _C._reduce("max", self, None, False)
 
     def all(self, dim=None, keepdim=False):
         """all() of a bool tensor, whole: one bool, as PyTorch's reduction makes it."""

@@ -129,6 +129,18 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         )
     }),
     ("_t", |a| one(a, a.tensor(0)?.t())),
+    ("_slice", |a| {
+        let (start, len, step) = (a.int(2)?, a.int(3)?, a.int(4)?);
+        one(
+            a,
+            a.tensor(0)?.slice_step(
+                a.int(1)? as isize,
+                start as usize,
+                len as usize,
+                step as usize,
+            ),
+        )
+    }),
     ("_reciprocal", |a| one(a, a.tensor(0)?.reciprocal())),
     ("_permute", |a| one(a, a.tensor(0)?.permute(&isizes(a, 1)?))),
     ("_unsqueeze", |a| {
@@ -248,6 +260,11 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     // In place.
     ("_inplace", inplace),
     ("_unary_", unary_inplace),
+    ("_activation", activation),
+    ("_bool_logic", |a| {
+        let or = a.bool(2)?;
+        one(a, a.tensor(0)?.bool_logic(&a.tensor(1)?, or))
+    }),
     ("_fill_", |a| one(a, a.tensor(0)?.fill_(a.scalar(1)?))),
     ("_zero_", |a| one(a, a.tensor(0)?.zero_())),
     ("_relu_", |a| one(a, a.tensor(0)?.relu_())),
@@ -443,6 +460,25 @@ fn unary_inplace(a: &Args) -> PyResult {
     };
     a.tensor(1)?.unary_(op, &name).or_raise(a.vm)?;
     Ok(a.get(1)?.clone())
+}
+
+/// `_activation(name, t, p0, p1)`: the activations with parameters and rounding
+/// (`crates/core/src/tensor/activations.rs`).
+fn activation(a: &Args) -> PyResult {
+    let t = a.tensor(1)?;
+    let result = match a.str(0)?.as_str() {
+        "leaky_relu" => t.leaky_relu(a.float(2)?),
+        "elu" => t.elu(a.float(2)?),
+        "softplus" => t.softplus(a.float(2)?, a.float(3)?),
+        "mish" => t.mish(),
+        "hardswish" => t.hardswish(),
+        "floor" => t.floor(),
+        "ceil" => t.ceil(),
+        "round" => t.round(),
+        "trunc" => t.trunc(),
+        other => return Err(a.vm.new_value_error(format!("no activation {other}"))),
+    };
+    one(a, result)
 }
 
 /// `_softmax(x, dim, dtype)`/`_log_softmax`: with PyTorch's optional result dtype (its name).

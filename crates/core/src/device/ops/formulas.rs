@@ -90,6 +90,13 @@ pub fn gelu_backward(x: f64, tanh: bool) -> f64 {
     }
 }
 
+/// d mish / dx: `t + x * sigmoid(x) * (1 - t^2)` with `t = tanh(softplus(x))`.
+pub fn mish_backward(x: f64) -> f64 {
+    let s = 1.0 / (1.0 + (-x).exp());
+    let t = x.exp().ln_1p().tanh();
+    t + x * s * (1.0 - t * t)
+}
+
 /// d silu / dx: `s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
 pub fn silu_backward(x: f64) -> f64 {
     let s = 1.0 / (1.0 + (-x).exp());

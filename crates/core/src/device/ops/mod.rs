@@ -12,7 +12,7 @@
 mod table;
 mod formulas;
 
-pub use formulas::{gelu, gelu_backward, silu_backward};
+pub use formulas::{gelu, gelu_backward, mish_backward, silu_backward};
 
 /// Receives an op's f32 formula, so a kernel can run it monomorphised in its own loop.
 pub trait MapF32 {
@@ -87,6 +87,39 @@ unary_ops! {
     }
     /// `x * sigmoid(x)` (PyTorch's `silu`).
     Silu => "silu" { float: |x| x / (1.0 + (-x).exp()), fast_f32: yes, cuda: "(x / ((X)1 + m_exp(-x)))", }
+    /// `x` where positive, else `slope * x`.
+    LeakyRelu { slope: f64 } => "leaky_relu" {
+        params: (slope, 0.0),
+        float: |x| if x > 0.0 { x } else { x * slope },
+        cuda: "(x > (X)0 ? x : x * (X)p0)",
+    }
+    /// `x` where positive, else `alpha * (e^x - 1)`.
+    Elu { alpha: f64 } => "elu" {
+        params: (alpha, 0.0),
+        float: |x| if x > 0.0 { x } else { alpha * x.exp_m1() },
+        cuda: "(x > (X)0 ? x : (X)p0 * (m_exp(x) - (X)1))",
+    }
+    /// `log(1 + e^(beta x)) / beta`, or `x` where `beta x > threshold`.
+    Softplus { beta: f64, threshold: f64 } => "softplus" {
+        params: (beta, threshold),
+        float: |x| if x * beta > threshold { x } else { (x * beta).exp().ln_1p() / beta },
+        cuda: "((double)x * p0 > p1 ? x : m_log1p(m_exp(x * (X)p0)) / (X)p0)",
+    }
+    /// `x * tanh(softplus(x))`.
+    Mish => "mish" { float: |x| x * x.exp().ln_1p().tanh(), cuda: "(x * m_tanh(m_log1p(m_exp(x))))", }
+    /// `x * relu6(x + 3) / 6`.
+    Hardswish => "hardswish" {
+        float: |x| if x <= -3.0 { 0.0 } else if x >= 3.0 { x } else { x * (x + 3.0) / 6.0 },
+        cuda: "(x <= (X)-3 ? (X)0 : (x >= (X)3 ? x : x * (x + (X)3) / (X)6))",
+    }
+    /// The largest integer not above `x` (integers unchanged).
+    Floor => "floor" { float: |x| x.floor(), int: |x| x, cuda: "m_floor(x)", }
+    /// The smallest integer not below `x`.
+    Ceil => "ceil" { float: |x| x.ceil(), int: |x| x, cuda: "m_ceil(x)", }
+    /// The nearest integer, halves to even (PyTorch's `round`).
+    Round => "round" { float: |x| x.round_ties_even(), int: |x| x, cuda: "m_rint(x)", }
+    /// `x` without its fraction.
+    Trunc => "trunc" { float: |x| x.trunc(), int: |x| x, cuda: "m_trunc(x)", }
 }
 
 binary_ops! {
@@ -125,6 +158,34 @@ binary_ops! {
         }
         /// SiLU's backward: `lhs * silu'(rhs)` with `rhs` the input.
         SiluBackward => "silu_bw" { float: |a, b| a * silu_backward(b), cuda: "(a * silu_d(b))", }
+        /// Leaky ReLU's backward (`rhs` the input).
+        LeakyReluBackward { slope: f64 } => "leaky_relu_bw" {
+            params: (slope, 0.0),
+            float: |a, b| if b > 0.0 { a } else { a * slope },
+            cuda: "(b > (X)0 ? a : a * (X)p0)",
+        }
+        /// ELU's backward from its input (`rhs`).
+        EluBackward { alpha: f64 } => "elu_bw" {
+            params: (alpha, 0.0),
+            float: |a, b| if b <= 0.0 { a * alpha * b.exp() } else { a },
+            cuda: "(b <= (X)0 ? a * (X)p0 * m_exp(b) : a)",
+        }
+        /// Softplus's backward (`rhs` the input).
+        SoftplusBackward { beta: f64, threshold: f64 } => "softplus_bw" {
+            params: (beta, threshold),
+            float: |a, b| {
+                let z = (b * beta).exp();
+                if b * beta > threshold { a } else { a * z / (z + 1.0) }
+            },
+            cuda: "((double)b * p0 > p1 ? a : a * m_exp(b * (X)p0) / (m_exp(b * (X)p0) + (X)1))",
+        }
+        /// Mish's backward (`rhs` the input).
+        MishBackward => "mish_bw" { float: |a, b| a * mish_backward(b), cuda: "(a * mish_d(b))", }
+        /// Hardswish's backward (`rhs` the input).
+        HardswishBackward => "hardswish_bw" {
+            float: |a, b| if b < -3.0 { 0.0 } else if b <= 3.0 { a * (b / 3.0 + 0.5) } else { a },
+            cuda: "(b < (X)-3 ? (X)0 : (b <= (X)3 ? a * (b / (X)3 + (X)0.5) : a))",
+        }
         /// `a + alpha * b` (PyTorch's `add(b, alpha=…)`, as optimizers update with it).
         AddScaled { alpha: f64 } => "add_alpha" {
             params: (alpha, 0.0),

@@ -14,11 +14,41 @@ def relu(input, inplace=False):
 
 
 def silu(input, inplace=False):
+    _out_of_place("silu", inplace)
     return input.silu()
 
 
 def gelu(input, approximate="none"):
     return _C._unary("gelu", input, approximate)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _out_of_place("leaky_relu", inplace)
+    return _C._activation("leaky_relu", input, float(negative_slope), 0.0)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _out_of_place("elu", inplace)
+    return _C._activation("elu", input, float(alpha), 0.0)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _C._activation("softplus", input, float(beta), float(threshold))
+
+
+def mish(input, inplace=False):
+    _out_of_place("mish", inplace)
+    return _C._activation("mish", input, 0.0, 0.0)
+
+
+def hardswish(input, inplace=False):
+    _out_of_place("hardswish", inplace)
+    return _C._activation("hardswish", input, 0.0, 0.0)
+
+
+def _out_of_place(name, inplace):
+    if inplace:
+        raise NotImplementedError(f"torchlet: {name}(inplace=True) is not supported yet; leave inplace=False")
 
 
 def sigmoid(input):

@@ -852,6 +852,50 @@ ReLU = _activation("ReLU", lambda x, inplace: F.relu(x, inplace=inplace), "max(0
 SiLU = _activation("SiLU", lambda x, inplace: F.silu(x), "x · sigmoid(x), elementwise")
 Tanh = _activation("Tanh", lambda x, inplace: torch.tanh(x), "tanh, elementwise")
 Sigmoid = _activation("Sigmoid", lambda x, inplace: torch.sigmoid(x), "sigmoid, elementwise")
+Mish = _activation("Mish", lambda x, inplace: F.mish(x), "x · tanh(softplus(x)), elementwise")
+Hardswish = _activation("Hardswish", lambda x, inplace: F.hardswish(x), "x · relu6(x + 3) / 6, elementwise")
+
+
+class LeakyReLU(Module):
+    """x where positive, else negative_slope · x."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(Module):
+    """x where positive, else alpha · (e^x - 1)."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """log(1 + e^(beta x)) / beta, linear above the threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class GELU(Module):

@@ -19,6 +19,11 @@ MATH1(sin, sinf, sin)
 MATH1(cos, cosf, cos)
 MATH1(erf, erff, erf)
 MATH1(erfinv, erfinvf, erfinv)
+MATH1(log1p, log1pf, log1p)
+MATH1(floor, floorf, floor)
+MATH1(ceil, ceilf, ceil)
+MATH1(rint, rintf, rint)
+MATH1(trunc, truncf, trunc)
 
 template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow((double)a, (double)b); }
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
@@ -74,6 +79,11 @@ template <class X> __device__ __forceinline__ X gelu_tanh_d(X x) {
 template <class X> __device__ __forceinline__ X silu_d(X x) {
   X s = (X)1 / ((X)1 + m_exp(-x));
   return s * ((X)1 + x * ((X)1 - s));
+}
+template <class X> __device__ __forceinline__ X mish_d(X x) {
+  X s = (X)1 / ((X)1 + m_exp(-x));
+  X t = m_tanh(m_log1p(m_exp(x)));
+  return t + x * s * ((X)1 - t * t);
 }
 // @BINARY_FUNCTORS@
 
