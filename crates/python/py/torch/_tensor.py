@@ -787,10 +787,14 @@ class Tensor(_C.TensorBase):
     # Reductions.
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         t = self if dtype is None else self.to(dtype=dtype)
+        if isinstance(dim, (tuple, list)) and len(dim) > 1:
+            return _C._reduce_over("sum", t, tuple(dim), keepdim)
         return _C._reduce("sum", t, _dims(dim, "sum"), keepdim)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         t = self if dtype is None else self.to(dtype=dtype)
+        if isinstance(dim, (tuple, list)) and len(dim) > 1:
+            return _C._reduce_over("mean", t, tuple(dim), keepdim)
         return _C._reduce("mean", t, _dims(dim, "mean"), keepdim)
 
     def any(self, dim=None, keepdim=False):

@@ -109,6 +109,7 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_rbinary", rbinary),
     ("_reduce", reduce),
     ("_reduce_indices", reduce_indices),
+    ("_reduce_over", reduce_over),
     ("_unary_names", |a| {
         names(a, UNARY_METHODS.iter().map(|m| m.name))
     }),
@@ -366,6 +367,24 @@ fn reduce(a: &Args) -> PyResult {
         .ok_or_else(|| a.vm.new_attribute_error(format!("no reduction {name}")))?;
     let dim = a.opt_int(2)?.map(|d| d as isize);
     one(a, (method.call)(&a.tensor(1)?, dim, a.bool(3)?))
+}
+
+/// `_reduce_over(name, t, dims, keepdim)`: a sum or mean over several dims at once (one kernel,
+/// one output, as PyTorch's).
+fn reduce_over(a: &Args) -> PyResult {
+    let op = match a.str(0)?.as_str() {
+        "sum" => ReduceOp::Sum,
+        "mean" => ReduceOp::Mean,
+        other => {
+            return Err(a.vm.new_not_implemented_error(format!(
+                "torchlet: {other}() over several dims at once is not supported yet; reduce one dim at a time"
+            )))
+        }
+    };
+    one(
+        a,
+        a.tensor(1)?.reduction_over(op, &isizes(a, 2)?, a.bool(3)?),
+    )
 }
 
 /// `_reduce_indices(name, t, dim, keepdim)`: `(values, indices)`, as `x.max(1)` returns them.
