@@ -426,6 +426,11 @@ def stack(tensors, dim=0, *, out=None):
 
 
 def where(condition, input=None, other=None):
+    if input is None and other is None:
+        raise NotImplementedError(
+            "torchlet: torch.where(condition) with one argument (the indices where it holds, a size "
+            "only the values decide) is not supported yet; torch.where(condition, x, y) is"
+        )
     return _C._where(condition, input, other)
 
 
