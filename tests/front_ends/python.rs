@@ -551,3 +551,40 @@ fn model_code_elementwise_ops_and_strided_slices_give_pytorchs_values() {
          torchlet: & runs on bool tensors only yet (no integer bitwise ops)\n"
     );
 }
+
+/// `torch.einsum` is PyTorch's algorithm: its values, and the allocations PyTorch 2.11 made for
+/// these two equations on an H100 (`tests/parity/pending/py_sampling.py`, events 126 to 130:
+/// each output once, the first product's cuBLAS workspace after it, no copies); a diagonal is
+/// refused by name.
+#[test]
+fn einsum_contracts_as_pytorchs_and_allocates_what_it_does() {
+    let code = "import torch\n\
+         a = torch.randn(3, 4, dtype=torch.float64)\n\
+         q = torch.randn(2, 4, 6, 8, dtype=torch.float64)\n\
+         k = torch.randn(2, 4, 7, 8, dtype=torch.float64)\n\
+         s = torch.einsum('bhqd,bhkd->bhqk', q, k)\n\
+         print(tuple(s.shape), (s - q @ k.transpose(-1, -2)).abs().max().item() < 1e-12)\n\
+         print((torch.einsum('ij,ij->i', a, a) - (a * a).sum(1)).abs().max().item() < 1e-12,\n\
+         \x20     torch.einsum('ij->ji', a).shape, abs(torch.einsum('ij', a).sum().item() - a.sum().item()) < 1e-12)\n\
+         try:\n\
+         \x20   torch.einsum('ii->i', a[:, :3])\n\
+         except NotImplementedError as e:\n\
+         \x20   print(e)\n\
+         qc = torch.randn(2, 4, 128, 64, device='cuda')\n\
+         kc = torch.randn(2, 4, 128, 64, device='cuda')\n\
+         torch.cuda.memory._record_memory_history()\n\
+         scores = torch.einsum('bhqd,bhkd->bhqk', qc, kc)\n\
+         w = torch.randn(64, 32, device='cuda')\n\
+         proj = torch.einsum('bhqd,de->bhqe', qc, w)\n\
+         trace = torch.cuda.memory._snapshot()['device_traces'][0]\n\
+         print([(e['action'], e['size']) for e in trace if e['action'] != 'free_requested'])\n";
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "(2, 4, 6, 7) True\n\
+         True torch.Size([4, 3]) True\n\
+         torchlet: einsum with a label repeated in one operand ('ii': a diagonal) is not supported yet\n\
+         [('alloc', 524288), ('segment_alloc', 33554432), ('alloc', 33554432), ('alloc', 8192), ('alloc', 131072)]\n"
+    );
+}

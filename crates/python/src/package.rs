@@ -55,6 +55,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
     ),
     ("torch.linalg", false, include_str!("../py/torch/linalg.py")),
     (
+        "torch._einsum",
+        false,
+        include_str!("../py/torch/_einsum.py"),
+    ),
+    (
         "torch.serialization",
         false,
         include_str!("../py/torch/serialization.py"),

@@ -570,5 +570,6 @@ from torch import linalg  # noqa: E402,F401
 from torch import utils  # noqa: E402
 from torch import version  # noqa: E402
 from torch.serialization import load, save  # noqa: E402
+from torch._einsum import einsum  # noqa: E402
 from torch import backends  # noqa: E402,F401
 import torch.utils.checkpoint  # noqa: E402,F401
