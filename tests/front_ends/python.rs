@@ -520,7 +520,8 @@ fn model_code_elementwise_ops_and_strided_slices_give_pytorchs_values() {
          print(r(F.leaky_relu(x, 0.25)), r(F.elu(x)), r(F.softplus(x)), r(F.mish(x)), r(F.hardswish(x)))\n\
          print(x.round().tolist(), torch.floor(x).tolist(), x.ceil().tolist(), x.trunc().tolist())\n\
          m = x > 0\n\
-         print((m | ~m).all().item(), (m & ~m).any().item(), (m ^ m).any().item())\n\
+         print((m | ~m).all().item(), (m & ~m).any().item(), (m ^ m).any().item(),\n\
+         \x20     (m & False).any().item(), (m | True).all().item(), torch.equal(m ^ True, ~m))\n\
          y = torch.tensor([1.0, float('nan'), float('inf')])\n\
          print(y.isnan().tolist(), y.isinf().tolist(), torch.isfinite(y).tolist())\n\
          h = torch.arange(12.0).view(3, 4)\n\
@@ -543,7 +544,7 @@ fn model_code_elementwise_ops_and_strided_slices_give_pytorchs_values() {
         "[-0.5, -0.125, 0.0, 1.5] [-0.8647, -0.3935, 0.0, 1.5] [0.1269, 0.4741, 0.6931, 1.7014] \
          [-0.2525, -0.2207, 0.0, 1.4034] [-0.3333, -0.2083, 0.0, 1.125]\n\
          [-2.0, -0.0, 0.0, 2.0] [-2.0, -1.0, 0.0, 1.0] [-2.0, -0.0, 0.0, 2.0] [-2.0, -0.0, 0.0, 1.0]\n\
-         True False False\n\
+         True False False False True True\n\
          [False, True, False] [False, False, True] [True, False, False]\n\
          [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]] [[1.0, 3.0], [9.0, 11.0]] torch.Size([3, 1])\n\
          6.0\n\

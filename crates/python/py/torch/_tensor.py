@@ -710,22 +710,31 @@ class Tensor(_C.TensorBase):
         del same, finite, magnitude
         return out
 
-    # Bool logic: one bool output each, as PyTorch's bitwise kernels make.
-    def _logic_operand(self, other, op):
-        if isinstance(other, bool):
-            other = torch.tensor(other, device=self.device)
-        if self.dtype is not torch.bool or not isinstance(other, Tensor) or other.dtype is not torch.bool:
+    # Bool logic: one bool output each, as PyTorch's bitwise kernels make. A Python bool is a
+    # number, not a device tensor (PyTorch wraps it on the host): `m & True` is a copy of `m`,
+    # `m & False` all False, made as one comparison each.
+    def _logic(self, other, op):
+        if self.dtype is not torch.bool or not isinstance(other, (bool, Tensor)) or (
+            isinstance(other, Tensor) and other.dtype is not torch.bool
+        ):
             raise NotImplementedError(f"torchlet: {op} runs on bool tensors only yet (no integer bitwise ops)")
-        return other
+        if isinstance(other, Tensor):
+            if op == "^":
+                return _C._binary("ne", self, other)
+            return _C._bool_logic(self, other, op == "|")
+        keeps = {"&": other, "|": not other, "^": not other}[op]
+        if op == "^" or keeps:
+            return _C._binary("eq" if keeps else "ne", self, True)
+        return _C._binary("eq" if op == "|" else "ne", self, self)
 
     def __and__(self, other):
-        return _C._bool_logic(self, self._logic_operand(other, "&"), False)
+        return self._logic(other, "&")
 
     def __or__(self, other):
-        return _C._bool_logic(self, self._logic_operand(other, "|"), True)
+        return self._logic(other, "|")
 
     def __xor__(self, other):
-        return _C._binary("ne", self, self._logic_operand(other, "^"))
+        return self._logic(other, "^")
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
@@ -949,9 +958,6 @@ class _Storage:
         return _C._data_ptr(self._tensor) - _C._storage_offset(self._tensor) * _C._element_size(self._tensor)
 
 
-# Note [retain_grad]: PyTorch keeps a non-leaf's gradient through a hook that runs after the
-# tensor's other hooks and holds the tensor weakly (so it keeps nothing alive): the first gradient
-# is cloned (contiguous), a later one added into a new tensor, `grad = grad + new`.
 def _before_random_op(t):
     """An FSDP2 shard is PyTorch's DTensor, whose random ops take device memory of their own
     (Note [FSDP2's shards are DTensors] in torch.distributed.fsdp)."""
@@ -959,6 +965,9 @@ def _before_random_op(t):
         sys.modules["torch.distributed.fsdp"]._dtensor_random_op(t)
 
 
+# Note [retain_grad]: PyTorch keeps a non-leaf's gradient through a hook that runs after the
+# tensor's other hooks and holds the tensor weakly (so it keeps nothing alive): the first gradient
+# is cloned (contiguous), a later one added into a new tensor, `grad = grad + new`.
 def _retain_grad_hook(ref):
     def hook(grad):
         tensor = ref()
