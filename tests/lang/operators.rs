@@ -152,6 +152,9 @@ device_test!(
 
 device_test!(
     fn random_constructors_run_every_time_they_are_reached(device: &str) {
+        // The generator is the process's, as PyTorch's is: held alone, so that no test running
+        // beside this one (this body on another device among them) reseeds it between two draws.
+        let _alone = common::alone_as_is();
         // No constant folding: two identical calls, and one call in a loop, give fresh samples.
         let mut s = session(device);
         let code = format!(
