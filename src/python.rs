@@ -1,6 +1,7 @@
 //! `torchlet python`: PyTorch programs in Python, as `python` runs them: a file
 //! (`torchlet python FILE.py ARGS`, also `torchlet run FILE.py`), a snippet (`-c CODE`), or the
-//! Python REPL, whose indented blocks continue until a blank line as in CPython's.
+//! Python REPL, whose indented blocks continue until a blank line as in CPython's, with
+//! torchlet's magics (`%mem`, `%vars`, `%holders`, `%why x`, `%trace on`; `%help` lists them).
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use torchlet_python::{Python, PythonError};
+use torchlet_session::python_magics::{split_magics, PythonMagics};
 
 /// Run `path` as `__main__` with `args` in `sys.argv`; exit code 1 (or `SystemExit`'s) on error.
 pub fn run_file(path: &Path, args: &[String]) -> Result<ExitCode, String> {
@@ -39,6 +41,7 @@ pub fn repl() -> Result<ExitCode, String> {
         env!("CARGO_PKG_VERSION")
     );
     let mut pending = String::new();
+    let mut magics = PythonMagics::default();
     loop {
         let prompt = if pending.is_empty() { ">>> " } else { "... " };
         match editor.readline(prompt) {
@@ -50,11 +53,8 @@ pub fn repl() -> Result<ExitCode, String> {
                 }
                 let _ = editor.add_history_entry(pending.trim_end());
                 let input = std::mem::take(&mut pending);
-                if let Err(error) = python.run_source(&input, "<stdin>", true) {
-                    if let Some(status) = error.exit_status {
-                        return Ok(ExitCode::from(status as u8));
-                    }
-                    eprintln!("{}", error.traceback);
+                if let Some(status) = run_input(&python, &mut magics, &input) {
+                    return Ok(ExitCode::from(status as u8));
                 }
             }
             Err(ReadlineError::Interrupted) => {
@@ -64,6 +64,35 @@ pub fn repl() -> Result<ExitCode, String> {
             Err(ReadlineError::Eof) => return Ok(ExitCode::SUCCESS),
             Err(e) => return Err(format!("cannot read a line: {e}")),
         }
+    }
+}
+
+/// Run one REPL input: its leading magics (`%mem`), then its Python, with what `%trace on` and
+/// `%time on` print after it; `Some(status)` when it raised `SystemExit`.
+fn run_input(python: &Python, magics: &mut PythonMagics, input: &str) -> Option<u32> {
+    let (lines, code) = split_magics(input);
+    for line in lines {
+        match magics.run(python, line) {
+            Ok(shown) => println!("{}", shown.plain),
+            Err(refusal) => eprintln!("{refusal}"),
+        }
+    }
+    if code.trim().is_empty() {
+        return None;
+    }
+    let before = magics.before_input();
+    let started = std::time::Instant::now();
+    let result = python.run_source(&code, "<stdin>", true);
+    for line in magics.after_input(before, started.elapsed()) {
+        println!("{line}");
+    }
+    match result {
+        Err(error) if error.exit_status.is_some() => error.exit_status,
+        Err(error) => {
+            eprintln!("{}", error.traceback);
+            None
+        }
+        Ok(()) => None,
     }
 }
 

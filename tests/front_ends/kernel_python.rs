@@ -22,6 +22,10 @@ fn start() -> Kernel {
 struct Cell {
     printed: String,
     result: Option<String>,
+    /// The execute_result's HTML, when it had some.
+    result_html: Option<String>,
+    /// The plain text of each display_data published while the cell ran.
+    displayed: Vec<String>,
     error: Option<(String, Vec<String>)>,
     reply: JupyterMessage,
 }
@@ -37,6 +41,8 @@ async fn run(
     let mut cell = Cell {
         printed: String::new(),
         result: None,
+        result_html: None,
+        displayed: Vec::new(),
         error: None,
         reply: reply_to(shell, &id).await,
     };
@@ -51,8 +57,14 @@ async fn run(
         match &msg.content {
             JupyterMessageContent::StreamContent(s) => cell.printed.push_str(&s.text),
             JupyterMessageContent::ExecuteResult(r) => {
-                let text = serde_json::to_value(&r.data).unwrap()["text/plain"].clone();
-                cell.result = text.as_str().map(str::to_string);
+                let data = serde_json::to_value(&r.data).unwrap();
+                cell.result = data["text/plain"].as_str().map(str::to_string);
+                cell.result_html = data["text/html"].as_str().map(str::to_string);
+            }
+            JupyterMessageContent::DisplayData(d) => {
+                let data = serde_json::to_value(&d.data).unwrap();
+                cell.displayed
+                    .push(data["text/plain"].as_str().unwrap_or_default().to_string());
             }
             JupyterMessageContent::ErrorOutput(e) => {
                 cell.error = Some((e.ename.clone(), e.traceback.clone()));
@@ -255,4 +267,78 @@ async fn an_interrupt_raises_keyboard_interrupt_and_keeps_the_variables() {
         serde_json::to_value(&cell.reply.content).unwrap()["status"].as_str(),
         Some("ok")
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magics_explain_memory_by_python_names() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    let setup = "import torch\nimport torch.nn as nn\n\
+                 model = nn.Linear(256, 256).cuda()\n\
+                 cache = {'k': torch.zeros(1024, device='cuda')}\n\
+                 steps = 3";
+    run(&mut shell, &mut iopub, setup).await;
+    // `%vars`: tensors by their paths into modules and dicts, then the other variables.
+    let cell = run(&mut shell, &mut iopub, "%vars").await;
+    let vars = cell.result.expect("%vars shows a table");
+    for row in ["model.weight", "model.bias", "cache['k']", "steps"] {
+        assert!(vars.contains(row), "{row} in {vars}");
+    }
+    assert!(
+        vars.contains("[256, 256]  float32  cuda:0  262144 (256.00 KiB)"),
+        "{vars}"
+    );
+    // `%why` on a path, then code in the same cell runs after the magic with its lines kept.
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "%why cache['k']\nx = torch.ones(3)\nundefined_name",
+    )
+    .await;
+    assert_eq!(cell.displayed.len(), 1, "{:?}", cell.error);
+    assert!(
+        cell.displayed[0].starts_with("what freeing `cache['k']` would do now:"),
+        "{:?}",
+        cell.displayed
+    );
+    assert!(
+        cell.displayed[0].contains("Δallocated        -4096"),
+        "{:?}",
+        cell.displayed
+    );
+    let (ename, traceback) = cell.error.expect("the code after the magic ran");
+    assert_eq!(ename, "NameError");
+    assert!(traceback.join("\n").contains("line 3"), "{traceback:?}");
+    // `%trace on` reports each cell's change in device memory.
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "%trace on\ny = torch.zeros(1024, 1024, device='cuda')",
+    )
+    .await;
+    assert!(
+        cell.printed
+            .contains("[trace cuda:0] allocated +4194304 (4.25 MiB)"),
+        "{}",
+        cell.printed
+    );
+    // A holders report is a value with a table for the notebook.
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "%trace off\nimport torchlet\ntorchlet.memory_holders()",
+    )
+    .await;
+    let html = cell.result_html.expect("an HTML table");
+    assert!(
+        html.contains("<table") && html.contains("model.weight"),
+        "{html}"
+    );
+    // A magic torchlet lacks is refused by name, and the session goes on.
+    let cell = run(&mut shell, &mut iopub, "%timeit y.sum()").await;
+    let (ename, _) = cell.error.expect("refused");
+    assert_eq!(ename, "UsageError");
+    let cell = run(&mut shell, &mut iopub, "y.shape").await;
+    assert_eq!(cell.result.as_deref(), Some("torch.Size([1024, 1024])"));
 }

@@ -11,6 +11,7 @@ mod kernel_jupyter;
 mod kernel_python;
 mod kernel_wire;
 mod python;
+mod python_explain;
 mod repl_commands;
 mod repl_complete;
 mod repl_terminal;

@@ -38,6 +38,18 @@ impl Repl {
         repl
     }
 
+    /// `torchlet python`'s REPL over a simulated GPU.
+    fn python() -> Repl {
+        let home = tempfile::tempdir().expect("temp dir");
+        let mut cmd = common::repl_command(home.path());
+        cmd.args(["--simulate-cuda", "python"]);
+        let mut p = Session::spawn(cmd).expect("spawn torchlet python in a pty");
+        p.set_expect_timeout(Some(Duration::from_secs(60)));
+        let mut repl = Repl { p, home, marks: 0 };
+        repl.expect(">>> ");
+        repl
+    }
+
     /// A REPL over the real GPU; fails without one (these tests are ignored unless built for it).
     fn on_real_gpu() -> Repl {
         common::require_real_gpu();
@@ -300,6 +312,33 @@ fn a_python_block_reads_its_body_and_is_refused_whole() {
     assert!(out.contains("IndentationError"), "{out}");
     let out = r.run("print(`runs=${runs}`)");
     assert!(out.contains("runs=0"), "{out}");
+}
+
+#[test]
+fn the_python_repl_runs_the_articles_block_and_its_magics_name_python_paths() {
+    let mut r = Repl::python();
+    r.run("import torch");
+    r.run("w = torch.randn(1000, 1000, device='cuda', requires_grad=True)");
+    r.send("with torch.no_grad():\r");
+    r.expect("... ");
+    r.send("    h = (w * 2).sum()\r");
+    r.expect("... ");
+    r.send("\r");
+    let out = r.run("print(torch.cuda.memory_allocated(), h.requires_grad)");
+    assert!(out.contains("4000768 False"), "{out}");
+    r.run("cache = {'w': w}");
+    let out = r.run("%why w");
+    assert!(out.contains("what freeing `w` would do now:"), "{out}");
+    assert!(
+        out.contains("`cache['w']` also holds w's memory"),
+        "the dict keeps w: {out}"
+    );
+    let out = r.run("%trace on");
+    assert!(out.contains("memory trace on"), "{out}");
+    let out = r.run("del cache, w");
+    assert!(out.contains("[trace cuda:0] allocated -4000256"), "{out}");
+    let out = r.run("%nothing");
+    assert!(out.contains("`%nothing` not found"), "{out}");
 }
 
 #[test]

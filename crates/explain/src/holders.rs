@@ -122,6 +122,11 @@ impl HolderMap {
                     self.value(&member_path(path, key), item);
                 }
             }
+            Value::Indexed(entries) => {
+                for (index, item) in entries {
+                    self.value(&format!("{path}[{index}]"), item);
+                }
+            }
             Value::Holds(tensors) => {
                 for (sub, t) in tensors {
                     self.add(t.storage(), format!("{path}.{sub}"));
@@ -346,6 +351,23 @@ pub fn groups(blocks: &[BlockHolders]) -> Vec<HolderGroup> {
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.bytes));
     groups
+}
+
+/// "torchlet: the biggest holders: 24 tensors the graphs of `x` and `h` save (SoftmaxBackward0)
+/// 12884901888 B (12.00 GiB); …": the `n` biggest groups of [`groups`], for the out-of-memory notes.
+pub fn biggest_line(blocks: &[BlockHolders], n: usize) -> String {
+    if blocks.is_empty() {
+        return "torchlet: no live tensor holds memory on this device".into();
+    }
+    let named: Vec<String> = groups(blocks)
+        .iter()
+        .take(n)
+        .map(|g| {
+            let human = crate::bytes::human_bytes(g.bytes);
+            format!("{} {} B ({human})", g.phrase, g.bytes)
+        })
+        .collect();
+    format!("torchlet: the biggest holders: {}", named.join("; "))
 }
 
 /// "12 tensors the graphs of `x` and `h` save (BmmBackward0, SoftmaxBackward0)", "12 of `layers[…].fc_w`".

@@ -245,7 +245,7 @@ fn kind_of(value: &Value) -> Option<Kind> {
         Value::Tensor(t) if t.numel() == 1 => Some(Kind::Scalar),
         Value::Tensor(_) => Some(Kind::Tensor),
         Value::List(_) => Some(Kind::List),
-        Value::Map(_) | Value::Keyed(_) | Value::Holds(_) => Some(Kind::Map),
+        Value::Map(_) | Value::Indexed(_) | Value::Keyed(_) | Value::Holds(_) => Some(Kind::Map),
         Value::Function(_) => Some(Kind::Function),
         Value::Other => None,
     }

@@ -22,6 +22,9 @@ pub enum Value {
     /// A dict keyed by tensors, as an optimizer's `state`: the entry for `w` is `path[w]`, named
     /// after the variable that holds the key (`path[0]`, its position, when none does).
     Keyed(Vec<(Tensor, Value)>),
+    /// Items reached by subscript, each with its index as the language writes it: the entry
+    /// `("'lr'", v)` is `path['lr']` (a Python dict; an optimizer's state keyed by parameter paths).
+    Indexed(Vec<(String, Value)>),
     /// A function and the values it captured (a closure): capture `i` is `path.__closure__[i]`.
     Function(Vec<Value>),
     /// Anything that holds no tensor (numbers, strings, functions).
@@ -42,7 +45,9 @@ impl Value {
         match self {
             Value::Function(_) => true,
             Value::List(items) => items.iter().any(Value::holds_function),
-            Value::Map(members) => members.iter().any(|(_, v)| v.holds_function()),
+            Value::Map(members) | Value::Indexed(members) => {
+                members.iter().any(|(_, v)| v.holds_function())
+            }
             Value::Keyed(entries) => entries.iter().any(|(_, v)| v.holds_function()),
             _ => false,
         }
@@ -100,6 +105,11 @@ fn walk(path: &str, value: &Value, names: &[(String, Tensor)], out: &mut Vec<(St
         Value::Map(members) => {
             for (key, item) in members {
                 walk(&member_path(path, key), item, names, out);
+            }
+        }
+        Value::Indexed(entries) => {
+            for (index, item) in entries {
+                walk(&format!("{path}[{index}]"), item, names, out);
             }
         }
         Value::Holds(tensors) => {
@@ -178,6 +188,17 @@ fn step_into<'a>(
         (Value::Map(members), Step::Member(key)) => members
             .iter()
             .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone()),
+        (Value::Indexed(entries), Step::Index(i)) => {
+            let index = i.to_string();
+            entries
+                .iter()
+                .find(|(k, _)| *k == index)
+                .map(|(_, v)| v.clone())
+        }
+        (Value::Indexed(entries), Step::Key(k) | Step::Member(k)) => entries
+            .iter()
+            .find(|(index, _)| index == k || index.trim_matches(['\'', '"']) == k)
             .map(|(_, v)| v.clone()),
         (Value::Keyed(entries), Step::Index(i)) => entries.get(*i).map(|(_, v)| v.clone()),
         (Value::Keyed(entries), Step::Key(name)) => {

@@ -7,24 +7,32 @@ use serde_json::Value;
 use super::iopub::Publisher;
 use super::language::{Language, Ran};
 use torchlet_python::{CellState, Python, PythonError};
+use torchlet_session::python_magics::{complete_magic, split_magics, PythonMagics};
 use torchlet_session::{
     Candidate, Completeness, Completion, CompletionKind, DisplayData, Outcome, ScriptError,
 };
 
-/// One Python interpreter whose `__main__` lives as long as the kernel.
+/// One Python interpreter whose `__main__` lives as long as the kernel, and the magics' switches.
 pub struct PythonCells {
     python: Python,
+    magics: PythonMagics,
+    publisher: Publisher,
 }
 
 impl PythonCells {
     /// A new interpreter whose `print` and tracebacks go to `publisher` as they are written.
     pub fn new(publisher: Publisher) -> Result<PythonCells, String> {
         let python = Python::new()?;
-        let sink = Rc::new(move |is_err: bool, text: &str| publisher.stream(is_err, text));
+        let streams = publisher.clone();
+        let sink = Rc::new(move |is_err: bool, text: &str| streams.stream(is_err, text));
         python
             .capture_output(sink)
             .map_err(|e| format!("cannot route Python's output: {}", e.traceback))?;
-        Ok(PythonCells { python })
+        Ok(PythonCells {
+            python,
+            magics: PythonMagics::default(),
+            publisher,
+        })
     }
 
     /// The interpreter, for its interrupter.
@@ -65,13 +73,45 @@ impl Language for PythonCells {
                 traceback: None,
             };
         }
+        let (magic_lines, code) = split_magics(code);
+        let mut shown = None;
+        for line in magic_lines {
+            if let Some(earlier) = shown.take() {
+                self.display(&earlier);
+            }
+            match self.magics.run(&self.python, line) {
+                Ok(data) => shown = Some(data),
+                Err(message) => return refused(message),
+            }
+        }
+        if code.trim().is_empty() {
+            return Ran {
+                outcome: Outcome {
+                    value: shown,
+                    error: None,
+                    elapsed: std::time::Duration::ZERO,
+                },
+                page: None,
+                traceback: None,
+            };
+        }
+        if let Some(earlier) = shown {
+            self.display(&earlier);
+        }
+        let before = self.magics.before_input();
         let started = Instant::now();
-        let result = self.python.run_cell(code, &format!("In[{count}]"));
+        let result = self.python.run_cell(&code, &format!("In[{count}]"));
         let elapsed = started.elapsed();
+        for line in self.magics.after_input(before, elapsed) {
+            self.publisher.stream(false, &format!("{line}\n"));
+        }
         match result {
             Ok(shown) => Ran {
                 outcome: Outcome {
-                    value: shown.map(DisplayData::text),
+                    value: shown.map(|s| DisplayData {
+                        plain: s.plain,
+                        html: s.html,
+                    }),
                     error: None,
                     elapsed,
                 },
@@ -95,6 +135,21 @@ impl Language for PythonCells {
     }
 
     fn complete(&self, code: &str, cursor: usize) -> Completion {
+        let line_start = code[..cursor].rfind('\n').map_or(0, |i| i + 1);
+        if let Some(word) = code[line_start..cursor].strip_prefix('%') {
+            if !word.contains(' ') {
+                let items = complete_magic(word).into_iter().map(|text| Candidate {
+                    text,
+                    kind: CompletionKind::Keyword,
+                    signature: None,
+                });
+                return Completion {
+                    start: line_start,
+                    end: cursor,
+                    items: items.collect(),
+                };
+            }
+        }
         let found = self.python.complete(code, cursor);
         let kind = if code[..found.start].ends_with('.') {
             CompletionKind::Property
@@ -130,6 +185,30 @@ impl Language for PythonCells {
             "{command}: the variables panel is offered by the Rhai kernel; in Python, \
              print(torch.cuda.memory_summary()) or inspect a name with Shift+Tab"
         ))
+    }
+}
+
+impl PythonCells {
+    fn display(&self, data: &DisplayData) {
+        self.publisher.output(jupyter_protocol::DisplayData {
+            data: super::replies::media(data),
+            metadata: Default::default(),
+            transient: None,
+        });
+    }
+}
+
+/// A magic's refusal (`UsageError: …`, `NameError: …`) as the cell's error.
+fn refused(message: String) -> Ran {
+    let (kind, text) = message.split_once(": ").unwrap_or(("UsageError", &message));
+    Ran {
+        traceback: Some(vec![format!("\x1b[0;31m{kind}\x1b[0m: {text}")]),
+        outcome: Outcome {
+            value: None,
+            error: Some(ScriptError::unplaced(kind, text.to_string())),
+            elapsed: std::time::Duration::ZERO,
+        },
+        page: None,
     }
 }
 

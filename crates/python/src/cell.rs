@@ -20,6 +20,15 @@ thread_local! {
     static SINK: RefCell<Option<OutputSink>> = const { RefCell::new(None) };
 }
 
+/// A cell's value as a notebook shows it: its `repr`, and its HTML when it has `_repr_html_`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// `repr(value)`.
+    pub plain: String,
+    /// `value._repr_html_()`, when the value has one and it gave text.
+    pub html: Option<String>,
+}
+
 /// Stops the running cell with `KeyboardInterrupt`, from any thread.
 #[derive(Clone)]
 pub struct Interrupter(pub(crate) UserSignalSender);
@@ -94,9 +103,10 @@ impl Python {
     }
 
     /// Run a notebook cell: every statement, then, if the last is an expression, its `repr`
-    /// (`None` gives nothing), as IPython's `execute_result`. Unlike IPython the value is not
-    /// kept in `_` or `Out`, so a tensor the cell only shows is freed when the cell ends.
-    pub fn run_cell(&self, source: &str, name: &str) -> Result<Option<String>, PythonError> {
+    /// and its `_repr_html_()` when it has one (`None` gives nothing), as IPython's
+    /// `execute_result`. Unlike IPython the value is not kept in `_` or `Out`, so a tensor the
+    /// cell only shows is freed when the cell ends.
+    pub fn run_cell(&self, source: &str, name: &str) -> Result<Option<Shown>, PythonError> {
         self.interpreter.enter(|vm| {
             let code = vm
                 .compile(source, Mode::BlockExpr, name.to_owned())
@@ -106,8 +116,17 @@ impl Python {
                 if vm.is_none(&value) {
                     return Ok(None);
                 }
-                let text = value.repr(vm)?;
-                Ok(Some(text.to_string_lossy().to_string()))
+                let plain = value.repr(vm)?.to_string_lossy().to_string();
+                let html = match vm.get_attribute_opt(value.clone(), "_repr_html_")? {
+                    Some(method) => {
+                        let html = method.call((), vm)?;
+                        html.downcast_ref::<rustpython_vm::builtins::PyStr>()
+                            .map(|s| s.to_string_lossy().to_string())
+                            .filter(|s| !s.is_empty())
+                    }
+                    None => None,
+                };
+                Ok(Some(Shown { plain, html }))
             });
             flush_std(vm);
             shown.map_err(|e| describe(vm, &e))
@@ -128,7 +147,7 @@ mod tests {
     fn a_cell_returns_only_its_last_expression() {
         let python = Python::new().unwrap();
         let shown = python.run_cell("a = 2\na * 10\na * 21\n", "In[1]").unwrap();
-        assert_eq!(shown.as_deref(), Some("42"));
+        assert_eq!(shown.map(|s| s.plain).as_deref(), Some("42"));
         assert_eq!(python.run_cell("b = a\n", "In[2]").unwrap(), None);
         assert_eq!(python.run_cell("print('x')\n", "In[3]").unwrap(), None);
     }

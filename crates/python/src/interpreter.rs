@@ -31,7 +31,12 @@ pub struct Python {
 impl Python {
     /// An interpreter with the standard library and torchlet's `torch` importable.
     pub fn new() -> Result<Python, String> {
-        let builder = Interpreter::builder(Default::default());
+        // Text goes out as UTF-8, as CPython's does in its UTF-8 mode (the default under the C
+        // and UTF-8 locales): a `Δ` in a printed report must not fail on an ASCII default.
+        let mut settings = rustpython_vm::Settings::default();
+        settings.stdio_encoding = Some("utf-8".into());
+        settings.utf8_mode = 1;
+        let builder = Interpreter::builder(settings);
         let stdlib = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
         let (signals, receiver) = rustpython_vm::signal::user_signal_channel();
         let interpreter = builder
@@ -176,6 +181,12 @@ pub(crate) fn describe(
         traceback = "(the traceback could not be written)".into();
     }
     let kind = exc.class().name().to_string();
+    if kind == "OutOfMemoryError" {
+        for note in crate::native::explain::oom_notes(vm, exc) {
+            traceback.push_str(&note);
+            traceback.push('\n');
+        }
+    }
     let message = exc
         .as_object()
         .str(vm)

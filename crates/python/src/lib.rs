@@ -10,14 +10,18 @@
 //! tracebacks), `cell` (what a notebook kernel adds: cells with a last value, output to a sink,
 //! interrupts), `introspect` (what a notebook asks between cells: completeness, completion, help on
 //! a name), `package` (the `torch` package's sources, part of the binary, and the finder that
-//! imports them), `native` (`torch._C`).
+//! imports them), `explanations` (the
+//! variables walked for the front ends' magics), `native` (`torch._C`), `named_values` (the program's variables as the explanations see them).
 
 mod cell;
+mod explanations;
 mod interpreter;
 mod introspect;
+mod named_values;
 mod native;
 mod package;
 
-pub use cell::{Interrupter, OutputSink};
+pub use cell::{Interrupter, OutputSink, Shown};
 pub use interpreter::{Python, PythonError};
 pub use introspect::{CellState, Completions};
+pub use named_values::Walked;

@@ -152,6 +152,7 @@ const SOURCES: &[(&str, bool, &str)] = &[
         false,
         include_str!("../py/torch/testing/_internal/distributed/fake_pg.py"),
     ),
+    ("torchlet", false, include_str!("../py/torchlet.py")),
     (
         "_torchlet_notebook",
         false,

@@ -12,7 +12,8 @@
 //! (every device's figures) and `trace` (`:trace on`, `:time on`); `memplot` keeps `:memplot on`'s
 //! chart and `:mem`'s sparkline; `variables_panel` is what the kernel's variables panel lists;
 //! `fit` is one run of a script for `torchlet fit`, as JSON; `python_blocks` refuses a Python
-//! `:` block whole, with the indented inputs after it. The output sink, display data and
+//! `:` block whole, with the indented inputs after it; `python_magics` are the Python front
+//! ends' `%mem`, `%vars`, `%holders`, `%why` …, over a Python session's names. The output sink, display data and
 //! interrupt flag are the language's (`torchlet_rhai`), re-exported for front ends.
 
 mod commands;
@@ -24,6 +25,7 @@ mod memplot;
 mod oom_notes;
 mod outcome;
 mod python_blocks;
+pub mod python_magics;
 mod spelling;
 mod trace;
 mod traceback;

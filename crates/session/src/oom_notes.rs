@@ -1,7 +1,7 @@
 //! The lines torchlet adds after PyTorch's out-of-memory message: the allocator's diagnosis of
 //! each device that failed, and the variables holding the most memory there.
 
-use super::holders::{self, BlockHolders, HolderMap};
+use super::holders::{self, HolderMap};
 use super::Session;
 
 /// How many holders the notes name.
@@ -25,7 +25,10 @@ impl Session {
             notes.extend(diagnosis.lines());
             let variables = self.named_values();
             let map = HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
-            notes.push(holders_line(&holders::block_holders(&map, device)));
+            notes.push(holders::biggest_line(
+                &holders::block_holders(&map, device),
+                BIGGEST_HOLDERS,
+            ));
         });
         notes
     }
@@ -36,25 +39,4 @@ fn for_each_started_allocator(mut f: impl FnMut(usize, &dyn torchlet_alloc::Devi
     for (device, allocator) in torchlet_core::device::started_cuda_allocators() {
         f(device, allocator.as_ref());
     }
-}
-
-/// "the biggest holders: 24 tensors the graphs of `x` and `h` save (SoftmaxBackward0) 12884901888 B
-/// (12.00 GiB); …", blocks held the same way added up, biggest first.
-fn holders_line(blocks: &[BlockHolders]) -> String {
-    if blocks.is_empty() {
-        return "torchlet: no live tensor holds memory on this device".into();
-    }
-    let named: Vec<String> = holders::groups(blocks)
-        .iter()
-        .take(BIGGEST_HOLDERS)
-        .map(|g| {
-            format!(
-                "{} {} B ({})",
-                g.phrase,
-                g.bytes,
-                torchlet_explain::bytes::human_bytes(g.bytes)
-            )
-        })
-        .collect();
-    format!("torchlet: the biggest holders: {}", named.join("; "))
 }

@@ -38,37 +38,44 @@ impl Session {
             .filter(|(_, value)| !value.is::<Tensor>())
             .map(|(name, value)| [name.to_string(), self.type_of(value), preview(value)])
             .collect();
-        let blocks = Blocks::of(&tensors);
-        let mut tables = Vec::new();
-        if tensors.is_empty() && others.is_empty() {
-            tables.push((
-                "no variables".to_string(),
-                "<p>no variables</p>".to_string(),
-            ));
-        }
-        if !tensors.is_empty() {
-            tables.push(table(TENSOR_HEADER, tensor_rows(&tensors, &blocks)));
-        }
-        if !others.is_empty() {
-            tables.push(table(["name", "type", "value"], others));
-        }
-        let notes = device_notes(&tensors, &blocks);
-        let mut plain: Vec<String> = tables.iter().map(|t| t.0.clone()).collect();
-        let mut html: String = tables.iter().map(|t| t.1.as_str()).collect();
-        if !notes.is_empty() {
-            plain.push(notes.join("\n"));
-            for note in &notes {
-                html += &format!("<p>{}</p>", escape(note));
-            }
-        }
-        DisplayData {
-            plain: plain.join("\n\n"),
-            html: Some(html),
-        }
+        vars_display(&tensors, others)
     }
 
     fn type_of(&self, value: &Dynamic) -> String {
         self.engine.map_type_name(value.type_name()).to_string()
+    }
+}
+
+/// The `:vars` tables: `tensors` by path (with the storage each keeps alive and who shares it),
+/// then `others` (name, type, preview), then what else holds device memory (the cuBLAS
+/// workspaces). The Rhai and Python front ends both show it.
+pub(crate) fn vars_display(tensors: &[(&str, Tensor)], others: Vec<[String; 3]>) -> DisplayData {
+    let blocks = Blocks::of(tensors);
+    let mut tables = Vec::new();
+    if tensors.is_empty() && others.is_empty() {
+        tables.push((
+            "no variables".to_string(),
+            "<p>no variables</p>".to_string(),
+        ));
+    }
+    if !tensors.is_empty() {
+        tables.push(table(TENSOR_HEADER, tensor_rows(tensors, &blocks)));
+    }
+    if !others.is_empty() {
+        tables.push(table(["name", "type", "value"], others));
+    }
+    let notes = device_notes(tensors, &blocks);
+    let mut plain: Vec<String> = tables.iter().map(|t| t.0.clone()).collect();
+    let mut html: String = tables.iter().map(|t| t.1.as_str()).collect();
+    if !notes.is_empty() {
+        plain.push(notes.join("\n"));
+        for note in &notes {
+            html += &format!("<p>{}</p>", escape(note));
+        }
+    }
+    DisplayData {
+        plain: plain.join("\n\n"),
+        html: Some(html),
     }
 }
 
@@ -202,7 +209,7 @@ fn bytes(n: u64) -> String {
 }
 
 /// The variable a path starts from: `l1` of `l1.weight`, `opt` of `opt.state[w]`.
-fn root(path: &str) -> &str {
+pub(crate) fn root(path: &str) -> &str {
     path.split(['.', '[']).next().unwrap_or(path)
 }
 

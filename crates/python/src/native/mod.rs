@@ -11,15 +11,17 @@
 //! `checkpoint` (activation checkpointing: the function run again by backward), `hooks`
 //! (gradient hooks, `autograd.Function`, final callbacks, storage resizing), `optim` (SGD, Adam, AdamW as core runs them), `memory`
 //! (the CUDA caching allocator's API and devices), `streams` (CUDA streams and
-//! `record_stream`), `serialization` (storages to and from bytes for `torch.save`/`load`), `site` (the program's statement each call allocates for).
+//! `record_stream`), `serialization` (storages to and from bytes for `torch.save`/`load`), `explain` (what holds
+//! memory, by the program's names, for the `torchlet` module and out-of-memory notes), `site` (the program's statement each call allocates for).
 
-mod args;
+pub(crate) mod args;
 mod attention;
 mod autograd;
 mod callbacks;
 mod checkpoint;
 mod conv;
 mod creation;
+pub(crate) mod explain;
 mod grad_tools;
 mod hooks;
 mod memory;
@@ -55,7 +57,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
     module
         .as_object()
         .set_attr("GroupOptimizer", optim::PyOptimizer::make_static_type(), vm)?;
-    let tables: [&[(&'static str, Native)]; 14] = [
+    let tables: [&[(&'static str, Native)]; 15] = [
         creation::FUNCTIONS,
         attention::FUNCTIONS,
         conv::FUNCTIONS,
@@ -69,6 +71,7 @@ pub(crate) fn module(vm: &VirtualMachine) -> PyResult<PyRef<PyModule>> {
         memory::FUNCTIONS,
         streams::FUNCTIONS,
         serialization::FUNCTIONS,
+        explain::FUNCTIONS,
         tensor_functions(),
     ];
     for table in tables {

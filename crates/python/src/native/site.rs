@@ -75,6 +75,16 @@ pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Whether the frame object `frame` runs torchlet's own code (its `torch` package, the frozen
+/// standard library) rather than the program's.
+pub(crate) fn is_torchlets_frame(vm: &VirtualMachine, frame: &rustpython_vm::PyObjectRef) -> bool {
+    let file = frame
+        .get_attr("f_code", vm)
+        .and_then(|code| code.get_attr("co_filename", vm))
+        .and_then(|name| name.str(vm));
+    file.map_or(true, |name| is_torchlets_own(vm, &name.to_string_lossy()))
+}
+
 /// torchlet's `torch` package (frozen, or read from `TORCHLET_PY_SOURCES` while developing it)
 /// and the interpreter's frozen modules are not the program.
 fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
