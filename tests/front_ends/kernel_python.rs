@@ -342,3 +342,78 @@ async fn magics_explain_memory_by_python_names() {
     let cell = run(&mut shell, &mut iopub, "y.shape").await;
     assert_eq!(cell.result.as_deref(), Some("torch.Size([1024, 1024])"));
 }
+
+/// One debug_request on control and its reply's content.
+async fn debug(
+    control: &mut jupyter_zmq_client::ClientControlConnection,
+    seq: i64,
+    command: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let message: JupyterMessage = jupyter_protocol::DebugRequest {
+        content: serde_json::json!({"type": "request", "seq": seq, "command": command,
+            "arguments": arguments}),
+    }
+    .into();
+    control.send(message).await.unwrap();
+    let reply = tokio::time::timeout(WAIT, control.read())
+        .await
+        .expect("a debug_reply in time")
+        .unwrap();
+    serde_json::to_value(&reply.content).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_variables_panel_lists_tensors_by_python_path_size_first() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    let info = ask(&mut shell, KernelInfoRequest {}.into()).await;
+    assert_eq!(info["debugger"], true, "kernel_info offers the panel");
+    let setup = "import torch\nimport torch.nn as nn\n\
+                 model = nn.Linear(256, 256).cuda()\nsteps = 3";
+    run(&mut shell, &mut iopub, setup).await;
+    let mut control = create_client_control_connection(&kernel.info, "control-session")
+        .await
+        .unwrap();
+    debug(&mut control, 1, "initialize", serde_json::json!({})).await;
+    let listed = debug(&mut control, 2, "inspectVariables", serde_json::json!({})).await;
+    let rows = listed["body"]["variables"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["model", "model.weight", "model.bias", "steps"],
+        "{listed}"
+    );
+    assert_eq!(rows[0]["type"], "Linear", "{listed}");
+    assert_eq!(
+        rows[1]["value"], "256.00 KiB Tensor [256, 256] float32 cuda:0",
+        "{listed}"
+    );
+    assert_eq!(rows[3]["value"], "3", "{listed}");
+    assert_eq!(rows[3]["type"], "int", "{listed}");
+    let arguments = serde_json::json!({"variablesReference": rows[1]["variablesReference"]});
+    let fields = debug(&mut control, 3, "variables", arguments).await;
+    assert_eq!(
+        fields["body"]["variables"][0]["value"], "[256, 256]",
+        "{fields}"
+    );
+    let arguments = serde_json::json!({"variableName": "model.weight"});
+    let rich = debug(&mut control, 4, "richInspectVariables", arguments).await;
+    let html = rich["body"]["data"]["text/html"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(html.contains("torchlet-segment-view"), "{rich}");
+    let dumped = debug(
+        &mut control,
+        5,
+        "dumpCell",
+        serde_json::json!({"code": "x = 1"}),
+    )
+    .await;
+    let path = dumped["body"]["sourcePath"].as_str().unwrap_or_default();
+    assert!(path.ends_with(".py"), "{dumped}");
+}

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::interpreter::Interpreter;
 use super::iopub::Publisher;
+use super::language::LanguageKind;
 use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, JupyterMessageContent};
 use serde_json::{json, Value};
 
@@ -18,8 +19,9 @@ use serde_json::{json, Value};
 const NO_STEPPING: &str = "torchlet lists variables but cannot stop at breakpoints or step";
 
 /// The debugger's state, shared by the control tasks.
-#[derive(Default)]
 pub struct Debugger {
+    /// The cells' file suffix (`.rhai`, `.py`), as JupyterLab's debugger names a cell's source.
+    suffix: &'static str,
     started: AtomicBool,
     seq: AtomicI64,
     /// The lines of the breakpoints set, by the cell's source path (as `dumpCell` named it).
@@ -27,6 +29,19 @@ pub struct Debugger {
 }
 
 impl Debugger {
+    /// The debugger of a kernel speaking `kind`.
+    pub fn for_language(kind: LanguageKind) -> Debugger {
+        Debugger {
+            suffix: match kind {
+                LanguageKind::Rhai => ".rhai",
+                LanguageKind::Python => ".py",
+            },
+            started: AtomicBool::default(),
+            seq: AtomicI64::default(),
+            breakpoints: Mutex::default(),
+        }
+    }
+
     /// The debug_reply to `request`; variable requests ask `interpreter` (behind a running cell).
     pub async fn answer(
         self: &Arc<Self>,
@@ -75,7 +90,9 @@ impl Debugger {
     /// What a cell about to run says of the breakpoints set in it, if any: that none will stop it.
     pub fn unused_breakpoints(&self, code: &str) -> Option<String> {
         let table = self.breakpoints.lock().ok()?;
-        let lines = table.get(&source_path(code)).filter(|l| !l.is_empty())?;
+        let lines = table
+            .get(&source_path(code, self.suffix))
+            .filter(|l| !l.is_empty())?;
         let listed: Vec<String> = lines.iter().map(i64::to_string).collect();
         let (noun, verb) = match lines.len() {
             1 => ("breakpoint", "is"),
@@ -91,7 +108,7 @@ impl Debugger {
     /// dumpCell's body: the path the cell's breakpoints are set under (the one JupyterLab derives).
     fn dump_cell(&self, arguments: &Value) -> Value {
         let code = arguments["code"].as_str().unwrap_or("");
-        json!({ "sourcePath": source_path(code) })
+        json!({ "sourcePath": source_path(code, self.suffix) })
     }
 
     /// setBreakpoints' body: every breakpoint kept but unverified, saying why (see the Note).
@@ -165,7 +182,7 @@ impl Debugger {
             "hashMethod": "Murmur2",
             "hashSeed": 0,
             "tmpFilePrefix": prefix(),
-            "tmpFileSuffix": SUFFIX,
+            "tmpFileSuffix": self.suffix,
             "breakpoints": self.listed_breakpoints(),
             "stoppedThreads": [],
             "richRendering": true,
@@ -203,7 +220,6 @@ fn unverified(arguments: &Value, path: &str) -> Value {
 
 /// The cells' source files are named as ipykernel names them, so JupyterLab finds its own
 /// breakpoints under the path it computes: prefix, MurmurHash2 of the code (seed 0), suffix.
-const SUFFIX: &str = ".rhai";
 
 fn prefix() -> String {
     let dir = std::env::temp_dir().join("torchlet-cells").join("");
@@ -211,8 +227,8 @@ fn prefix() -> String {
 }
 
 /// The path JupyterLab's debugger gives the cell holding `code`.
-fn source_path(code: &str) -> String {
-    format!("{}{}{SUFFIX}", prefix(), murmur2(code.as_bytes(), 0))
+fn source_path(code: &str, suffix: &str) -> String {
+    format!("{}{}{suffix}", prefix(), murmur2(code.as_bytes(), 0))
 }
 
 /// MurmurHash2, 32 bits (JupyterLab's `murmur2` over the UTF-8 bytes).

@@ -1,4 +1,5 @@
 //! The Python kernel's language: cells run on torchlet's Python, printed text streamed to iopub.
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -8,6 +9,7 @@ use super::iopub::Publisher;
 use super::language::{Language, Ran};
 use torchlet_python::{CellState, Python, PythonError};
 use torchlet_session::python_magics::{complete_magic, split_magics, PythonMagics};
+use torchlet_session::variables_panel::{self as panel, PanelEntry};
 use torchlet_session::{
     Candidate, Completeness, Completion, CompletionKind, DisplayData, Outcome, ScriptError,
 };
@@ -17,6 +19,8 @@ pub struct PythonCells {
     python: Python,
     magics: PythonMagics,
     publisher: Publisher,
+    /// What the variables panel last listed, by `variablesReference - 1`.
+    listed: RefCell<Vec<(String, PanelEntry)>>,
 }
 
 impl PythonCells {
@@ -32,6 +36,7 @@ impl PythonCells {
             python,
             magics: PythonMagics::default(),
             publisher,
+            listed: RefCell::default(),
         })
     }
 
@@ -180,15 +185,60 @@ impl Language for PythonCells {
         }
     }
 
-    fn variables(&self, command: &str, _: &Value) -> Result<Value, String> {
-        Err(format!(
-            "{command}: the variables panel is offered by the Rhai kernel; in Python, \
-             print(torch.cuda.memory_summary()) or inspect a name with Shift+Tab"
-        ))
+    fn variables(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        match command {
+            "inspectVariables" => {
+                let entries = self.panel_entries();
+                let answer = panel::inspect_entries(&entries);
+                *self.listed.borrow_mut() = entries;
+                Ok(answer)
+            }
+            "variables" => {
+                let reference = arguments["variablesReference"]
+                    .as_i64()
+                    .ok_or("variables needs a variablesReference")?;
+                let listed = self.listed.borrow();
+                let entry = usize::try_from(reference - 1)
+                    .ok()
+                    .and_then(|i| listed.get(i));
+                match entry {
+                    Some((_, PanelEntry::Tensor(t))) => Ok(panel::tensor_fields(t)),
+                    _ => Err(format!("no tensor has variablesReference {reference}")),
+                }
+            }
+            "richInspectVariables" => {
+                let name = arguments["variableName"]
+                    .as_str()
+                    .ok_or("richInspectVariables needs a variableName")?;
+                let entries = self.panel_entries();
+                let entry = entries.iter().find(|(n, _)| n == name).map(|(_, e)| e);
+                let entry = entry.ok_or_else(|| format!("name '{name}' is not defined"))?;
+                Ok(panel::rich_entry(name, entry))
+            }
+            _ => Err(format!("{command} is not a variables request")),
+        }
     }
 }
 
 impl PythonCells {
+    /// What the variables panel lists: every variable, each followed by the tensors reached
+    /// through it, by path (`model.fc.weight`).
+    fn panel_entries(&self) -> Vec<(String, PanelEntry)> {
+        let walked = self.python.named_values();
+        let mut entries: Vec<(String, PanelEntry)> = walked
+            .tensor_paths()
+            .into_iter()
+            .map(|(path, t)| (path, PanelEntry::Tensor(t)))
+            .collect();
+        for [name, kind, text] in self.python.other_variables() {
+            entries.push((name, PanelEntry::Other { text, kind }));
+        }
+        let root = |path: &str| path.split(['.', '[']).next().unwrap_or(path).to_string();
+        // A variable first, then the tensors reached through it.
+        entries.sort_by_key(|(path, _)| (root(path), root(path) != *path));
+        entries
+    }
+
     fn display(&self, data: &DisplayData) {
         self.publisher.output(jupyter_protocol::DisplayData {
             data: super::replies::media(data),

@@ -55,7 +55,7 @@ pub fn kernel_info(kind: LanguageKind) -> KernelInfoReply {
         ],
         // The variables panel (see `debugger`), served for Rhai; JupyterLab reads the
         // kernelspec's flag too.
-        debugger: !python,
+        debugger: true,
         error: None,
     }
 }

@@ -60,7 +60,7 @@ pub async fn serve(info: ConnectionInfo, kind: LanguageKind) -> Result<(), Strin
 
     let (shutdown_tx, shutdown_rx) = tmpsc::unbounded_channel();
     // Control sets breakpoints; shell says, when a cell runs, that they do not stop it.
-    let debugger = Arc::new(Debugger::default());
+    let debugger = Arc::new(Debugger::for_language(kind));
     tokio::spawn(run_control(
         control,
         publisher.clone(),

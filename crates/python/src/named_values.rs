@@ -28,6 +28,11 @@ impl Walked {
         self.named.iter().map(|(n, v)| (n.as_str(), v))
     }
 
+    /// Every tensor the variables reach, with its path, in the order a reader meets them.
+    pub fn tensor_paths(&self) -> Vec<(String, torchlet_core::tensor::Tensor)> {
+        torchlet_explain::value::tensor_paths(self.iter())
+    }
+
     /// The path and value of the object `obj`, when a variable reaches it.
     pub fn find(&self, obj: &PyObjectRef) -> Option<(String, Value)> {
         let path = self.paths.get(&obj.get_id())?.clone();

@@ -7,21 +7,58 @@ use torchlet_alloc::{BlockInfo, SegmentInfo};
 use torchlet_core::device::{self, Device};
 use torchlet_core::tensor::Tensor;
 
+/// A variable as the panel lists it, whatever the language: a tensor (expandable into its
+/// fields, drawn in its segment), or another value's text and type.
+#[derive(Clone, Debug)]
+pub enum PanelEntry {
+    /// A tensor.
+    Tensor(Tensor),
+    /// Anything else: its one-line text and its type's name.
+    Other {
+        /// The value as the language prints it.
+        text: String,
+        /// Its type's name.
+        kind: String,
+    },
+}
+
 /// The body of `inspectVariables`: every variable, tensors expandable into their fields.
 pub fn inspect_variables(session: &Session) -> Value {
-    let variables = session.variables();
-    *session.panel_listed.borrow_mut() = variables.iter().map(|(n, _)| n.clone()).collect();
-    let listed: Vec<Value> = variables
+    let entries = rhai_entries(session);
+    *session.panel_listed.borrow_mut() = entries.iter().map(|(n, _)| n.clone()).collect();
+    inspect_entries(&entries)
+}
+
+/// The body of `inspectVariables` for `entries`; entry `i` (from 0) is `variablesReference` `i + 1`.
+pub fn inspect_entries(entries: &[(String, PanelEntry)]) -> Value {
+    let listed: Vec<Value> = entries
         .iter()
         .enumerate()
-        .map(|(i, (name, value))| match value.read_lock::<Tensor>() {
+        .map(|(i, (name, entry))| match entry {
             // JupyterLab's tree view shows a name and its type, cut at the sidebar's edge: the
             // type carries the summary, the size first so the default width still shows it.
-            Some(t) => variable(name, &summary(&t), &summary(&t), i + 1),
-            None => variable(name, &value.to_string(), value.type_name(), 0),
+            PanelEntry::Tensor(t) => variable(name, &summary(t), &summary(t), i + 1),
+            PanelEntry::Other { text, kind } => variable(name, text, kind, 0),
         })
         .collect();
     json!({ "variables": listed })
+}
+
+fn rhai_entries(session: &Session) -> Vec<(String, PanelEntry)> {
+    session
+        .variables()
+        .into_iter()
+        .map(|(name, value)| {
+            let entry = match value.read_lock::<Tensor>() {
+                Some(t) => PanelEntry::Tensor(t.clone()),
+                None => PanelEntry::Other {
+                    text: value.to_string(),
+                    kind: value.type_name().to_string(),
+                },
+            };
+            (name, entry)
+        })
+        .collect()
 }
 
 /// The body of `variables`: the fields of the tensor behind `reference`.
@@ -30,8 +67,12 @@ pub fn variables(session: &Session, reference: i64) -> Result<Value, String> {
         .ok()
         .and_then(|i| session.panel_listed.borrow().get(i).cloned())
         .ok_or_else(|| format!("no variable has variablesReference {reference}"))?;
-    let tensor = tensor_named(session, &name)?;
-    let block = block_of(&tensor).map(|(_, b)| b);
+    Ok(tensor_fields(&tensor_named(session, &name)?))
+}
+
+/// The body of `variables` for one tensor: shape, dtype, device, bytes, its block.
+pub fn tensor_fields(tensor: &Tensor) -> Value {
+    let block = block_of(tensor).map(|(_, b)| b);
     let mut fields = vec![
         ("shape", format!("{:?}", tensor.shape())),
         ("dtype", tensor.dtype().name().to_string()),
@@ -46,32 +87,39 @@ pub fn variables(session: &Session, reference: i64) -> Result<Value, String> {
         .into_iter()
         .map(|(field, text)| variable(field, &text, "str", 0))
         .collect();
-    Ok(json!({ "variables": listed }))
+    json!({ "variables": listed })
 }
 
 /// The body of `richInspectVariables`: text, and HTML showing the tensor's block in its segment.
 pub fn rich_inspect(session: &Session, name: &str) -> Result<Value, String> {
-    let value = session
-        .variables()
-        .into_iter()
+    let entries = rhai_entries(session);
+    let entry = entries
+        .iter()
         .find(|(n, _)| n == name)
-        .map(|(_, v)| v)
+        .map(|(_, e)| e)
         .ok_or_else(|| format!("name '{name}' is not defined"))?;
-    let Some(tensor) = value.read_lock::<Tensor>().map(|t| t.clone()) else {
-        let text = value.to_string();
-        let html = format!("<pre>{}</pre>", escape(&text));
-        return Ok(json!({ "data": { "text/plain": text, "text/html": html }, "metadata": {} }));
+    Ok(rich_entry(name, entry))
+}
+
+/// The body of `richInspectVariables` for one entry.
+pub fn rich_entry(name: &str, entry: &PanelEntry) -> Value {
+    let tensor = match entry {
+        PanelEntry::Tensor(t) => t,
+        PanelEntry::Other { text, .. } => {
+            let html = format!("<pre>{}</pre>", escape(text));
+            return json!({ "data": { "text/plain": text, "text/html": html }, "metadata": {} });
+        }
     };
-    let text = format!("{name}: {}", summary(&tensor));
-    let html = match block_of(&tensor) {
-        Some((segment, block)) => segment_html(name, &tensor, &segment, &block),
+    let text = format!("{name}: {}", summary(tensor));
+    let html = match block_of(tensor) {
+        Some((segment, block)) => segment_html(name, tensor, &segment, &block),
         None => format!(
             "<p class=\"torchlet-block\">{}: on {}, outside the caching allocator</p>",
             escape(&text),
             tensor.device()
         ),
     };
-    Ok(json!({ "data": { "text/plain": text, "text/html": html }, "metadata": {} }))
+    json!({ "data": { "text/plain": text, "text/html": html }, "metadata": {} })
 }
 
 /// One protocol Variable.
