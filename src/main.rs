@@ -163,12 +163,18 @@ fn main() -> ExitCode {
         None => crate::repl::run(),
         Some(Command::Python(args)) => match (&args.code, &args.file) {
             (Some(code), _) => crate::python::run_code(code),
-            (None, Some(file)) => crate::python::run_file(file, &args.args),
+            (None, Some(file)) => {
+                crate::python::run_file(file, &args.args, &runner::RunOptions::default())
+            }
             (None, None) => crate::python::repl(),
         },
         Some(Command::Run(args)) if is_python(args.file.as_deref()) => {
             let file = args.file.as_deref().unwrap_or(std::path::Path::new(""));
-            crate::python::run_file(file, &args.args)
+            let options = crate::runner::RunOptions {
+                ledger: args.ledger,
+                snapshot: args.snapshot,
+            };
+            crate::python::run_file(file, &args.args, &options)
         }
         Some(Command::Run(args)) => {
             let options = crate::runner::RunOptions {

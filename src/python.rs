@@ -9,12 +9,39 @@ use std::process::ExitCode;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use torchlet_python::{Python, PythonError};
+
+use crate::runner::RunOptions;
 use torchlet_session::python_magics::{split_magics, PythonMagics};
 
 /// Run `path` as `__main__` with `args` in `sys.argv`; exit code 1 (or `SystemExit`'s) on error.
-pub fn run_file(path: &Path, args: &[String]) -> Result<ExitCode, String> {
+/// `torchlet run`'s options apply: the per-line ledger printed after the run, the memory
+/// history written for PyTorch's viewer (also when the program failed).
+pub fn run_file(path: &Path, args: &[String], options: &RunOptions) -> Result<ExitCode, String> {
     let python = Python::new()?;
-    let code = exit_code(python.run_file(path, args));
+    if let Some(out) = &options.snapshot {
+        torchlet_session::snapshot_dump::record_everywhere()
+            .map_err(|e| format!("--snapshot {}: {e}", out.display()))?;
+    }
+    let name = path.display().to_string();
+    let result = match options.ledger {
+        true => {
+            let device = torchlet_session::current_device();
+            let (result, lines) = python.with_ledger(&name, device, || python.run_file(path, args));
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            println!("\nledger of {name} (cuda:{device}, bytes):");
+            println!("{}", torchlet_session::ledger::table(&lines, &text).plain);
+            result
+        }
+        false => python.run_file(path, args),
+    };
+    let dumped = options
+        .snapshot
+        .as_deref()
+        .is_none_or(crate::runner::write_snapshot);
+    let code = match (exit_code(result), dumped) {
+        (code, true) => code,
+        (_, false) => ExitCode::FAILURE,
+    };
     eprint!("{}", torchlet_session::fit::estimate_note_now());
     Ok(code)
 }

@@ -92,7 +92,7 @@ fn run_source(source_name: &str, text: &str, args: &[String], run: RunOptions) -
 }
 
 /// `--snapshot PATH`: dump every device's history; whether it was written (a message says if not).
-fn write_snapshot(path: &Path) -> bool {
+pub fn write_snapshot(path: &Path) -> bool {
     match torchlet_session::snapshot_dump::dump(&path.to_string_lossy()) {
         Ok(events) => {
             eprintln!(

@@ -417,3 +417,33 @@ async fn the_variables_panel_lists_tensors_by_python_path_size_first() {
     let path = dumped["body"]["sourcePath"].as_str().unwrap_or_default();
     assert!(path.ends_with(".py"), "{dumped}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_cell_shows_each_lines_memory() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    run(&mut shell, &mut iopub, "import torch").await;
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "%%ledger\nx = torch.zeros(1024, 1024, device='cuda')\ndel x\nx.shape",
+    )
+    .await;
+    let (ename, _) = cell.error.expect("the last line fails after del");
+    assert_eq!(ename, "NameError");
+    let table = cell.displayed.first().cloned().unwrap_or_default();
+    let row = |n: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+    };
+    assert!(
+        row("1").is_some_and(|r| r.contains("4194304 (4.00 MiB)")),
+        "{table}"
+    );
+    assert!(
+        row("2").is_some_and(|r| r.contains("-4194304 (-4.00 MiB)")),
+        "{table}"
+    );
+}

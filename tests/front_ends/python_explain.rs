@@ -166,3 +166,54 @@ forward(torch.ones(1024, 1024, device="cuda"))
         "the advice is spelled in Python: {stderr}"
     );
 }
+
+/// The `(runs, Δallocated)` of source line `line` in a printed ledger table.
+fn ledger_row(table: &str, line: usize) -> Option<(u64, i64)> {
+    table.lines().find_map(|row| {
+        let mut cells = row.split_whitespace();
+        (cells.next()?.parse::<usize>().ok()? == line).then_some(())?;
+        let runs = cells.next()?.parse().ok()?;
+        let allocated = cells.next()?.parse().ok()?;
+        Some((runs, allocated))
+    })
+}
+
+#[test]
+fn run_with_ledger_charges_each_python_line_and_snapshot_writes_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(
+        dir.path(),
+        "ledger.py",
+        "import torch\n\
+         \n\
+         def block(x):\n\
+         \x20   h = x * 2\n\
+         \x20   return h.relu()\n\
+         \n\
+         x = torch.randn(1024, 1024, device=\"cuda\")\n\
+         for i in range(3):\n\
+         \x20   y = block(x) + 1\n\
+         \x20   del y\n",
+    );
+    let snapshot = dir.path().join("history.json");
+    let out = common::torchlet()
+        .args(["--simulate-cuda", "run"])
+        .arg(&path)
+        .arg("--ledger")
+        .arg("--snapshot")
+        .arg(&snapshot)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    const MIB4: i64 = 4 << 20;
+    // `h` of each call, its relu, then the caller's `+ 1`, which frees both on return.
+    assert_eq!(ledger_row(&table, 4), Some((3, 3 * MIB4)), "{table}");
+    assert_eq!(ledger_row(&table, 5), Some((3, 3 * MIB4)), "{table}");
+    assert_eq!(ledger_row(&table, 7), Some((1, MIB4)), "{table}");
+    assert_eq!(ledger_row(&table, 8), Some((4, 0)), "{table}");
+    assert_eq!(ledger_row(&table, 9), Some((3, -3 * MIB4)), "{table}");
+    assert_eq!(ledger_row(&table, 10), Some((3, -3 * MIB4)), "{table}");
+    let history = std::fs::read_to_string(&snapshot).expect("the snapshot is written");
+    assert!(history.contains("ledger.py"), "its frames name the program");
+}

@@ -91,6 +91,16 @@ impl Ledger {
         }
     }
 
+    /// Control came back to `line` in the middle of its run (a call on it returned from lines of
+    /// its own): what follows is charged to it again, without counting another run.
+    pub fn resume(&mut self, line: usize) {
+        self.close();
+        if let Some(now) = sample(self.device) {
+            self.lines.entry(line).or_default();
+            self.open = Some((line, 0, now));
+        }
+    }
+
     /// Stop keeping the ledger and hand over its lines.
     pub fn finish(mut self) -> BTreeMap<usize, LineStats> {
         self.close();

@@ -24,6 +24,50 @@ pub struct PythonCells {
 }
 
 impl PythonCells {
+    /// `%%ledger`: run the rest of the cell keeping the per-line ledger, then show it (its lines
+    /// numbered from the first line after `%%ledger`).
+    fn run_with_ledger(&mut self, body: &str, count: usize) -> Ran {
+        let name = format!("In[{count}]");
+        let device = torchlet_session::current_device();
+        let started = Instant::now();
+        let (result, lines) = self
+            .python
+            .with_ledger(&name, device, || self.python.run_cell(body, &name));
+        let elapsed = started.elapsed();
+        let table = torchlet_session::ledger::table(&lines, body);
+        match result {
+            Ok(shown) => {
+                if let Some(s) = shown {
+                    self.display(&DisplayData {
+                        plain: s.plain,
+                        html: s.html,
+                    });
+                }
+                Ran {
+                    outcome: Outcome {
+                        value: Some(table),
+                        error: None,
+                        elapsed,
+                    },
+                    page: None,
+                    traceback: None,
+                }
+            }
+            Err(error) => {
+                self.display(&table);
+                Ran {
+                    traceback: Some(traceback_lines(&error)),
+                    outcome: Outcome {
+                        value: None,
+                        error: Some(ScriptError::unplaced(&error.kind, error.message)),
+                        elapsed,
+                    },
+                    page: None,
+                }
+            }
+        }
+    }
+
     /// A new interpreter whose `print` and tracebacks go to `publisher` as they are written.
     pub fn new(publisher: Publisher) -> Result<PythonCells, String> {
         let python = Python::new()?;
@@ -77,6 +121,10 @@ impl Language for PythonCells {
                 page: Some(text),
                 traceback: None,
             };
+        }
+        if let Some(body) = code.trim_start().strip_prefix("%%ledger") {
+            let body = body.split_once('\n').map_or("", |(_, rest)| rest);
+            return self.run_with_ledger(body, count);
         }
         let (magic_lines, code) = split_magics(code);
         let mut shown = None;

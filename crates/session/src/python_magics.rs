@@ -175,6 +175,8 @@ fn help() -> DisplayData {
         let usage = format!("%{} {}", m.name, m.args);
         text += &format!("  {:<22} {}\n", usage.trim_end(), m.doc);
     }
+    text +=
+        "  %%ledger (first line)  run the rest of the cell with the per-line ledger (notebook)\n";
     text += "In code: import torchlet; torchlet.memory_holders(), torchlet.explain_free(x).";
     DisplayData::preformatted(text)
 }
