@@ -1,7 +1,7 @@
 //! `torchlet python`: PyTorch programs in Python, as `python` runs them: a file
 //! (`torchlet python FILE.py ARGS`, also `torchlet run FILE.py`), a snippet (`-c CODE`), or the
 //! Python REPL, whose indented blocks continue until a blank line as in CPython's, with
-//! torchlet's magics (`%mem`, `%vars`, `%holders`, `%why x`, `%trace on`; `%help` lists them).
+//! torchlet's magics (`%mem`, `%vars`, `%holders`, `%why x`, `%trace on`, `%memplot on`; `%help` lists them).
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -110,8 +110,12 @@ fn run_input(python: &Python, magics: &mut PythonMagics, input: &str) -> Option<
     let before = magics.before_input();
     let started = std::time::Instant::now();
     let result = python.run_source(&code, "<stdin>", true);
-    for line in magics.after_input(before, started.elapsed()) {
+    let after = magics.after_input(before, started.elapsed());
+    for line in after.lines {
         println!("{line}");
+    }
+    if let Some(picture) = after.picture {
+        println!("{}", picture.plain);
     }
     match result {
         Err(error) if error.exit_status.is_some() => error.exit_status,

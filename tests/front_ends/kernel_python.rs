@@ -26,6 +26,8 @@ struct Cell {
     result_html: Option<String>,
     /// The plain text of each display_data published while the cell ran.
     displayed: Vec<String>,
+    /// The SVG of each display_data that had one.
+    svgs: Vec<String>,
     error: Option<(String, Vec<String>)>,
     reply: JupyterMessage,
 }
@@ -43,6 +45,7 @@ async fn run(
         result: None,
         result_html: None,
         displayed: Vec::new(),
+        svgs: Vec::new(),
         error: None,
         reply: reply_to(shell, &id).await,
     };
@@ -65,6 +68,9 @@ async fn run(
                 let data = serde_json::to_value(&d.data).unwrap();
                 cell.displayed
                     .push(data["text/plain"].as_str().unwrap_or_default().to_string());
+                if let Some(svg) = data["image/svg+xml"].as_str() {
+                    cell.svgs.push(svg.to_string());
+                }
             }
             JupyterMessageContent::ErrorOutput(e) => {
                 cell.error = Some((e.ename.clone(), e.traceback.clone()));
@@ -446,4 +452,41 @@ async fn a_ledger_cell_shows_each_lines_memory() {
         row("2").is_some_and(|r| r.contains("-4194304 (-4.00 MiB)")),
         "{table}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memplot_draws_the_chart_by_variable_after_each_cell() {
+    let kernel = start();
+    let mut shell = kernel_process::shell(&kernel.info).await;
+    let mut iopub = kernel_process::iopub(&kernel.info, WAIT).await;
+    run(
+        &mut shell,
+        &mut iopub,
+        "import torch\ntorch.zeros(1, device='cuda')",
+    )
+    .await;
+    let cell = run(&mut shell, &mut iopub, "%memplot on").await;
+    let said = cell.result.unwrap_or_default();
+    assert!(said.starts_with("memory plot on"), "{said}");
+    let cell = run(
+        &mut shell,
+        &mut iopub,
+        "activations = torch.zeros(1024, 1024, device='cuda')",
+    )
+    .await;
+    assert_eq!(
+        cell.svgs.len(),
+        1,
+        "one chart after the cell: {:?}",
+        cell.displayed
+    );
+    assert!(
+        cell.svgs[0].contains("activations"),
+        "drawn under its variable: {}",
+        cell.displayed[0]
+    );
+    let cell = run(&mut shell, &mut iopub, "%memplot off\n%mem").await;
+    assert!(cell.svgs.is_empty());
+    let mem = cell.result.unwrap_or_default();
+    assert!(mem.contains("cuda:0"), "{mem}");
 }

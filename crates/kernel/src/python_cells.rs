@@ -155,8 +155,17 @@ impl Language for PythonCells {
         let started = Instant::now();
         let result = self.python.run_cell(&code, &format!("In[{count}]"));
         let elapsed = started.elapsed();
-        for line in self.magics.after_input(before, elapsed) {
+        let after = self.magics.after_input(before, elapsed);
+        for line in after.lines {
             self.publisher.stream(false, &format!("{line}\n"));
+        }
+        if let Some(picture) = after.picture {
+            let (data, display_id) = super::replies::picture_media(&picture);
+            self.publisher.output(jupyter_protocol::DisplayData {
+                data,
+                metadata: Default::default(),
+                transient: Some(jupyter_protocol::Transient { display_id }),
+            });
         }
         match result {
             Ok(shown) => Ran {

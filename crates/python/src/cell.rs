@@ -107,6 +107,7 @@ impl Python {
     /// `execute_result`. Unlike IPython the value is not kept in `_` or `Out`, so a tensor the
     /// cell only shows is freed when the cell ends.
     pub fn run_cell(&self, source: &str, name: &str) -> Result<Option<Shown>, PythonError> {
+        crate::native::site::remember_source(name, source);
         self.interpreter.enter(|vm| {
             let code = vm
                 .compile(source, Mode::BlockExpr, name.to_owned())

@@ -128,6 +128,7 @@ impl Python {
     /// bare expression is printed with `repr`.
     pub fn run_source(&self, source: &str, name: &str, single: bool) -> Result<(), PythonError> {
         let mode = if single { Mode::Single } else { Mode::Exec };
+        crate::native::site::remember_source(name, source);
         self.interpreter
             .enter(|vm| run(vm, &self.main, source, name, mode))
     }

@@ -22,11 +22,16 @@ pub(crate) struct MemPlot {
 
 /// An input finished: sample the current device, and redraw the chart when it is on.
 pub(crate) fn after_input(state: &RefCell<MemPlot>, frontend: &dyn Frontend) {
+    if let Some(picture) = redrawn(state) {
+        frontend.picture(&picture);
+    }
+}
+
+/// An input finished: sample the current device, and the chart to show when it is on.
+pub(crate) fn redrawn(state: &RefCell<MemPlot>) -> Option<torchlet_explain::Picture> {
     let index = device::current_device();
     // Never start a GPU for a session that has not used one.
-    let Some(allocator) = device::started_cuda_allocator(index) else {
-        return;
-    };
+    let allocator = device::started_cuda_allocator(index)?;
     let plot = {
         let mut s = state.borrow_mut();
         if s.samples.len() == SAMPLES {
@@ -35,16 +40,15 @@ pub(crate) fn after_input(state: &RefCell<MemPlot>, frontend: &dyn Frontend) {
         s.samples.push_back(allocator.memory_allocated());
         s.plot.clone()
     };
-    let Some(id) = plot else { return };
+    let id = plot?;
     // Before the first allocation there is nothing to draw; the chart appears with the first one.
     // Note [Chart in the running cell]: each chart is a new display in the output of the input
     // that just ran, where the reader is; updating the first one in place would redraw a cell
     // scrolled out of sight. The shared display id keeps the earlier copies current too.
-    if let Ok(mut picture) = torchlet_rhai::surface::plot_api::picture(index) {
-        picture.display_id = Some(id);
-        picture.update = false;
-        frontend.picture(&picture);
-    }
+    let mut picture = torchlet_rhai::surface::plot_api::picture(index).ok()?;
+    picture.display_id = Some(id);
+    picture.update = false;
+    Some(picture)
 }
 
 /// Turn the chart on (recording history on the current device if it was off) or off.

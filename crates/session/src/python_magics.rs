@@ -32,7 +32,7 @@ pub const PYTHON_MAGICS: &[PythonMagic] = &[
         "mem",
         "",
         "allocated, reserved and peak memory of each CUDA device",
-        |_, _, _| mem(),
+        |magics, _, _| mem(magics),
     ),
     magic(
         "summary",
@@ -72,6 +72,18 @@ pub const PYTHON_MAGICS: &[PythonMagic] = &[
         },
     ),
     magic(
+        "memplot",
+        "on|off",
+        "after each input, draw one chart of GPU memory by variable (a notebook's SVG)",
+        |magics, _, arg| {
+            let on = switch("memplot", arg)?;
+            Ok(DisplayData::text(super::memplot::switch(
+                &magics.memplot,
+                on,
+            )?))
+        },
+    ),
+    magic(
         "time",
         "on|off",
         "after each input, print the time it took",
@@ -98,12 +110,22 @@ const fn magic(
 }
 
 /// The switches the magics set, kept by the front end for the session's life.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Default)]
 pub struct PythonMagics {
     /// `%trace on`: print the change in device memory after each input.
     pub trace: bool,
     /// `%time on`: print each input's wall time.
     pub time: bool,
+    /// `%memplot on`'s chart and `%mem`'s samples.
+    memplot: std::cell::RefCell<super::memplot::MemPlot>,
+}
+
+/// What to show after an input: the trace and time lines, and the memory chart when it is on.
+pub struct AfterInput {
+    /// Lines for standard output.
+    pub lines: Vec<String>,
+    /// `%memplot on`'s chart, redrawn.
+    pub picture: Option<super::Picture>,
 }
 
 /// Device memory before an input ran, when tracing.
@@ -126,8 +148,8 @@ impl PythonMagics {
         Before(self.trace.then(|| memory::sample().ok()).flatten())
     }
 
-    /// The lines `%trace on` and `%time on` print after an input that took `elapsed`.
-    pub fn after_input(&self, before: Before, elapsed: Duration) -> Vec<String> {
+    /// What `%trace on`, `%time on` and `%memplot on` show after an input that took `elapsed`.
+    pub fn after_input(&self, before: Before, elapsed: Duration) -> AfterInput {
         let mut lines = Vec::new();
         if let (Some(before), Ok(after)) = (before.0, memory::sample()) {
             lines.push(super::trace::change(&before, &after));
@@ -135,7 +157,10 @@ impl PythonMagics {
         if self.time {
             lines.push(format!("Wall time: {}", super::trace::duration(elapsed)));
         }
-        lines
+        AfterInput {
+            lines,
+            picture: super::memplot::redrawn(&self.memplot),
+        }
     }
 }
 
@@ -181,9 +206,13 @@ fn help() -> DisplayData {
     DisplayData::preformatted(text)
 }
 
-fn mem() -> MagicAnswer {
+fn mem(magics: &PythonMagics) -> MagicAnswer {
     let devices = memory::sample()?;
-    Ok(DisplayData::preformatted(memory::table(&devices)))
+    let mut text = memory::table(&devices);
+    if let Some(line) = super::memplot::sparkline(&magics.memplot) {
+        text = format!("{text}\n{line}");
+    }
+    Ok(DisplayData::preformatted(text))
 }
 
 fn summary() -> MagicAnswer {
@@ -260,5 +289,6 @@ mod tests {
     fn magics_complete_from_the_table() {
         assert_eq!(complete_magic("ho"), ["%holders"]);
         assert_eq!(complete_magic("t"), ["%trace", "%time"]);
+        assert_eq!(complete_magic("me"), ["%mem", "%memplot"]);
     }
 }

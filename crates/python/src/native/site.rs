@@ -19,6 +19,19 @@ thread_local! {
     static LAST: RefCell<Option<Place>> = const { RefCell::new(None) };
     static NAMES: RefCell<HashMap<(usize, usize, usize), Arc<str>>> = RefCell::new(HashMap::new());
     static FILES: RefCell<HashMap<usize, Arc<File>>> = RefCell::new(HashMap::new());
+    /// The sources run from memory (a notebook cell `In[3]`, a REPL input), by the name they ran as.
+    static SOURCES: RefCell<HashMap<String, Vec<String>>> = RefCell::new(HashMap::new());
+}
+
+/// `source` is about to run under `name` without a file on disk (a cell, a REPL input): its
+/// statements are named from this text. The caches keyed by the interpreter's objects are
+/// dropped, as a new input's objects may reuse an old one's addresses.
+pub(crate) fn remember_source(name: &str, source: &str) {
+    let lines = source.lines().map(str::to_string).collect();
+    SOURCES.with(|s| s.borrow_mut().insert(name.to_string(), lines));
+    NAMES.with(|n| n.borrow_mut().clear());
+    FILES.with(|f| f.borrow_mut().clear());
+    LAST.with(|l| *l.borrow_mut() = None);
 }
 
 /// A program file as statements are named from it: its name as shown, its lines if readable.
@@ -119,6 +132,12 @@ fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
 
 /// The file at `path`, shown relative to the working folder when it lies in it.
 fn read(path: &str) -> File {
+    if let Some(lines) = SOURCES.with(|s| s.borrow().get(path).cloned()) {
+        return File {
+            shown: path.to_string(),
+            lines,
+        };
+    }
     let lines = std::fs::read_to_string(path)
         .map(|s| s.lines().map(str::to_string).collect())
         .unwrap_or_default();
