@@ -217,3 +217,95 @@ fn run_with_ledger_charges_each_python_line_and_snapshot_writes_the_history() {
     let history = std::fs::read_to_string(&snapshot).expect("the snapshot is written");
     assert!(history.contains("ledger.py"), "its frames name the program");
 }
+
+/// A tiny regression, set up as every leak program starts it.
+const LEAK_SETUP: &str = "import torch\n\
+    import torch.nn.functional as F\n\
+    torch.manual_seed(0)\n\
+    x = torch.randn(512, 2, device='cuda')\n\
+    y = torch.randn(512, 1, device='cuda')\n\
+    w = torch.randn(2, 64, device='cuda', requires_grad=True)\n\
+    v = torch.randn(64, 1, device='cuda', requires_grad=True)\n";
+
+/// What a leak program writes on standard error, after `LEAK_SETUP`.
+fn leak_stderr(body: &str) -> String {
+    let out = run_py(&format!("{LEAK_SETUP}{body}"), "1GiB");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stderr)
+}
+
+#[test]
+fn the_five_leak_pitfalls_are_named_in_python_with_their_advice() {
+    let loss = "loss = F.mse_loss(x.matmul(w).relu().matmul(v), y)";
+    let cases = [
+        (
+            format!("total = 0.0\nfor i in range(6):\n    {loss}\n    total = total + loss\n"),
+            "line 9: ",
+            "`total` holds each iteration's graph; keep a number instead (`loss.item()`)",
+        ),
+        (
+            format!("losses = []\nfor i in range(6):\n    {loss}\n    losses.append(loss)\n"),
+            "line 9: ",
+            "`losses` keeps each iteration's graph in a new item",
+        ),
+        (
+            "h = torch.zeros(512, 64, device='cuda')\n\
+             u = torch.randn(64, 64, device='cuda', requires_grad=True)\n\
+             for i in range(6):\n\
+             \x20   h = torch.tanh(x.matmul(w) + h.matmul(u))\n\
+             \x20   h.sum().backward(retain_graph=True)\n"
+                .to_string(),
+            "line 10: ",
+            "`h` carries the graph of every earlier iteration; detach it once per iteration \
+             (`h = h.detach()`)",
+        ),
+        (
+            format!("cache = {{}}\nfor step in range(6):\n    {loss}\n    cache[f'step{{step}}'] = loss\n"),
+            "line 9: ",
+            "`cache` keeps each iteration's graph under a new key",
+        ),
+        (
+            format!(
+                "def report(loss):\n    return lambda: loss.item()\non_done = []\n\
+                 for step in range(6):\n    {loss}\n    on_done.append(report(loss))\n"
+            ),
+            "line 11: ",
+            "`on_done` keeps functions that captured each iteration's graph",
+        ),
+    ];
+    for (body, line, advice) in cases {
+        let stderr = leak_stderr(&body);
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{body}\n{stderr}");
+        assert!(
+            warnings[0].starts_with(&format!("warning: {line}")),
+            "{stderr}"
+        );
+        assert!(warnings[0].contains(advice), "{body}\n{stderr}");
+        // The same warning on every run.
+        assert_eq!(leak_stderr(&body), stderr, "{body}");
+    }
+}
+
+#[test]
+fn building_data_and_layers_and_a_forward_that_backward_frees_are_no_leak() {
+    let stderr = leak_stderr(
+        "import torch.nn as nn\n\
+         layers = [nn.Linear(64, 64).cuda() for _ in range(4)]\n\
+         data = []\n\
+         for i in range(5):\n\
+         \x20   data.append(torch.randn(512, 64, device='cuda'))\n\
+         total = 0.0\n\
+         for batch in data:\n\
+         \x20   h = batch\n\
+         \x20   for layer in layers:\n\
+         \x20       h = layer(h).relu()\n\
+         \x20   loss = h.pow(2).mean()\n\
+         \x20   loss.backward()\n\
+         \x20   total += loss.item()\n",
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+}

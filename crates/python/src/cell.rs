@@ -112,6 +112,7 @@ impl Python {
             let code = vm
                 .compile(source, Mode::BlockExpr, name.to_owned())
                 .map_err(|e| vm.new_syntax_error(&e, Some(source)));
+            crate::watch::start(vm);
             let value = code.and_then(|code| vm.run_code_obj(code, self.main.clone()));
             let shown = value.and_then(|value| {
                 if vm.is_none(&value) {
@@ -129,6 +130,7 @@ impl Python {
                 };
                 Ok(Some(Shown { plain, html }))
             });
+            crate::watch::finish(vm);
             flush_std(vm);
             shown.map_err(|e| describe(vm, &e))
         })

@@ -153,10 +153,12 @@ fn run(
     let code = vm
         .compile(source, mode, name.to_owned())
         .map_err(|e| vm.new_syntax_error(&e, Some(source)));
+    crate::watch::start(vm);
     let result = code
         .and_then(|code| vm.run_code_obj(code, scope.clone()))
         .map(drop)
         .map_err(|e| describe(vm, &e));
+    crate::watch::finish(vm);
     crate::native::site::forget_statement();
     flush_std(vm);
     result

@@ -9,7 +9,8 @@
 //! Map: `interpreter` (one interpreter and its `__main__`: run a file or snippets, errors as
 //! tracebacks), `cell` (what a notebook kernel adds: cells with a last value, output to a sink,
 //! interrupts), `introspect` (what a notebook asks between cells: completeness, completion, help on
-//! a name), `ledger` (the per-line ledger, from a trace function), `package` (the `torch` package's sources, part of the binary, and the finder that
+//! a name), `watch` (the trace
+//! function behind the per-line ledger and the leak warnings), `package` (the `torch` package's sources, part of the binary, and the finder that
 //! imports them), `explanations` (the
 //! variables walked for the front ends' magics), `native` (`torch._C`), `named_values` (the program's variables as the explanations see them).
 
@@ -17,10 +18,10 @@ mod cell;
 mod explanations;
 mod interpreter;
 mod introspect;
-mod ledger;
 mod named_values;
 mod native;
 mod package;
+mod watch;
 
 pub use cell::{Interrupter, OutputSink, Shown};
 pub use interpreter::{Python, PythonError};

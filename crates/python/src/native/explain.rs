@@ -133,8 +133,14 @@ fn device(a: &Args, i: usize) -> PyResult<usize> {
 /// The program's variables now: `__main__`'s, and the locals of the program's frames on the
 /// stack (torchlet's own `torch` package left out).
 pub(crate) fn walk_program(vm: &VirtualMachine) -> PyResult<Walked> {
+    walk_from(vm, vm.current_frame().map(Into::into))
+}
+
+/// The program's variables: `__main__`'s, and the locals of `innermost` and the program's frames
+/// that called it.
+pub(crate) fn walk_from(vm: &VirtualMachine, innermost: Option<PyObjectRef>) -> PyResult<Walked> {
     let mut frames = Vec::new();
-    let mut frame: Option<PyObjectRef> = vm.current_frame().map(Into::into);
+    let mut frame = innermost;
     while let Some(f) = frame {
         if !super::site::is_torchlets_frame(vm, &f) {
             frames.push(f.clone());

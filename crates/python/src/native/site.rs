@@ -100,7 +100,7 @@ pub(crate) fn is_torchlets_frame(vm: &VirtualMachine, frame: &rustpython_vm::PyO
 
 /// torchlet's `torch` package (frozen, or read from `TORCHLET_PY_SOURCES` while developing it)
 /// and the interpreter's frozen modules are not the program.
-fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
+pub(crate) fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
     thread_local! {
         static SOURCES: Option<String> =
             std::env::var(crate::package::SOURCE_DIR_ENV).ok().filter(|d| !d.is_empty());
@@ -128,6 +128,11 @@ fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
         .get(line.saturating_sub(1))
         .map_or("", |l| l.trim());
     Arc::from(format!("{}:{line}:{col}: {text}", file.shown))
+}
+
+/// The lines of the program file `path`: a remembered cell's or input's, else the file's on disk.
+pub(crate) fn source_lines(path: &str) -> Vec<String> {
+    read(path).lines
 }
 
 /// The file at `path`, shown relative to the working folder when it lies in it.
