@@ -309,3 +309,52 @@ fn building_data_and_layers_and_a_forward_that_backward_frees_are_no_leak() {
     );
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+#[test]
+fn a_loop_that_backward_runs_again_and_a_hook_that_asks_never_wait_on_the_graph() {
+    // Backward holds the node it runs while it calls back; walking the graph then would wait on
+    // it forever (Note [no walks in callbacks]). A hang here fails after the timeout.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(
+        dir.path(),
+        "callbacks.py",
+        r#"
+import torch
+import torch.nn as nn
+import torchlet
+from torch.utils.checkpoint import checkpoint
+layers = nn.ModuleList([nn.Linear(64, 64) for _ in range(4)]).cuda()
+def body(h):
+    for layer in layers:
+        h = layer(h).relu()
+    return h
+x = torch.randn(32, 64, device="cuda", requires_grad=True)
+for step in range(4):
+    checkpoint(body, x, use_reentrant=False).sum().backward()
+def hook(grad):
+    try:
+        torchlet.memory_holders()
+    except RuntimeError as e:
+        print("refused:", str(e).split(" (")[0])
+    return grad
+y = x * 2
+y.register_hook(hook)
+y.sum().backward()
+print("done")
+"#,
+    );
+    let binary = common::torchlet().get_program().to_owned();
+    let out = std::process::Command::new("timeout")
+        .arg("120")
+        .arg(binary)
+        .args(["--simulate-cuda", "run"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "refused: torchlet's explanations cannot be asked inside a hook or a function backward \
+         runs again\ndone\n"
+    );
+}

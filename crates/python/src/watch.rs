@@ -188,6 +188,10 @@ fn loop_pass(vm: &VirtualMachine, frame: &PyObjectRef, file: &str, line: usize) 
     let Some(allocator) = torchlet_core::device::started_cuda_allocator(device) else {
         return;
     };
+    // Note [no walks in callbacks] (`native/site.rs`): a loop run again by backward is not watched.
+    if crate::native::site::in_callback() {
+        return;
+    }
     let key = (line as i64, file_key(file));
     let now = allocator.memory_allocated();
     if !LEAKS.with(|l| l.borrow_mut().pass(key, now)) {

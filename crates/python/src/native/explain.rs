@@ -139,6 +139,12 @@ pub(crate) fn walk_program(vm: &VirtualMachine) -> PyResult<Walked> {
 /// The program's variables: `__main__`'s, and the locals of `innermost` and the program's frames
 /// that called it.
 pub(crate) fn walk_from(vm: &VirtualMachine, innermost: Option<PyObjectRef>) -> PyResult<Walked> {
+    if super::site::in_callback() {
+        return Err(vm.new_runtime_error(
+            "torchlet's explanations cannot be asked inside a hook or a function backward runs again (backward holds the graph); ask after backward() returns"
+                .to_string(),
+        ));
+    }
     let mut frames = Vec::new();
     let mut frame = innermost;
     while let Some(f) = frame {

@@ -19,6 +19,8 @@ thread_local! {
     static LAST: RefCell<Option<Place>> = const { RefCell::new(None) };
     static NAMES: RefCell<HashMap<(usize, usize, usize), Arc<str>>> = RefCell::new(HashMap::new());
     static FILES: RefCell<HashMap<usize, Arc<File>>> = RefCell::new(HashMap::new());
+    /// How many calls back into the program from torch calls are running.
+    static CALLBACKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// The sources run from memory (a notebook cell `In[3]`, a REPL input), by the name they ran as.
     static SOURCES: RefCell<HashMap<String, Vec<String>>> = RefCell::new(HashMap::new());
 }
@@ -77,12 +79,22 @@ pub(crate) fn forget_statement() {
     torchlet_alloc::site::set(None);
 }
 
+/// Whether the program runs inside a torch call that called it back (a hook, a checkpointed
+/// function run again by backward). Note [no walks in callbacks]: backward keeps the node it
+/// runs locked while it calls back, so walking graphs then (the leak watch, the holders) would
+/// wait on that lock forever; they are not done there.
+pub(crate) fn in_callback() -> bool {
+    CALLBACKS.with(|c| c.get() > 0)
+}
+
 /// Run `f`, a call back into the program from inside a torch call (backward recomputing a
 /// checkpointed function), and name the outer statement again afterwards: what the outer call
 /// allocates after the callback returns is the outer statement's.
 pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
     let (last, site) = (LAST.with(|l| *l.borrow()), torchlet_alloc::site::current());
+    CALLBACKS.with(|c| c.set(c.get() + 1));
     let result = f();
+    CALLBACKS.with(|c| c.set(c.get() - 1));
     LAST.with(|l| *l.borrow_mut() = last);
     torchlet_alloc::site::set(site);
     result
