@@ -83,8 +83,9 @@ impl<M: RawMemory> Inner<M> {
 }
 
 impl OomDiagnosis {
-    /// The lines printed after PyTorch's message, each starting with `torchlet:`.
-    pub fn lines(&self) -> Vec<String> {
+    /// The lines printed after PyTorch's message, each starting with `torchlet:`; `record_call`
+    /// is how the program's language starts the memory history.
+    pub fn lines(&self, record_call: &str) -> Vec<String> {
         let (largest, other, other_name) = match self.pool {
             PoolKind::Large => (self.largest_free_large, self.largest_free_small, "small"),
             PoolKind::Small => (self.largest_free_small, self.largest_free_large, "large"),
@@ -109,7 +110,7 @@ impl OomDiagnosis {
                 format_size(self.rounding),
             ),
         ];
-        lines.push(format!("torchlet: {}", self.replay.sentence()));
+        lines.push(format!("torchlet: {}", self.replay.sentence(record_call)));
         lines
     }
 }

@@ -37,15 +37,14 @@ pub enum ReplayVerdict {
 }
 
 impl ReplayVerdict {
-    /// One sentence for the error's notes.
-    pub fn sentence(&self) -> String {
+    /// One sentence for the error's notes; `record_call` is how the program's language spells
+    /// the call that starts the history (`cuda::record_memory_history()`).
+    pub fn sentence(&self, record_call: &str) -> String {
         match self {
-            ReplayVerdict::NoHistory => {
-                "to learn whether expandable_segments or max_split_size_mb \
-                would avoid this, call cuda::record_memory_history() before the first allocation \
-                and run again"
-                    .to_string()
-            }
+            ReplayVerdict::NoHistory => format!(
+                "to learn whether expandable_segments or max_split_size_mb would avoid this, call \
+                 {record_call} before the first allocation and run again"
+            ),
             ReplayVerdict::NotReproduced { events } => format!(
                 "replaying the {events} recorded events did not run out of memory here (memory \
                  shared with others, or an injected failure), so other settings cannot be judged"

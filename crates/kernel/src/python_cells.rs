@@ -38,32 +38,13 @@ impl PythonCells {
         match result {
             Ok(shown) => {
                 if let Some(s) = shown {
-                    self.display(&DisplayData {
-                        plain: s.plain,
-                        html: s.html,
-                    });
+                    self.display(&shown_data(s));
                 }
-                Ran {
-                    outcome: Outcome {
-                        value: Some(table),
-                        error: None,
-                        elapsed,
-                    },
-                    page: None,
-                    traceback: None,
-                }
+                valued(Some(table), elapsed)
             }
             Err(error) => {
                 self.display(&table);
-                Ran {
-                    traceback: Some(traceback_lines(&error)),
-                    outcome: Outcome {
-                        value: None,
-                        error: Some(ScriptError::unplaced(&error.kind, error.message)),
-                        elapsed,
-                    },
-                    page: None,
-                }
+                failed(&error, elapsed)
             }
         }
     }
@@ -138,15 +119,7 @@ impl Language for PythonCells {
             }
         }
         if code.trim().is_empty() {
-            return Ran {
-                outcome: Outcome {
-                    value: shown,
-                    error: None,
-                    elapsed: std::time::Duration::ZERO,
-                },
-                page: None,
-                traceback: None,
-            };
+            return valued(shown, std::time::Duration::ZERO);
         }
         if let Some(earlier) = shown {
             self.display(&earlier);
@@ -168,27 +141,8 @@ impl Language for PythonCells {
             });
         }
         match result {
-            Ok(shown) => Ran {
-                outcome: Outcome {
-                    value: shown.map(|s| DisplayData {
-                        plain: s.plain,
-                        html: s.html,
-                    }),
-                    error: None,
-                    elapsed,
-                },
-                page: None,
-                traceback: None,
-            },
-            Err(error) => Ran {
-                traceback: Some(traceback_lines(&error)),
-                outcome: Outcome {
-                    value: None,
-                    error: Some(ScriptError::unplaced(&error.kind, error.message)),
-                    elapsed,
-                },
-                page: None,
-            },
+            Ok(shown) => valued(shown.map(shown_data), elapsed),
+            Err(error) => failed(&error, elapsed),
         }
     }
 
@@ -302,6 +256,40 @@ impl PythonCells {
             metadata: Default::default(),
             transient: None,
         });
+    }
+}
+
+/// A cell that ran to its end, with the value it shows (if any).
+fn valued(value: Option<DisplayData>, elapsed: std::time::Duration) -> Ran {
+    Ran {
+        outcome: Outcome {
+            value,
+            error: None,
+            elapsed,
+        },
+        page: None,
+        traceback: None,
+    }
+}
+
+/// A cell that raised `error`, with CPython's traceback.
+fn failed(error: &PythonError, elapsed: std::time::Duration) -> Ran {
+    Ran {
+        traceback: Some(traceback_lines(error)),
+        outcome: Outcome {
+            value: None,
+            error: Some(ScriptError::unplaced(&error.kind, error.message.clone())),
+            elapsed,
+        },
+        page: None,
+    }
+}
+
+/// A cell's value as the notebook shows it: its `repr`, and its HTML when it has one.
+fn shown_data(shown: torchlet_python::Shown) -> DisplayData {
+    DisplayData {
+        plain: shown.plain,
+        html: shown.html,
     }
 }
 

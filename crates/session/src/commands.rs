@@ -309,27 +309,15 @@ fn help_index() -> String {
 
 /// `:mem`: each device's memory table, with the sparkline of recent inputs when `:memplot` is on.
 fn mem(session: &mut Session, _: &str) -> Answer {
-    let devices = memory::sample().map_err(device_error)?;
-    let mut text = memory::table(&devices);
-    if let Some(line) = super::memplot::sparkline(&session.memplot) {
-        text = format!("{text}\n{line}");
-    }
+    let text = memory::mem_text(&session.memplot).map_err(device_error)?;
     shown(DisplayData::preformatted(text))
 }
 
 /// `:summary`: the allocator's `memory_summary()` of each device, each headed by its name when
 /// there are several.
 fn summary(_: &mut Session, _: &str) -> Answer {
-    let summaries = memory::summaries().map_err(device_error)?;
-    let many = summaries.len() > 1;
-    let text: Vec<String> = summaries
-        .into_iter()
-        .map(|(i, s)| match many {
-            true => format!("cuda:{i}\n{s}"),
-            false => s,
-        })
-        .collect();
-    shown(DisplayData::preformatted(text.join("\n").trim_end()))
+    let text = memory::summaries_text().map_err(device_error)?;
+    shown(DisplayData::preformatted(text))
 }
 
 fn holders(session: &mut Session, arg: &str) -> Answer {

@@ -56,13 +56,32 @@ pub fn sample() -> Result<Vec<DeviceMemory>, String> {
         .collect()
 }
 
-/// Each device's `memory_summary()` text, or why there is none.
-pub fn summaries() -> Result<Vec<(usize, String)>, String> {
-    Ok(allocators()?
+/// Every device's `memory_summary()` text, each headed by its name when there are several
+/// (`:summary`, `%summary`), or why there is none.
+pub fn summaries_text() -> Result<String, String> {
+    let summaries = allocators()?;
+    let many = summaries.len() > 1;
+    let text: Vec<String> = summaries
         .iter()
         .enumerate()
-        .map(|(index, a)| (index, a.memory_summary(false)))
-        .collect())
+        .map(|(i, a)| match many {
+            true => format!("cuda:{i}\n{}", a.memory_summary(false)),
+            false => a.memory_summary(false),
+        })
+        .collect();
+    Ok(text.join("\n").trim_end().to_string())
+}
+
+/// `:mem`'s text: each device's memory table, with the sparkline of recent inputs when the
+/// memory chart's samples (`memplot`) have some.
+pub(crate) fn mem_text(
+    memplot: &std::cell::RefCell<super::memplot::MemPlot>,
+) -> Result<String, String> {
+    let text = table(&sample()?);
+    Ok(match super::memplot::sparkline(memplot) {
+        Some(line) => format!("{text}\n{line}"),
+        None => text,
+    })
 }
 
 /// Every CUDA device's allocator; with none, the device layer's own words on why and what to do.

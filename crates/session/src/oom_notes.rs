@@ -22,7 +22,7 @@ impl Session {
             let Some(diagnosis) = allocator.take_oom_diagnosis() else {
                 return;
             };
-            notes.extend(diagnosis.lines());
+            notes.extend(diagnosis.lines("cuda::record_memory_history()"));
             let variables = self.named_values();
             let map = HolderMap::of_variables(variables.iter().map(|(n, v)| (n.as_str(), v)));
             notes.push(holders::biggest_line(

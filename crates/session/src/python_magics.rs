@@ -32,13 +32,16 @@ pub const PYTHON_MAGICS: &[PythonMagic] = &[
         "mem",
         "",
         "allocated, reserved and peak memory of each CUDA device",
-        |magics, _, _| mem(magics),
+        |magics, _, _| {
+            let text = memory::mem_text(&magics.memplot)?;
+            Ok(DisplayData::preformatted(text))
+        },
     ),
     magic(
         "summary",
         "",
         "the allocator's memory_summary() of each CUDA device",
-        |_, _, _| summary(),
+        |_, _, _| Ok(DisplayData::preformatted(memory::summaries_text()?)),
     ),
     magic(
         "vars",
@@ -67,8 +70,7 @@ pub const PYTHON_MAGICS: &[PythonMagic] = &[
         "after each input, print how device memory changed",
         |magics, _, arg| {
             magics.trace = switch("trace", arg)?;
-            let state = if magics.trace { "on" } else { "off" };
-            Ok(DisplayData::text(format!("memory trace {state}")))
+            Ok(switched("memory trace", magics.trace))
         },
     ),
     magic(
@@ -89,8 +91,7 @@ pub const PYTHON_MAGICS: &[PythonMagic] = &[
         "after each input, print the time it took",
         |magics, _, arg| {
             magics.time = switch("time", arg)?;
-            let state = if magics.time { "on" } else { "off" };
-            Ok(DisplayData::text(format!("timing {state}")))
+            Ok(switched("timing", magics.time))
         },
     ),
 ];
@@ -206,28 +207,6 @@ fn help() -> DisplayData {
     DisplayData::preformatted(text)
 }
 
-fn mem(magics: &PythonMagics) -> MagicAnswer {
-    let devices = memory::sample()?;
-    let mut text = memory::table(&devices);
-    if let Some(line) = super::memplot::sparkline(&magics.memplot) {
-        text = format!("{text}\n{line}");
-    }
-    Ok(DisplayData::preformatted(text))
-}
-
-fn summary() -> MagicAnswer {
-    let summaries = memory::summaries()?;
-    let many = summaries.len() > 1;
-    let text: Vec<String> = summaries
-        .into_iter()
-        .map(|(i, s)| match many {
-            true => format!("cuda:{i}\n{s}"),
-            false => s,
-        })
-        .collect();
-    Ok(DisplayData::preformatted(text.join("\n").trim_end()))
-}
-
 fn why(python: &Python, name: &str) -> MagicAnswer {
     if name.is_empty() {
         return Err("UsageError: %why needs a variable: %why x".into());
@@ -258,6 +237,11 @@ fn device_arg(arg: &str) -> Result<usize, String> {
     index
         .parse()
         .map_err(|_| format!("UsageError: %holders takes a device index (0, cuda:1), not `{arg}`"))
+}
+
+/// `memory trace on`: what a switch now is.
+fn switched(what: &str, on: bool) -> DisplayData {
+    DisplayData::text(format!("{what} {}", if on { "on" } else { "off" }))
 }
 
 fn switch(name: &str, arg: &str) -> Result<bool, String> {

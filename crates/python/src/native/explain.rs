@@ -181,7 +181,7 @@ pub(crate) fn oom_notes(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Vec<St
         let Some(diagnosis) = allocator.take_oom_diagnosis() else {
             continue;
         };
-        notes.extend(diagnosis.lines().iter().map(|l| in_python(l)));
+        notes.extend(diagnosis.lines("torch.cuda.memory._record_memory_history()"));
         let Ok(walked) = main_globals(vm).and_then(|g| walk(vm, &g, &frames)) else {
             continue;
         };
@@ -190,13 +190,4 @@ pub(crate) fn oom_notes(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Vec<St
         notes.push(holders::biggest_line(&blocks, BIGGEST_HOLDERS));
     }
     notes
-}
-
-/// A diagnosis line with the Rhai language's names of torchlet's calls spelled as a Python
-/// program calls them (the allocator words its advice for the Rhai language).
-fn in_python(line: &str) -> String {
-    line.replace(
-        "cuda::record_memory_history()",
-        "torch.cuda.memory._record_memory_history()",
-    )
 }
