@@ -554,7 +554,7 @@ fn model_code_elementwise_ops_and_strided_slices_give_pytorchs_values() {
 }
 
 /// `torch.einsum` is PyTorch's algorithm: its values, and the allocations PyTorch 2.11 made for
-/// these two equations on an H100 (`tests/parity/pending/py_sampling.py`, events 126 to 130:
+/// these two equations on an H100 (`tests/parity/py_sampling.py`, events 126 to 130:
 /// each output once, the first product's cuBLAS workspace after it, no copies); a diagonal is
 /// refused by name.
 #[test]

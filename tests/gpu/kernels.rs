@@ -534,8 +534,9 @@ fn host_reduce(op: ReduceOp, x: &[f64]) -> f64 {
     match op {
         ReduceOp::Sum => x.iter().sum(),
         ReduceOp::Mean => x.iter().sum::<f64>() / x.len() as f64,
-        ReduceOp::Max => x.iter().cloned().fold(f64::MIN, f64::max),
-        ReduceOp::Min => x.iter().cloned().fold(f64::MAX, f64::min),
+        ReduceOp::Max | ReduceOp::Amax => x.iter().cloned().fold(f64::MIN, f64::max),
+        ReduceOp::Min | ReduceOp::Amin => x.iter().cloned().fold(f64::MAX, f64::min),
+        ReduceOp::Prod => x.iter().product(),
         ReduceOp::ArgMax => {
             x.iter()
                 .enumerate()
@@ -566,6 +567,9 @@ fn reductions_over_dims_and_all() {
         ReduceOp::Min,
         ReduceOp::ArgMax,
         ReduceOp::ArgMin,
+        ReduceOp::Amax,
+        ReduceOp::Amin,
+        ReduceOp::Prod,
     ];
     for elem in [DType::F32, DType::F64, DType::F16, DType::I64] {
         // [rows, cols] read transposed, so the reduced dim is strided; then every dim, then all.
@@ -581,10 +585,16 @@ fn reductions_over_dims_and_all() {
                 }
                 let out_elem = match op {
                     ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-                    ReduceOp::Sum if !elem.is_float() => DType::I64,
+                    ReduceOp::Sum | ReduceOp::Prod if !elem.is_float() => DType::I64,
                     _ => elem,
                 };
                 for dim in [Some(0), Some(1), None] {
+                    // A product of many values overflows: products run along the 5-wide rows.
+                    if op == ReduceOp::Prod
+                        && (rows * cols > 64 || dim != Some(1) || elem == DType::F16)
+                    {
+                        continue;
+                    }
                     let out_shape = match dim {
                         Some(0) => vec![1, cols],
                         Some(_) => vec![rows, 1],
@@ -613,7 +623,7 @@ fn reductions_over_dims_and_all() {
                             .collect(),
                         None => vec![host_reduce(op, &xs)],
                     };
-                    let t = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+                    let t = if matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) {
                         tol(elem) * 10.0
                     } else {
                         0.0

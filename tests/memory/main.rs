@@ -14,5 +14,6 @@ mod oom_diagnosis;
 mod parity;
 mod parity_python;
 mod pictures;
+mod scratch_sizes;
 mod semantics;
 mod soak;

@@ -72,6 +72,8 @@ python_parity!(
     py_multihead_attention,
     py_resnet_block,
     py_retain_grad,
+    py_reductions_more,
+    py_sampling,
     py_save_load,
     py_no_grad_function,
     py_sequential_sgd,

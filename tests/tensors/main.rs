@@ -18,3 +18,5 @@ mod optim;
 mod printing;
 mod reduce_scratch;
 mod shape_ops;
+mod sorting;
+mod spread;

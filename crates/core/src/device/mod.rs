@@ -8,7 +8,8 @@
 //! run time from `cuda/kernels` plus the table's functors), `shapes` the shapes-only simulated GPU
 //! of `torchlet fit` (every allocation, no math). `storage` is one device allocation shared by a
 //! tensor and its views, freed with its last handle. `registry` owns the process's devices;
-//! `reduce_plan` is PyTorch's reduction launch plan (its staging memory shows in the allocator);
+//! `reduce_plan` is PyTorch's reduction launch plan (its staging memory shows in the allocator),
+//! `cub_scratch` the temporary storage of CUB's sorts and scans;
 //! `reduction` is the vocabulary of a reduction's row (fold, finish, dtype rule, partials), whose
 //! `ReduceOp` the table in `tensor/reduce_list.rs` declares;
 //! `peer`, `collective` and `blas_handle` cover cross-device copies, NCCL-style collectives and
@@ -19,6 +20,7 @@ pub mod backend;
 pub mod blas_handle;
 pub mod collective;
 pub mod cpu;
+pub mod cub_scratch;
 pub mod cuda;
 pub mod ops;
 pub mod peer;

@@ -179,7 +179,7 @@ impl ReduceOp {
     /// Whether the reduction along one dim also yields the index of each value (PyTorch's
     /// `max(dim)`/`min(dim)` compute values and indices in one pass).
     pub fn indexes_along_dim(self) -> bool {
-        self.fold().selects() && self.finish() == Finish::Value
+        self.fold().selects() && self.finish() == Finish::Value && !self.values_only()
     }
 
     /// How a partial sits in staging memory; `indices`: values with their indices.

@@ -2,6 +2,8 @@
 //! embedding, and their backwards with PyTorch's temporaries.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::device::cub_scratch::{radix_sort_bytes, scan_bytes, select_bytes};
+use crate::device::Storage;
 use torchlet_alloc::types::element::load_i64;
 
 use super::layout::wrap_dim;
@@ -224,7 +226,7 @@ impl Tensor {
     }
 
     /// PyTorch's checks of an index tensor: integer dtype, same device.
-    fn check_index(&self, index: &Tensor, op: &str, allow_int32: bool) -> Result<()> {
+    pub(crate) fn check_index(&self, index: &Tensor, op: &str, allow_int32: bool) -> Result<()> {
         let ok = index.dtype() == DType::I64 || allow_int32 && index.dtype() == DType::I32;
         if !ok {
             let expected = if allow_int32 {
@@ -501,12 +503,16 @@ fn gather_backward(g: &Tensor, ix: &Tensor, d: usize, input: &[usize]) -> Result
     Ok(full)
 }
 
+/// Indices PyTorch's embedding backward on CUDA sums directly; beyond, it sorts them first.
+const EMBEDDING_DIRECT_MAX: usize = 3072;
+/// Rows each partial segment of the sorted path sums (`NROWS_PER_THREAD`).
+const NROWS_PER_THREAD: usize = 10;
+
 /// PyTorch's embedding_dense_backward: the gradient of each row is the sum of the gradients of
-/// the positions that picked it. On CUDA, up to 3072 indices, PyTorch makes the indices and then
-/// the gradient contiguous, allocates the zeroed result, and frees the copies newest first.
-/// Beyond 3072 it sorts the indices with cub first (the sorted and original indices, a range,
-/// cub's scratch, then segment tables): those temporaries are not reproduced here, only the
-/// direct path's, so a larger backward differs from PyTorch in its temporaries.
+/// the positions that picked it. On CUDA, PyTorch makes the indices and then the gradient
+/// contiguous; up to 3072 indices it allocates the zeroed result and frees the copies newest
+/// first. Beyond, it sorts the indices with CUB and sums segments of equal indices through
+/// tables sized by the most segments there can be (Note [embedding backward tables]).
 fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor> {
     let n = index.numel();
     let width = g.dims().last().copied().unwrap_or(1);
@@ -520,8 +526,17 @@ fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor>
     } else {
         g.contiguous_copy()?
     };
-    let g2 = dense.view_as_shape(&[n, width]);
+    let sorted = g.backend().props().is_some() && n > EMBEDDING_DIRECT_MAX;
+    let tables = if sorted {
+        Some(sort_tables(&index, n)?)
+    } else {
+        None
+    };
     let full = Tensor::zeros(&[rows, width], &g.like_options())?;
+    if let Some(_tables) = tables {
+        segment_tables(g, n, rows, width, index.element_size())?;
+    }
+    let g2 = dense.view_as_shape(&[n, width]);
     let flat = index.view_as_shape(&[n]);
     full.index_add_raw(0, &flat, &g2)?;
     drop(flat);
@@ -529,4 +544,64 @@ fn embedding_backward(g: &Tensor, index: &Tensor, rows: usize) -> Result<Tensor>
     drop(dense);
     drop(index);
     Ok(full)
+}
+
+// Note [embedding backward tables]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Beyond 3072 indices, PyTorch 2.11 (EmbeddingBackwardKernel.cu) sorts the indices with their
+// positions (`radix_sort_pairs` over all 64 bits: its end_bit is commented out), then finds the
+// segments of equal indices (`unique_by_key`, with a keys buffer of its own), splits each into
+// partial segments of at most 10 rows, sums those into `grad_weight_per_segment` and scatters the
+// sums. Its tables are sized by the most there can be: `max_segments = min(indices, rows)`
+// segments and `indices / 10 + max_segments` partial segments, so the memory does not depend on
+// the values. `tests/data/scratch_sizes.json` holds seven such backwards recorded on an H100.
+// torchlet sums the rows directly; the tables are allocated and freed in PyTorch's order.
+
+/// The sorted indices and positions (kept to the end), with the range and CUB's scratch of the
+/// sort made and freed.
+fn sort_tables(index: &Tensor, n: usize) -> Result<(Storage, Storage)> {
+    let b = index.backend().clone();
+    let size = index.element_size();
+    let sorted = Storage::new(b.clone(), n * size)?;
+    let positions = Storage::new(b.clone(), n * size)?;
+    let range = Storage::new(b.clone(), n * size)?;
+    drop(Storage::new(
+        b.clone(),
+        radix_sort_bytes(n, size, size, size * 8),
+    )?);
+    drop(range);
+    Ok((sorted, positions))
+}
+
+/// embedding_backward_cuda_kernel's tables beside the zeroed result: the segments' offsets and
+/// count, `unique_by_key`'s keys and scratch, the partial segments' counts, offsets (CUB's
+/// exclusive sum) and total, their start positions and per-segment sums; the tables hold
+/// indices of the indices' dtype (`isz` bytes), the counts int64.
+fn segment_tables(g: &Tensor, n: usize, rows: usize, width: usize, isz: usize) -> Result<()> {
+    let b = g.backend().clone();
+    let temp = |bytes: usize| Storage::new(b.clone(), bytes);
+    let segment_offsets = temp(n * isz)?;
+    let segments = temp(8)?;
+    let keys = temp(n * isz)?;
+    drop(temp(select_bytes(n))?);
+    drop(keys);
+    let max_segments = n.min(rows);
+    let partials = temp(max_segments * isz)?;
+    let partial_offsets = temp(max_segments * isz)?;
+    drop(temp(scan_bytes(max_segments, isz))?);
+    let partial_count = temp(8)?;
+    let max_partials = n / NROWS_PER_THREAD + max_segments;
+    let starts = temp(max_partials * isz)?;
+    let acc = if g.dtype() == DType::F64 { 8 } else { 4 };
+    let sums = temp(max_partials * width * acc)?;
+    drop((
+        sums,
+        starts,
+        partial_count,
+        partial_offsets,
+        partials,
+        segments,
+        segment_offsets,
+    ));
+    Ok(())
 }

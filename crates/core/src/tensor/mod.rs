@@ -13,9 +13,11 @@
 //! `pool` (max/avg/adaptive pooling, batch norm; `memory_format` for channels-last), `attention` (`scaled_dot_product_attention`: the backend choice, the
 //! bool mask; `attention_fused` the cuDNN, flash and memory-efficient buffers, `attention_math`
 //! the composite), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
-//! (where, masked_fill, triu/tril, index_select, gather, embedding) compute through the device
-//! backend and record autograd nodes; `collective` checks and runs `all_reduce`, `broadcast` and
-//! `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
+//! (where, masked_fill, triu/tril, index_select, gather, embedding; `scatter`) compute through the
+//! device backend and record autograd nodes; `sorting` (sort, argsort, topk), `scan` (cumsum,
+//! flip), `moments` (var, std and their `_mean` forms), `logsumexp` (PyTorch's composite) and `multinomial` order, sum and draw on
+//! the host, with PyTorch's device memory; `collective` checks and runs `all_reduce`, `broadcast`
+//! and `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
 //! elementwise method of one and of two operands once (methods, backward, the script's entry and
 //! help) and list the rest for the script; `reduce_list` declares each reduction once (its
 //! `ReduceOp`, fold, dtype rule, kernel, method, backward from `reduce_grad`, help); `views` and
@@ -49,9 +51,12 @@ mod inplace;
 mod interrupt;
 mod iter_layout;
 mod linalg;
+mod logsumexp;
 mod loss;
 mod math;
 mod memory_format;
+mod moments;
+mod multinomial;
 mod nn;
 mod pad;
 pub mod pool;
@@ -61,7 +66,10 @@ mod reduce;
 mod reduce_grad;
 mod reduce_list;
 mod rms_norm;
+mod scan;
+mod scatter;
 mod shape_ops;
+mod sorting;
 mod unary_list;
 mod update;
 pub mod upsample;
@@ -71,6 +79,7 @@ mod views;
 pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
+pub use moments::Moments;
 pub use random::manual_seed;
 pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};
 pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};

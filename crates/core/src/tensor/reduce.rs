@@ -23,7 +23,7 @@ pub(crate) enum Read {
 
 /// PyTorch's staging memory for one reduction on a CUDA-like device. Fields drop in order:
 /// the semaphores are freed first, then the buffer, as PyTorch's `DataPtr`s go.
-struct Staged {
+pub(crate) struct Staged {
     semaphores: Storage,
     buffer: Storage,
     plan: Staging,
@@ -32,7 +32,11 @@ struct Staged {
 impl Staged {
     /// What the device's plan for reducing `src` over `dims` takes (the buffer, then the
     /// semaphores), or `None` when it keeps every output within one block.
-    fn new(src: &Tensor, dims: &[usize], traits: &KernelTraits) -> Result<Option<Staged>> {
+    pub(crate) fn new(
+        src: &Tensor,
+        dims: &[usize],
+        traits: &KernelTraits,
+    ) -> Result<Option<Staged>> {
         let backend = src.backend();
         let Some(props) = backend.props() else {
             return Ok(None);

@@ -15,6 +15,11 @@ pub(crate) enum Grad {
     /// Over all elements: split evenly among the elements equal to the result (it saves the
     /// input and the result); along a dim: into the positions of the saved indices (max, min).
     Extreme,
+    /// Shared evenly among the elements equal to the result over the reduced dims (amax,
+    /// amin: `scale_grad_by_count`).
+    Count,
+    /// The product's: `grad * (result / input)` where no reduced slice holds a zero (prod).
+    Product,
     /// None: the result is an index, which has no gradient (argmax, argmin).
     None,
 }
@@ -31,6 +36,18 @@ pub(crate) struct Fit {
 }
 
 impl Fit {
+    /// `t` (a reduction's output or its gradient) with the reduced dims back as size 1, a view.
+    fn kept_view(&self, t: &Tensor) -> Result<Tensor> {
+        let mut kept = self.input.clone();
+        for &d in &self.dims {
+            kept[d] = 1;
+        }
+        if t.dims() == kept.as_slice() {
+            return Ok(t.clone());
+        }
+        t.reshape_usize(&kept)
+    }
+
     /// Gradient `g` of the output, broadcast back to the input's shape as a view.
     fn unreduce(&self, g: &Tensor) -> Result<Tensor> {
         let mut kept = self.input.clone();
@@ -79,11 +96,85 @@ impl Grad {
                     }),
                 )
             }
+            (Grad::Count, _) => count_split(x, out, name, fit)?,
+            (Grad::Product, _) => product_back(x, out, name, fit)?,
             (Grad::Extreme, None) => even_split(x, out, name)?,
             (Grad::Extreme, Some(idx)) => scatter_back(x, out, idx, name, fit)?,
         }
         Ok(())
     }
+}
+
+/// amax/amin's backward, PyTorch's `scale_grad_by_count`: `(grad / mask.sum(dims, true)) * mask`
+/// with `mask = (result == self)`, the result and gradient reshaped back to keepdim (views).
+fn count_split(x: &Tensor, out: &Tensor, name: &'static str, fit: Fit) -> Result<()> {
+    let (x_saved, r) = (SavedTensor::new(x)?, SavedTensor::new(out)?);
+    record(
+        out,
+        name,
+        &[x],
+        true,
+        Box::new(move |g, _| {
+            let x = x_saved.get()?;
+            let result = fit.kept_view(r.get()?)?;
+            let g = fit.kept_view(g)?;
+            let mask = result.compare(x, BinaryOp::Eq)?;
+            let dims: Vec<isize> = fit.dims.iter().map(|&d| d as isize).collect();
+            let count = mask.reduction_over(super::ReduceOp::Sum, &dims, true)?;
+            let shared = g.div(&count)?;
+            let out = shared.mul(&mask)?;
+            drop((shared, count, mask));
+            Ok(vec![Some(out)])
+        }),
+    );
+    Ok(())
+}
+
+/// prod's backward (PyTorch's `prod_backward`): the zeros of each reduced slice counted first;
+/// without any, `grad * (result / input)`, the result and gradient reshaped back to keepdim.
+fn product_back(x: &Tensor, out: &Tensor, name: &'static str, fit: Fit) -> Result<()> {
+    let (x_saved, r) = (SavedTensor::new(x)?, SavedTensor::new(out)?);
+    let whole = fit.dims.len() == fit.input.len();
+    record(
+        out,
+        name,
+        &[x],
+        true,
+        Box::new(move |g, _| {
+            let x = x_saved.get()?;
+            if x.dim() == 0 {
+                return Ok(vec![Some(g.clone())]);
+            }
+            if whole {
+                return Err(super::TensorError::not_implemented(
+                    "torchlet: the gradient of prod() over all elements is not supported yet; \
+                     take prod(dim) one dim at a time",
+                ));
+            }
+            let zero_mask = x.compare_scalar(Scalar::Int(0), BinaryOp::Eq, false)?;
+            let dims: Vec<isize> = fit.dims.iter().map(|&d| d as isize).collect();
+            let slice_zeros = zero_mask.reduction_over(super::ReduceOp::Sum, &dims, true)?;
+            let total = slice_zeros.sum(None, false)?;
+            let zeros = if total.has_values() {
+                total.item()?.to_f64()
+            } else {
+                0.0
+            };
+            drop(total);
+            let result = fit.kept_view(r.get()?)?;
+            let g = fit.kept_view(g)?;
+            if zeros != 0.0 {
+                return Err(super::TensorError::not_implemented(
+                    "torchlet: the gradient of prod(dim) over a slice holding a zero is not supported yet",
+                ));
+            }
+            let ratio = result.div(x)?;
+            let out = g.mul(&ratio)?;
+            drop((ratio, slice_zeros, zero_mask));
+            Ok(vec![Some(out)])
+        }),
+    );
+    Ok(())
 }
 
 /// The backward of max()/min() over all elements: evenly split among the elements equal to the
@@ -130,11 +221,26 @@ fn scatter_back(
             } else {
                 g.reshape_usize(idx.dims())?
             };
-            let full = Tensor::zeros(&fit.input, &g.like_options())?;
-            full.backend()
-                .scatter(g.operand(), idx.operand(), d, full.operand())?;
-            Ok(vec![Some(full)])
+            Ok(vec![Some(value_selecting_backward(
+                &g, idx, d, &fit.input,
+            )?)])
         }),
     );
     Ok(())
+}
+
+/// PyTorch's `value_selecting_reduction_backward` (max/min along a dim, sort, topk): zeros of the
+/// input's shape with `g` scattered along `d` at the positions `idx` (both keepdim-shaped).
+pub(crate) fn value_selecting_backward(
+    g: &Tensor,
+    idx: &Tensor,
+    d: usize,
+    input: &[usize],
+) -> Result<Tensor> {
+    let full = Tensor::zeros(input, &g.like_options())?;
+    if g.numel() > 0 {
+        full.backend()
+            .scatter(g.operand(), idx.operand(), d, full.operand())?;
+    }
+    Ok(full)
 }

@@ -20,7 +20,8 @@ pub struct ReduceMethod {
 }
 
 /// `ReduceOp`, its properties, the `Tensor` methods and `REDUCE_METHODS`, from one row per
-/// reduction: `Variant => method { fold, finish, dtype, kernel, whole, [autocast,] grad, help }`.
+/// reduction: `Variant => method { fold, finish, dtype, kernel, whole, [values_only,] [autocast,]
+/// grad, help }`.
 macro_rules! reduce_ops {
     ($(
         $(#[doc = $doc:literal])*
@@ -30,6 +31,7 @@ macro_rules! reduce_ops {
             dtype: $rule:ident,
             kernel: $kernel:literal,
             whole: $read:ident,
+            $(values_only: $vo:literal,)?
             $(autocast: $cast:literal,)?
             grad: $grad:ident $(($whole_node:literal, $dim_node:literal))?,
             help: $help:literal,
@@ -76,6 +78,12 @@ macro_rules! reduce_ops {
                 match self { $(ReduceOp::$op => Read::$read,)* }
             }
 
+            /// Whether a selecting reduction yields values alone even along one dim (amax,
+            /// amin), where max(dim) and min(dim) also yield the indices.
+            pub fn values_only(self) -> bool {
+                match self { $(ReduceOp::$op => reduce_ops!(@flag $($vo)?),)* }
+            }
+
             /// The autocast op name whose policy may give a float32 result, if any.
             pub(crate) fn autocast(self) -> Option<&'static str> {
                 match self { $(ReduceOp::$op => reduce_ops!(@opt $($cast)?),)* }
@@ -108,6 +116,8 @@ macro_rules! reduce_ops {
             $(ReduceMethod { name: stringify!($name), help: $help, call: Tensor::$name },)*
         ];
     };
+    (@flag) => { false };
+    (@flag $v:literal) => { $v };
     (@opt) => { None };
     (@opt $v:literal) => { Some($v) };
     (@node) => { "" };
@@ -140,6 +150,25 @@ reduce_ops! {
         fold: Min, finish: Value, dtype: Same, kernel: "min", whole: Contiguous,
         grad: Extreme("MinBackward1", "MinBackward0"),
         help: "t.min([dim[, keepdim]]) — smallest element, or along dim",
+    }
+    /// Largest value over all elements, or along `dim` (several dims through
+    /// `reduction_over`), without indices; its gradient is shared among the equal maxima.
+    Amax => amax {
+        fold: Max, finish: Value, dtype: Same, kernel: "max", whole: AsIs, values_only: true,
+        grad: Count("AmaxBackward0", "AmaxBackward0"),
+        help: "t.amax([dim[, keepdim]]) — largest value over dims (no indices)",
+    }
+    /// Smallest value over all elements, or along `dim`, without indices.
+    Amin => amin {
+        fold: Min, finish: Value, dtype: Same, kernel: "min", whole: AsIs, values_only: true,
+        grad: Count("AminBackward0", "AminBackward0"),
+        help: "t.amin([dim[, keepdim]]) — smallest value over dims (no indices)",
+    }
+    /// Product of all elements, or along `dim`; integers and bool multiply to int64.
+    Prod => prod {
+        fold: Prod, finish: Value, dtype: IntsToI64, kernel: "prod", whole: AsIs,
+        grad: Product("ProdBackward0", "ProdBackward1"),
+        help: "t.prod([dim[, keepdim]]) — product of all elements, or along dim",
     }
     /// Index of the first largest element (NaN counts as largest) of the flattened tensor, or
     /// along `dim`; int64.

@@ -191,10 +191,12 @@ import collections as _collections  # noqa: E402
 
 
 class return_types:
-    """torch.return_types: the named tuples of max(dim) and min(dim), (values, indices)."""
+    """torch.return_types: the named tuples of max(dim), min(dim), sort and topk, (values, indices)."""
 
     max = _collections.namedtuple("max", ["values", "indices"])
     min = _collections.namedtuple("min", ["values", "indices"])
+    sort = _collections.namedtuple("sort", ["values", "indices"])
+    topk = _collections.namedtuple("topk", ["values", "indices"])
 
     def __new__(cls, name, values, indices):
         return getattr(cls, name)(values, indices)
@@ -417,8 +419,81 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return whole.narrow(dim, 1, length - 1) - whole.narrow(dim, 0, length - 1)
 
 
+def _no_out(out, name):
+    """The refusal of an `out=` tensor torchlet does not write into (never a silent difference)."""
+    if out is not None:
+        raise NotImplementedError(f"torchlet: torch.{name}(..., out=...) is not supported yet; assign the result instead")
+
+
 def cumsum(input, dim, *, dtype=None, out=None):
+    _no_out(out, "cumsum")
     return input.cumsum(dim, dtype=dtype)
+
+
+def flip(input, dims):
+    return input.flip(dims)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    return input.scatter(dim, index, src, value, reduce=reduce)
+
+
+def std(input, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
+    _no_out(out, "std")
+    return input.std(dim, unbiased, keepdim, correction=correction)
+
+
+def var(input, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
+    _no_out(out, "var")
+    return input.var(dim, unbiased, keepdim, correction=correction)
+
+
+def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    from torch._tensor import _moment_args
+    return _C._moments(input, *_moment_args(dim, unbiased, keepdim, correction), True, True)
+
+
+def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    from torch._tensor import _moment_args
+    return _C._moments(input, *_moment_args(dim, unbiased, keepdim, correction), False, True)
+
+
+def amax(input, dim=(), keepdim=False, *, out=None):
+    _no_out(out, "amax")
+    return input.amax(dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None):
+    _no_out(out, "amin")
+    return input.amin(dim, keepdim)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    return input.prod(dim, keepdim, dtype=dtype)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    _no_out(out, "logsumexp")
+    return input.logsumexp(dim, keepdim)
+
+
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    _no_out(out, "sort")
+    return input.sort(dim, descending, stable)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return input.argsort(dim, descending, stable)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    _no_out(out, "topk")
+    return input.topk(k, dim, largest, sorted)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    _no_out(out, "multinomial")
+    return input.multinomial(num_samples, replacement)
 
 
 def stack(tensors, dim=0, *, out=None):

@@ -22,6 +22,17 @@ def _shape_of(size):
     return tuple(shape)
 
 
+def _moment_args(dim, unbiased, keepdim, correction):
+    """(dims, correction, keepdim) of std/var/std_mean/var_mean as PyTorch reads them: `x.std(False)`
+    is `unbiased=False`; `correction` wins over `unbiased`."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased else 0
+    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    return dims, float(correction), keepdim
+
+
 def _dims(dim, name):
     """One reduction dim, from an int or a one-element tuple (several at once are not supported)."""
     if isinstance(dim, (tuple, list)):
@@ -500,14 +511,19 @@ class Tensor(_C.TensorBase):
                     out = _C._narrow(out, dim, start, max(0, stop - start))
                 dim += 1
             elif isinstance(k, (Tensor, list)):
+                if isinstance(k, list):
+                    # A list's negative entries count from the end, as advanced indexing wraps them.
+                    size = _C._shape(out)[dim]
+                    k = [i + size if isinstance(i, int) and i < 0 else i for i in k]
                 index = k if isinstance(k, Tensor) else torch.tensor(k, device=out.device)
                 if index.dtype is torch.bool:
                     raise NotImplementedError("torchlet: boolean-mask indexing is not supported yet; use masked_fill or where")
                 if index.dim() == 0:
                     out = _C._select(out, dim, index.item())
                     continue
-                if index.dim() != 1 or len(key) != 1:
-                    raise NotImplementedError("torchlet: only one 1-d index tensor is supported (x[idx])")
+                advanced = sum(1 for j in key if isinstance(j, (Tensor, list)))
+                if index.dim() != 1 or advanced != 1:
+                    raise NotImplementedError("torchlet: only one 1-d index tensor or list is supported (x[idx], x[:, idx])")
                 out = _C._index_select(out, dim, index)
                 dim += 1
             else:
@@ -519,6 +535,11 @@ class Tensor(_C.TensorBase):
         return out
 
     def __setitem__(self, key, value):
+        if isinstance(key, Tensor) and key.dtype is torch.bool and (
+                not isinstance(value, Tensor) or value.dim() == 0):
+            # PyTorch's fast path: a bool mask set to one value is masked_fill_ (no index tensor).
+            self.masked_fill_(key, value)
+            return
         target = self[key]
         if isinstance(value, Tensor):
             _C._copy_(target, value)
@@ -819,28 +840,71 @@ class Tensor(_C.TensorBase):
         return _C._reduce("min", self, None, False)
 
     def cumsum(self, dim, dtype=None):
-        """cumsum of an integer or bool tensor as PyTorch allocates it: the result (int64 for ints
-        and bools), then the input cast to the result's dtype, freed. torchlet has no cumsum
-        kernel: the values are summed on the host where the tensor has them (none under `fit`)."""
-        if self.is_floating_point() or self.requires_grad:
-            raise NotImplementedError("torchlet: cumsum runs only on integer and bool tensors yet")
-        dtype = dtype or torch.int64
-        shape = self.shape
-        if _C._holds_int(self, 0) is None:
-            result = torch.empty(shape, dtype=dtype, device=self.device)
-        else:
-            d = dim % len(shape) if shape else 0
-            values = [int(v) for v in _C._values(self)]
-            inner = 1
-            for s in shape[d + 1:]:
-                inner *= s
-            for i in range(len(values)):
-                if (i // inner) % shape[d]:
-                    values[i] += values[i - inner]
-            result = torch.tensor(values, dtype=dtype, device=self.device).view(shape)
-        cast = self.to(dtype)
-        del cast
-        return result
+        return _C._cumsum(self, dim, torch._dtype_name(dtype))
+
+    def flip(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = dims[0]
+        return _C._flip(self, tuple(dims))
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        values, indices = _C._sort(self, dim, descending)
+        return torch.return_types("sort", values, indices)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return _C._sort(self, dim, descending)[1]
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        values, indices = _C._topk(self, k, dim, largest, sorted)
+        return torch.return_types("topk", values, indices)
+
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+        if reduce is not None:
+            raise NotImplementedError("torchlet: scatter(..., reduce=...) is not supported yet; use scatter_add or index_add")
+        if isinstance(src, Tensor):
+            return _C._scatter(self, dim, index, src)
+        value = src if value is None else value
+        if value is None:
+            raise TypeError("scatter() missing 1 required argument: 'src' (a tensor) or 'value' (a number)")
+        return _C._scatter_value(self, dim, index, value.item() if isinstance(value, Tensor) else value)
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        if reduce is not None or not isinstance(src, Tensor):
+            raise NotImplementedError("torchlet: scatter_ runs with a src tensor only yet; use the out-of-place scatter for a value")
+        _C._scatter_(self, dim, index, src)
+        return self
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        return _C._multinomial(self, num_samples, replacement)
+
+    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        return _C._moments(self, *_moment_args(dim, unbiased, keepdim, correction), True, False)[0]
+
+    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        return _C._moments(self, *_moment_args(dim, unbiased, keepdim, correction), False, False)[0]
+
+    def amax(self, dim=(), keepdim=False):
+        return self._over("amax", dim, keepdim)
+
+    def amin(self, dim=(), keepdim=False):
+        return self._over("amin", dim, keepdim)
+
+    def _over(self, name, dim, keepdim):
+        """A reduction over one dim, several, or all (`dim=()`), as amax and amin take them."""
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            return _C._reduce(name, self, dims[0], keepdim)
+        if not dims and not keepdim:
+            return _C._reduce(name, self, None, False)
+        return _C._reduce_over(name, self, dims or tuple(range(self.dim())), keepdim)
+
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        t = self if dtype is None else self.to(dtype=dtype)
+        return _C._reduce("prod", t, dim, keepdim)
+
+    def logsumexp(self, dim, keepdim=False):
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        return _C._logsumexp(self, dims, keepdim)
 
     def max(self, dim=None, keepdim=False):
         return self._extreme("max", dim, keepdim)

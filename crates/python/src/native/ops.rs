@@ -226,6 +226,75 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_gather", |a| {
         one(a, a.tensor(0)?.gather(a.int(1)? as isize, &a.tensor(2)?))
     }),
+    // Sorting, selection, scans and sampling (computed on the host, PyTorch's device memory).
+    ("_sort", |a| {
+        let (values, indices) = a
+            .tensor(0)?
+            .sort(a.int(1)? as isize, a.bool(2)?)
+            .or_raise(a.vm)?;
+        Ok(a.vm
+            .ctx
+            .new_tuple(vec![wrap(a.vm, values), wrap(a.vm, indices)])
+            .into())
+    }),
+    ("_topk", |a| {
+        let k = usize::try_from(a.int(1)?).map_err(|_| {
+            a.vm.new_runtime_error("selected index k out of range".to_owned())
+        })?;
+        let (values, indices) = a
+            .tensor(0)?
+            .topk(k, a.int(2)? as isize, a.bool(3)?, a.bool(4)?)
+            .or_raise(a.vm)?;
+        Ok(a.vm
+            .ctx
+            .new_tuple(vec![wrap(a.vm, values), wrap(a.vm, indices)])
+            .into())
+    }),
+    ("_cumsum", |a| {
+        let dtype = match a.opt_str(2)? {
+            Some(name) => Some(dtype_named(a, &name)?),
+            None => None,
+        };
+        one(a, a.tensor(0)?.cumsum(a.int(1)? as isize, dtype))
+    }),
+    ("_flip", |a| one(a, a.tensor(0)?.flip(&isizes(a, 1)?))),
+    ("_scatter", |a| {
+        let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
+        one(a, a.tensor(0)?.scatter(dim, &index, &src))
+    }),
+    ("_scatter_value", |a| {
+        let (dim, index, value) = (a.int(1)? as isize, a.tensor(2)?, a.scalar(3)?);
+        one(a, a.tensor(0)?.scatter_value(dim, &index, value))
+    }),
+    ("_scatter_", |a| {
+        let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
+        a.tensor(0)?.scatter_(dim, &index, &src).or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+    ("_moments", |a| {
+        // _moments(t, dims, correction, keepdim, take_sqrt, with_mean): (out, mean or None).
+        let m = torchlet_core::tensor::Moments {
+            dims: isizes(a, 1)?,
+            correction: a.float(2)?,
+            keepdim: a.bool(3)?,
+            take_sqrt: a.bool(4)?,
+        };
+        let (out, mean) = a.tensor(0)?.moments(&m, a.bool(5)?).or_raise(a.vm)?;
+        let mean = match mean {
+            Some(t) => wrap(a.vm, t),
+            None => a.vm.ctx.none(),
+        };
+        Ok(a.vm.ctx.new_tuple(vec![wrap(a.vm, out), mean]).into())
+    }),
+    ("_logsumexp", |a| {
+        one(a, a.tensor(0)?.logsumexp(&isizes(a, 1)?, a.bool(2)?))
+    }),
+    ("_multinomial", |a| {
+        let n = usize::try_from(a.int(1)?).map_err(|_| {
+            a.vm.new_runtime_error("cannot sample n_sample <= 0 samples".to_owned())
+        })?;
+        one(a, a.tensor(0)?.multinomial(n, a.bool(2)?))
+    }),
     ("_embedding", |a| {
         one(a, Tensor::embedding(&a.tensor(0)?, &a.tensor(1)?))
     }),
@@ -375,6 +444,8 @@ fn reduce_over(a: &Args) -> PyResult {
     let op = match a.str(0)?.as_str() {
         "sum" => ReduceOp::Sum,
         "mean" => ReduceOp::Mean,
+        "amax" => ReduceOp::Amax,
+        "amin" => ReduceOp::Amin,
         other => {
             return Err(a.vm.new_not_implemented_error(format!(
                 "torchlet: {other}() over several dims at once is not supported yet; reduce one dim at a time"

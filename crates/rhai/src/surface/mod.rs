@@ -5,7 +5,8 @@
 //! `indexing`, `numbers` (Python's division and `int`/`float`), `truth` (Python's `bool(x)`),
 //! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …), `conv_api`
 //! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`) and
-//! `shape_api` (`cat`, `where`, `gather`, …), as functions and methods; `checkpoint` (activation
+//! `shape_api` (`cat`, `where`, `gather`, …) and `sorting_api` (`sort`, `topk`, `cumsum`,
+//! `multinomial`, …), as functions and methods; `checkpoint` (activation
 //! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives over devices), `process_group`
 //! (the `dist` module: one rank of a world), `optim_module`
 //! (optimizers from the option table), `nn_module`. Memory: `holders_api` (`memory_holders`,
@@ -40,6 +41,7 @@ pub mod process_group;
 pub mod python_builtins;
 pub mod script_args;
 pub mod shape_api;
+pub mod sorting_api;
 pub mod tensor_api;
 pub mod truth;
 pub mod view;

@@ -1,4 +1,4 @@
-// Reductions over any set of dims of a strided input: sum (mean through `scale`), max, min,
+// Reductions over any set of dims of a strided input: sum (mean through `scale`), prod, max, min,
 // argmax, argmin, and max/min with their indices. One block (or one thread, for short rows) per
 // output element; when PyTorch's plan splits outputs across blocks, `splits` blocks share each
 // output: each writes its partial into the staging buffer and counts itself in the semaphore of
@@ -42,6 +42,10 @@ template <> struct Lim<i64> { __device__ static i64 lo() { return (i64)(-9223372
 struct R_sum {
   __device__ static Acc init() { Acc a; a.v = (A)0; a.i = NO_INDEX; return a; }
   __device__ static void merge(Acc& a, const Acc& b) { a.v += b.v; }
+};
+struct R_prod {
+  __device__ static Acc init() { Acc a; a.v = (A)1; a.i = NO_INDEX; return a; }
+  __device__ static void merge(Acc& a, const Acc& b) { a.v *= b.v; }
 };
 // Max and min propagate NaN, and among equal values keep the first index, as PyTorch does.
 struct R_max {
@@ -218,6 +222,7 @@ __device__ void reduce_threads(O* out, i64* idx, const T* in, const RLay& L, i64
     reduce_threads<R, O>(out, idx, in, L, M, Rn, scale, want_index);                                    \
   }
 INST_REDUCE(sum, R_sum, SUM_T, 0)
+INST_REDUCE(prod, R_prod, SUM_T, 0)
 INST_REDUCE(max, R_max, T, 0)
 INST_REDUCE(min, R_min, T, 0)
 INST_REDUCE(argmax, R_max, i64, 1)
