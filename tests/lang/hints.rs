@@ -286,3 +286,14 @@ fn the_script_runner_prints_the_hint_under_the_error() {
          with torchlet run FILE.py, or in the Python REPL: torchlet python\n"
     );
 }
+
+#[test]
+fn var_names_the_variance_function() {
+    for code in ["let v = var(x);", "let v = x.var(0);"] {
+        let h = hint_of(code);
+        assert!(
+            h.starts_with("var is a reserved word here: PyTorch's var is variance("),
+            "{code}: {h}"
+        );
+    }
+}

@@ -909,6 +909,51 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("gather", "vals(gather(m, 1, tensor([[2], [0]], dev)))", "[3.0, 4.0]"),
     (
+        "t.amax",
+        "[m.amax().item(), vals(m.amax(0)), vals(m.amax(1)), m.amax(1, true).shape]",
+        "[6.0, [4.0, 5.0, 6.0], [3.0, 6.0], [2, 1]]",
+    ),
+    ("t.amin", "[m.amin().item(), vals(m.amin(1))]", "[1.0, [1.0, 4.0]]"),
+    (
+        "t.prod",
+        "[m.prod().item(), vals(m.prod(1)), i.prod().dtype]",
+        r#"[720.0, [6.0, 120.0], "int64"]"#,
+    ),
+    (
+        "sort",
+        "let r = sort(v, 0, true); let c = m.sort(#{dim: 0, descending: true}); [vals(r[0]), vals(r[1]), vals(c[0])]",
+        "[[2.0, 0.0, -1.5], [2, 1, 0], [4.0, 5.0, 6.0, 1.0, 2.0, 3.0]]",
+    ),
+    ("argsort", "[vals(argsort(i)), vals(i.argsort(0, true))]", "[[1, 2, 0], [0, 2, 1]]"),
+    (
+        "topk",
+        "let r = topk(m, 2); let s = m.topk(1, #{dim: 0, largest: false}); [vals(r[0]), vals(r[1]), vals(s[0])]",
+        "[[3.0, 2.0, 6.0, 5.0], [2, 1, 2, 1], [1.0, 2.0, 3.0]]",
+    ),
+    (
+        "cumsum",
+        "[vals(cumsum(m, 1)), vals(m.cumsum(0)), cumsum(i, 0).dtype]",
+        r#"[[1.0, 3.0, 6.0, 4.0, 9.0, 15.0], [1.0, 2.0, 3.0, 5.0, 7.0, 9.0], "int64"]"#,
+    ),
+    ("flip", "vals(flip(m, [1]))", "[3.0, 2.0, 1.0, 6.0, 5.0, 4.0]"),
+    (
+        "scatter",
+        "[vals(scatter(m, 1, tensor([[0], [2]], dev), 0.0)), vals(m.scatter(0, tensor([[1, 0, 1]], dev), v.view(1, 3)))]",
+        "[[0.0, 2.0, 3.0, 4.0, 5.0, 0.0], [1.0, 0.0, 3.0, -1.5, 5.0, 2.0]]",
+    ),
+    (
+        "multinomial",
+        "let p = tensor([[0.0, 1.0], [1.0, 0.0]], dev); [vals(multinomial(p, 1)), vals(p.multinomial(3, true))]",
+        "[[1, 0], [1, 1, 1, 0, 0, 0]]",
+    ),
+    (
+        "std",
+        "[r4(std(m).item()), vals(std(m, 1)), vals(m.std(1, false))]",
+        "[1.8708, [1.0, 1.0], [0.8165, 0.8165]]",
+    ),
+    ("variance", "[variance(m).item(), vals(variance(m, 0)), vals(m.variance(1, false))]", "[3.5, [4.5, 4.5, 4.5], [0.6667, 0.6667]]"),
+    ("logsumexp", "[vals(logsumexp(m, 1)), logsumexp(m, 0, true).shape]", "[[3.4076, 6.4076], [1, 3]]"),
+    (
         "embedding",
         "desc(embedding(tensor([1, 0, 1], dev), m))",
         r#"[[3, 3], "float32", [4.0, 5.0, 6.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]"#,

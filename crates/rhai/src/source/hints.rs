@@ -136,7 +136,8 @@ fn construct(
     toks: &[Token],
     only_line: Option<usize>,
 ) -> Option<String> {
-    let checks: [Check; 11] = [
+    let checks: [Check; 12] = [
+        var_call,
         def,
         with,
         decorator,
@@ -218,6 +219,14 @@ fn def(code: &str, toks: &[Token], i: usize) -> Option<String> {
     Some(format!(
         "functions are written with fn and braces: fn {name}({params}) {{ … }}"
     ))
+}
+
+/// `var(t)` or `t.var()`: the language reserves `var`; PyTorch's var is `variance` here.
+fn var_call(code: &str, toks: &[Token], i: usize) -> Option<String> {
+    let called = toks.get(i + 1).is_some_and(|t| t.is(code, "("));
+    (toks[i].is_ident(code, "var") && called).then(|| {
+        "var is a reserved word here: PyTorch's var is variance(t[, dim[, unbiased]]) or t.variance(…)".into()
+    })
 }
 
 const GRAD_MODES: [&str; 3] = ["no_grad", "enable_grad", "inference_mode"];

@@ -1,5 +1,6 @@
 //! Sorting, selection, running sums, spread and sampling: `sort`, `argsort`, `topk`, `cumsum`,
-//! `flip`, `scatter`, `std`, `var`, `logsumexp` and `multinomial`, as functions and methods.
+//! `flip`, `scatter`, `std`, `variance` (PyTorch's `var`), `logsumexp` and `multinomial`, as
+//! functions and methods.
 
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -111,7 +112,8 @@ pub fn register(engine: &mut Engine) {
         });
     for (name, take_sqrt, doc) in [
         ("std", true, "std(t[, dim[, unbiased]]) — standard deviation of all elements or along dim (Bessel's correction unless unbiased is false)"),
-        ("var", false, "var(t[, dim[, unbiased]]) — variance of all elements or along dim (Bessel's correction unless unbiased is false)"),
+        // `var` is a reserved word of the language: PyTorch's `var` is `variance` here.
+        ("variance", false, "variance(t[, dim[, unbiased]]) — PyTorch's var: variance of all elements or along dim (Bessel's correction unless unbiased is false)"),
     ] {
         engine
             .register_doc(name, &[doc], move |t: &mut Tensor| spread(t, &[], true, take_sqrt))
