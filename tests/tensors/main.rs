@@ -8,6 +8,7 @@ mod attention;
 mod autocast;
 mod autograd;
 mod conv;
+mod elementwise_more;
 mod hooks;
 mod index_ops;
 mod meta;

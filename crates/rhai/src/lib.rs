@@ -59,6 +59,7 @@ pub fn new_engine(
     surface::indexing::register(&mut engine);
     surface::shape_api::register(&mut engine);
     surface::sorting_api::register(&mut engine);
+    surface::elementwise_api::register(&mut engine);
     surface::creation::register(&mut engine);
     surface::checkpoint::register(&mut engine);
     surface::script_args::register(&mut engine, state);

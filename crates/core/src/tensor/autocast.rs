@@ -50,6 +50,8 @@ const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
     ),
     ("exp", Some(Policy::Fp32), None),
     ("log", Some(Policy::Fp32), None),
+    ("log1p", Some(Policy::Fp32), None),
+    ("expm1", Some(Policy::Fp32), None),
     ("reciprocal", Some(Policy::Fp32), None),
     ("rsqrt", Some(Policy::Fp32), None),
     ("softplus", Some(Policy::Fp32), None),

@@ -393,12 +393,24 @@ impl Tensor {
                 "torch.clamp: At least one of 'min' or 'max' must not be None",
             ));
         }
-        self.unary_op(
-            UnaryOp::Clamp { min, max },
-            "ClampBackward1",
-            false,
-            move |g, x| clamp_backward(g, x, min, max),
-        )
+        self.clamp_as(min, max, "ClampBackward1")
+    }
+
+    /// `self.clamp_min(min)`: PyTorch's own op and node (ClampMinBackward0), whose backward
+    /// allocates as clamp's with a lower bound alone.
+    pub fn clamp_min(&self, min: f64) -> Result<Tensor> {
+        self.clamp_as(Some(min), None, "ClampMinBackward0")
+    }
+
+    /// `self.clamp_max(max)` (ClampMaxBackward0).
+    pub fn clamp_max(&self, max: f64) -> Result<Tensor> {
+        self.clamp_as(None, Some(max), "ClampMaxBackward0")
+    }
+
+    fn clamp_as(&self, min: Option<f64>, max: Option<f64>, node: &'static str) -> Result<Tensor> {
+        self.unary_op(UnaryOp::Clamp { min, max }, node, false, move |g, x| {
+            clamp_backward(g, x, min, max)
+        })
     }
     /// `self ** s` for a script's number: [`Tensor::pow_scalar`] of its value.
     pub fn pow_number(&self, s: Scalar) -> Result<Tensor> {

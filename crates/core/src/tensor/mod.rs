@@ -2,7 +2,8 @@
 //!
 //! Map: `handle` is the `Tensor` (a storage, a `types::Layout`, autograd metadata); `creation`,
 //! `random` and `convert` make tensors and read them back; `activations` (leaky_relu, elu,
-//! softplus, mish, hardswish) and rounding; `math` (elementwise, with PyTorch's
+//! softplus, mish, hardswish) and rounding; `elementwise_more` (maximum/minimum, `%` and `//`,
+//! clamp_min/max, lerp, addcmul); `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward; `iter_layout` lays its outputs out as TensorIterator
 //! does), `compare`, `reduce`, `linalg` (2-D products) and
 //! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
@@ -43,6 +44,7 @@ pub mod conv_workspace;
 mod conv_workspace_table;
 pub(crate) mod convert;
 mod creation;
+mod elementwise_more;
 mod grad;
 mod group_norm;
 mod handle;

@@ -108,10 +108,24 @@ impl Tensor {
     /// on the host).
     pub fn scatter_value(&self, dim: isize, index: &Tensor, value: Scalar) -> Result<Tensor> {
         super::check_interrupt()?;
-        let d = self.check_scatter(dim, index, self)?;
+        self.check_scatter(dim, index, self)?;
         let out = self.contiguous_copy()?;
+        out.scatter_value_(dim, index, value)?;
+        Ok(out)
+    }
+
+    /// `self.scatter_(dim, index, value)` in place on a contiguous tensor (no allocation; the
+    /// values are placed on the host).
+    pub fn scatter_value_(&self, dim: isize, index: &Tensor, value: Scalar) -> Result<()> {
+        let d = self.check_scatter(dim, index, self)?;
+        if !self.is_contiguous() {
+            return Err(TensorError::not_implemented(
+                "torchlet: scatter_ of a value into a strided view is not supported yet; scatter into a contiguous tensor",
+            ));
+        }
+        let out = self;
         if !out.has_values() || index.numel() == 0 {
-            return Ok(out);
+            return Ok(());
         }
         let mut bytes = out.host_bytes()?;
         let (dtype, shape) = (out.dtype(), out.dims().to_vec());
@@ -129,7 +143,10 @@ impl Tensor {
             // SAFETY: `at` is an element of `out`, whose bytes `bytes` holds.
             unsafe { store_scalar(bytes.as_mut_ptr(), dtype, at, value) };
         }
-        out.backend().write_bytes(out.storage_ptr(), &bytes)?;
-        Ok(out)
+        out.backend().write_bytes(
+            out.storage_ptr() + (out.layout().offset * out.element_size()) as u64,
+            &bytes,
+        )?;
+        Ok(())
     }
 }

@@ -94,6 +94,14 @@ elementwise_methods! {
         => |g, r| g.binary_raw(r, BinaryOp::SigmoidBackward), "t.sigmoid() — elementwise 1 / (1 + e^-x)";
     fn tanh(UnaryOp::Tanh) "TanhBackward0" saves output
         => |g, r| g.binary_raw(r, BinaryOp::TanhBackward), "t.tanh() — elementwise hyperbolic tangent";
+    fn log1p(UnaryOp::Log1p) "Log1PBackward0" saves input autocast "log1p"
+        => |g, x| log1p_backward(g, x), "t.log1p() — elementwise log(1 + x), accurate near 0";
+    fn expm1(UnaryOp::Expm1) "Expm1Backward0" saves output autocast "expm1"
+        => |g, r| expm1_backward(g, r), "t.expm1() — elementwise e^x - 1, accurate near 0";
+    fn erf(UnaryOp::Erf) "ErfBackward0" saves input
+        => |g, x| erf_backward(g, x), "t.erf() — elementwise error function";
+    fn sign(UnaryOp::Sign) "SignBackward0" saves input
+        => |g, _x| g.zeros_like(), "t.sign() — elementwise -1, 0 or 1 (0 for 0)";
     fn sin(UnaryOp::Sin) "SinBackward0" saves input
         => |g, x| g.mul(&x.cos()?), "t.sin() — elementwise sine";
     fn cos(UnaryOp::Cos) "CosBackward0" saves input
@@ -116,4 +124,29 @@ elementwise_methods! {
 fn rsqrt_backward(g: &Tensor, r: &Tensor) -> Result<Tensor> {
     let cube = r.pow_scalar(3.0)?;
     g.mul_scalar(Scalar::Float(-0.5))?.mul(&cube)
+}
+
+/// `grad / (self + 1)` (PyTorch's `log1p_backward`): the shifted input, the quotient, the shift
+/// freed.
+fn log1p_backward(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let shifted = x.add_scalar(Scalar::Int(1))?;
+    g.div(&shifted)
+}
+
+/// `grad * (result + 1)` (Expm1Backward0).
+fn expm1_backward(g: &Tensor, r: &Tensor) -> Result<Tensor> {
+    let shifted = r.add_scalar(Scalar::Int(1))?;
+    g.mul(&shifted)
+}
+
+/// `2 / sqrt(pi) * exp(-(self.pow(2))) * grad` (ErfBackward0), its temporaries left to right,
+/// freed with the expression.
+fn erf_backward(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let square = x.pow_scalar(2.0)?;
+    let negated = square.neg()?;
+    let bell = negated.exp()?;
+    let scaled = bell.mul_scalar(Scalar::Float(std::f64::consts::FRAC_2_SQRT_PI))?;
+    let out = scaled.mul(g)?;
+    drop((scaled, bell, negated, square));
+    Ok(out)
 }

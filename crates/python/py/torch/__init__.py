@@ -438,6 +438,68 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return input.scatter(dim, index, src, value, reduce=reduce)
 
 
+def maximum(input, other, *, out=None):
+    _no_out(out, "maximum")
+    return input.maximum(other)
+
+
+def minimum(input, other, *, out=None):
+    _no_out(out, "minimum")
+    return input.minimum(other)
+
+
+def remainder(input, other, *, out=None):
+    _no_out(out, "remainder")
+    return input.remainder(other)
+
+
+def floor_divide(input, other, *, out=None):
+    _no_out(out, "floor_divide")
+    return input.floor_divide(other)
+
+
+def clamp_min(input, min):
+    return input.clamp_min(min)
+
+
+def clamp_max(input, max):
+    return input.clamp_max(max)
+
+
+def lerp(input, end, weight, *, out=None):
+    _no_out(out, "lerp")
+    return input.lerp(end, weight)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    _no_out(out, "addcmul")
+    return input.addcmul(tensor1, tensor2, value=value)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    _no_out(out, "norm")
+    return input.norm(p, dim, keepdim, dtype)
+
+
+def outer(input, vec2):
+    """PyTorch's outer: `input.reshape(-1, 1) * vec2`."""
+    return input.reshape(-1, 1) * vec2
+
+
+ger = outer
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    return input.repeat_interleave(repeats, dim)
+
+
+def movedim(input, source, destination):
+    return input.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
 def std(input, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
     _no_out(out, "std")
     return input.std(dim, unbiased, keepdim, correction=correction)

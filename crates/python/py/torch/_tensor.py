@@ -577,6 +577,76 @@ class Tensor(_C.TensorBase):
     def __rpow__(self, other):
         return _C._rbinary("pow", self, other)
 
+    def __mod__(self, other):
+        return _C._pairwise("remainder", self, other, False)
+
+    def __rmod__(self, other):
+        return _C._pairwise("remainder", self, other, True)
+
+    def __floordiv__(self, other):
+        return _C._pairwise("floor_divide", self, other, False)
+
+    def __rfloordiv__(self, other):
+        return _C._pairwise("floor_divide", self, other, True)
+
+    def remainder(self, other):
+        return _C._pairwise("remainder", self, other, False)
+
+    def floor_divide(self, other):
+        return _C._pairwise("floor_divide", self, other, False)
+
+    def maximum(self, other):
+        return _C._pairwise("maximum", self, other, False)
+
+    def minimum(self, other):
+        return _C._pairwise("minimum", self, other, False)
+
+    def clamp_min(self, min):
+        return _C._clamp_min(self, min)
+
+    def clamp_max(self, max):
+        return _C._clamp_max(self, max)
+
+    def lerp(self, end, weight):
+        if isinstance(weight, Tensor):
+            raise NotImplementedError("torchlet: lerp by a tensor weight is not supported yet; pass a number")
+        return _C._lerp(self, end, weight)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return _C._addcmul(self, tensor1, tensor2, value)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        if dtype is not None:
+            raise NotImplementedError("torchlet: norm(..., dtype=...) is not supported yet")
+        ord = 2.0 if p in ("fro", None) else float(p)
+        dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+        return _C._norm_over(self, ord, dims, keepdim)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        if not isinstance(repeats, int):
+            raise NotImplementedError("torchlet: repeat_interleave by a tensor of repeats is not supported yet; pass an int")
+        x = self if dim is None else self
+        if dim is None:
+            x, dim = self.flatten(), 0
+        dim = dim % x.dim()
+        shape = list(x.shape)
+        expanded = x.unsqueeze(dim + 1).expand(*shape[:dim + 1], repeats, *shape[dim + 1:])
+        return expanded.contiguous().flatten(dim, dim + 1)
+
+    def movedim(self, source, destination):
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        n = self.dim()
+        src, dst = [s % n for s in src], [d % n for d in dst]
+        order = [None] * n
+        for s_, d_ in zip(src, dst):
+            order[d_] = s_
+        rest = iter(i for i in range(n) if i not in src)
+        order = [o if o is not None else next(rest) for o in order]
+        return self.permute(*order)
+
+    moveaxis = movedim
+
     def __matmul__(self, other):
         return _C._matmul(self, other)
 
@@ -828,16 +898,20 @@ class Tensor(_C.TensorBase):
         return _C._reduce("mean", t, _dims(dim, "mean"), keepdim)
 
     def any(self, dim=None, keepdim=False):
-        """any() of a whole bool tensor: one bool, as PyTorch's reduction makes it."""
-        if dim is not None or self.dtype is not torch.bool:
-            raise NotImplementedError("torchlet: any() runs only on a whole bool tensor yet")
-        return _C._reduce("max", self, None, False)
+        """any() of a bool tensor, whole or along a dim: bools, as PyTorch's reduction makes them."""
+        if self.dtype is not torch.bool:
+            raise NotImplementedError("torchlet: any() runs only on bool tensors yet; compare first (t != 0)")
+        if dim is None:
+            return _C._reduce("max", self, None, False)
+        return self._over("amax", dim, keepdim)
 
     def all(self, dim=None, keepdim=False):
-        """all() of a bool tensor, whole: one bool, as PyTorch's reduction makes it."""
-        if dim is not None or self.dtype is not torch.bool:
-            raise NotImplementedError("torchlet: all() runs only on a whole bool tensor yet")
-        return _C._reduce("min", self, None, False)
+        """all() of a bool tensor, whole or along a dim."""
+        if self.dtype is not torch.bool:
+            raise NotImplementedError("torchlet: all() runs only on bool tensors yet; compare first (t != 0)")
+        if dim is None:
+            return _C._reduce("min", self, None, False)
+        return self._over("amin", dim, keepdim)
 
     def cumsum(self, dim, dtype=None):
         return _C._cumsum(self, dim, torch._dtype_name(dtype))
@@ -869,9 +943,12 @@ class Tensor(_C.TensorBase):
         return _C._scatter_value(self, dim, index, value.item() if isinstance(value, Tensor) else value)
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-        if reduce is not None or not isinstance(src, Tensor):
-            raise NotImplementedError("torchlet: scatter_ runs with a src tensor only yet; use the out-of-place scatter for a value")
-        _C._scatter_(self, dim, index, src)
+        if reduce is not None:
+            raise NotImplementedError("torchlet: scatter_(..., reduce=...) is not supported yet; use scatter_add_ or index_add_")
+        if isinstance(src, Tensor):
+            _C._scatter_(self, dim, index, src)
+        else:
+            _C._scatter_value_(self, dim, index, src if value is None else value)
         return self
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):

@@ -266,6 +266,13 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         let (dim, index, value) = (a.int(1)? as isize, a.tensor(2)?, a.scalar(3)?);
         one(a, a.tensor(0)?.scatter_value(dim, &index, value))
     }),
+    ("_scatter_value_", |a| {
+        let (dim, index, value) = (a.int(1)? as isize, a.tensor(2)?, a.scalar(3)?);
+        a.tensor(0)?
+            .scatter_value_(dim, &index, value)
+            .or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
     ("_scatter_", |a| {
         let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
         a.tensor(0)?.scatter_(dim, &index, &src).or_raise(a.vm)?;
@@ -288,6 +295,25 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     ("_logsumexp", |a| {
         one(a, a.tensor(0)?.logsumexp(&isizes(a, 1)?, a.bool(2)?))
+    }),
+    ("_pairwise", pairwise),
+    ("_norm_over", |a| {
+        let ord = a.float(1)?;
+        one(a, a.tensor(0)?.norm_over(ord, &isizes(a, 2)?, a.bool(3)?))
+    }),
+    ("_lerp", |a| {
+        let weight = a.float(2)?;
+        one(a, a.tensor(0)?.lerp(&a.tensor(1)?, weight))
+    }),
+    ("_addcmul", |a| {
+        let value = a.float(3)?;
+        one(a, a.tensor(0)?.addcmul(&a.tensor(1)?, &a.tensor(2)?, value))
+    }),
+    ("_clamp_min", |a| {
+        one(a, a.tensor(0)?.clamp_min(a.float(1)?))
+    }),
+    ("_clamp_max", |a| {
+        one(a, a.tensor(0)?.clamp_max(a.float(1)?))
     }),
     ("_multinomial", |a| {
         let n = usize::try_from(a.int(1)?).map_err(|_| {
@@ -408,6 +434,30 @@ fn binary(a: &Args) -> PyResult {
         Some(other) => one(a, (method.tensors)(&t, &other)),
         None => one(a, (method.number)(&t, a.scalar(2)?)),
     }
+}
+
+/// `_pairwise(name, a, b, reflected)`: maximum, minimum, remainder or floor_divide of two
+/// tensors, or of a tensor and a number (`number op t` when `reflected`).
+fn pairwise(a: &Args) -> PyResult {
+    let name = a.str(0)?;
+    let t = a.tensor(1)?;
+    let reflected = a.bool(3)?;
+    let result = match (name.as_str(), tensor_of(a.get(2)?)) {
+        ("maximum", Some(o)) => t.maximum(&o),
+        ("minimum", Some(o)) => t.minimum(&o),
+        ("remainder", Some(o)) if reflected => o.remainder(&t),
+        ("remainder", Some(o)) => t.remainder(&o),
+        ("floor_divide", Some(o)) if reflected => o.floor_divide(&t),
+        ("floor_divide", Some(o)) => t.floor_divide(&o),
+        ("remainder", None) => t.remainder_scalar(a.scalar(2)?, reflected),
+        ("floor_divide", None) => t.floor_divide_scalar(a.scalar(2)?, reflected),
+        (other, _) => {
+            return Err(a
+                .vm
+                .new_type_error(format!("{other}() takes two tensors here")));
+        }
+    };
+    one(a, result)
 }
 
 /// `_rbinary(name, t, number)`: `number op t` (Python's reflected operators).

@@ -5,8 +5,9 @@
 //! `indexing`, `numbers` (Python's division and `int`/`float`), `truth` (Python's `bool(x)`),
 //! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …), `conv_api`
 //! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`) and
-//! `shape_api` (`cat`, `where`, `gather`, …) and `sorting_api` (`sort`, `topk`, `cumsum`,
-//! `multinomial`, …), as functions and methods; `checkpoint` (activation
+//! `shape_api` (`cat`, `where`, `gather`, …), `sorting_api` (`sort`, `topk`, `cumsum`,
+//! `multinomial`, …) and `elementwise_api` (`maximum`, `%`, `lerp`, `norm`, …), as functions and
+//! methods; `checkpoint` (activation
 //! checkpointing). Modules: `cuda_module`, `distributed_module` (collectives over devices), `process_group`
 //! (the `dist` module: one rank of a world), `optim_module`
 //! (optimizers from the option table), `nn_module`. Memory: `holders_api` (`memory_holders`,
@@ -26,6 +27,7 @@ pub mod cuda_module;
 pub mod display;
 pub mod distributed_module;
 pub mod documented;
+pub mod elementwise_api;
 pub mod errors;
 pub mod help;
 pub mod holders_api;

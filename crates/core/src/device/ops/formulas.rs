@@ -102,3 +102,25 @@ pub fn silu_backward(x: f64) -> f64 {
     let s = 1.0 / (1.0 + (-x).exp());
     s * (1.0 + x * (1.0 - s))
 }
+
+/// `a // b` for floats as PyTorch's `div_floor_floating` computes it: the quotient of `a` less
+/// its remainder, rounded to the nearer integer, and a signed zero for a zero quotient.
+pub(super) fn div_floor(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && (b < 0.0) != (m < 0.0) {
+        div -= 1.0;
+    }
+    if div == 0.0 {
+        return 0.0f64.copysign(a / b);
+    }
+    let fd = div.floor();
+    if div - fd > 0.5 {
+        fd + 1.0
+    } else {
+        fd
+    }
+}

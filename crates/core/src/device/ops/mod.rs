@@ -50,6 +50,12 @@ unary_ops! {
     Sigmoid => "sigmoid" { float: |x| 1.0 / (1.0 + (-x).exp()), fast_f32: yes, cuda: "((X)1 / ((X)1 + m_exp(-x)))", }
     /// Hyperbolic tangent.
     Tanh => "tanh" { float: |x| x.tanh(), fast_f32: yes, cuda: "m_tanh(x)", }
+    /// `log(1 + x)`, accurate near 0.
+    Log1p => "log1p" { float: |x| x.ln_1p(), cuda: "m_log1p(x)", }
+    /// `e^x - 1`, accurate near 0.
+    Expm1 => "expm1" { float: |x| x.exp_m1(), cuda: "m_expm1(x)", }
+    /// The error function.
+    Erf => "erf" { float: |x| libm::erf(x), cuda: "m_erf(x)", }
     /// Sine.
     Sin => "sin" { float: |x| x.sin(), fast_f32: yes, cuda: "m_sin(x)", }
     /// Cosine.
@@ -203,6 +209,26 @@ binary_ops! {
             params: (value, 0.0),
             float: |a, b| a + value * b * b,
             cuda: "(a + (X)p0 * b * b)",
+        }
+        /// The smaller of `a` and `b`; NaN if either is (PyTorch's `minimum`).
+        Minimum => "minimum" {
+            float: |a, b| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) },
+            int: |a, b| a.min(b),
+            cuda: "((a != a || b != b) ? a + b : (a < b ? a : b))",
+        }
+        /// `a - floor(a / b) * b`, the sign of `b` (Python's `%`, PyTorch's `remainder`); an
+        /// integer remainder by zero is 0 here (PyTorch's kernel raises on the CPU).
+        Remainder => "remainder" {
+            float: |a, b| { let r = a % b; if r != 0.0 && (r < 0.0) != (b < 0.0) { r + b } else { r } },
+            int: |a, b| if b == 0 { 0 } else { let r = a.wrapping_rem(b); if r != 0 && (r < 0) != (b < 0) { r + b } else { r } },
+            cuda: "remainder_(a, b)",
+        }
+        /// `floor(a / b)` (Python's `//`, PyTorch's `floor_divide`); an integer division by zero
+        /// is 0 here.
+        FloorDivide => "floor_divide" {
+            float: |a, b| formulas::div_floor(a, b),
+            int: |a, b| if b == 0 { 0 } else { let q = a.wrapping_div(b); if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q } },
+            cuda: "floor_divide_(a, b)",
         }
         /// The larger of `a` and `b`; NaN if either is (PyTorch's `maximum`).
         Maximum => "maximum" {

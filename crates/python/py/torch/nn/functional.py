@@ -168,6 +168,26 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _C._cross_entropy(input, target, int(ignore_index))
 
 
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """PyTorch's normalize: input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)."""
+    if out is not None:
+        raise NotImplementedError("torchlet: F.normalize(..., out=...) is not supported yet")
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
+def one_hot(tensor, num_classes=-1):
+    """PyTorch's one_hot: int64 zeros with a trailing dim of num_classes, 1 scattered at each index
+    (the largest index plus one when num_classes is -1, read from the tensor)."""
+    torch = sys.modules["torch"]
+    if tensor.dtype is not torch.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1
+    ret = torch.zeros(*tensor.shape, num_classes, dtype=torch.int64, device=tensor.device)
+    return ret.scatter_(-1, tensor.unsqueeze(-1), 1)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     if reduction != "mean":
         raise NotImplementedError("torchlet: mse_loss supports reduction='mean' only")

@@ -20,6 +20,7 @@ MATH1(cos, cosf, cos)
 MATH1(erf, erff, erf)
 MATH1(erfinv, erfinvf, erfinv)
 MATH1(log1p, log1pf, log1p)
+MATH1(expm1, expm1f, expm1)
 MATH1(floor, floorf, floor)
 MATH1(ceil, ceilf, ceil)
 MATH1(rint, rintf, rint)
@@ -29,6 +30,32 @@ template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow(
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
 template <class X> __device__ __forceinline__ bool isnan_(X x) { return x != x; }
+
+// Python's % and // (PyTorch's remainder and div_floor): the remainder takes the divisor's sign;
+// an integer division by zero gives 0.
+__device__ __forceinline__ float remainder_(float a, float b) { float r = fmodf(a, b); return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r; }
+__device__ __forceinline__ double remainder_(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r; }
+template <class X> __device__ __forceinline__ X remainder_(X a, X b) {
+  if (b == (X)0) return (X)0;
+  X r = a % b;
+  return (r != (X)0 && ((r < (X)0) != (b < (X)0))) ? (X)(r + b) : r;
+}
+template <class F> __device__ __forceinline__ F div_floor_f(F a, F b) {
+  if (b == (F)0) return a / b;
+  F mod = fmod(a, b);
+  F div = (a - mod) / b;
+  if (mod != (F)0 && ((b < (F)0) != (mod < (F)0))) div -= (F)1;
+  if (div == (F)0) return copysign((F)0, a / b);
+  F fd = floor(div);
+  return (div - fd > (F)0.5) ? fd + (F)1 : fd;
+}
+__device__ __forceinline__ float floor_divide_(float a, float b) { return div_floor_f<float>(a, b); }
+__device__ __forceinline__ double floor_divide_(double a, double b) { return div_floor_f<double>(a, b); }
+template <class X> __device__ __forceinline__ X floor_divide_(X a, X b) {
+  if (b == (X)0) return (X)0;
+  X q = a / b;
+  return ((a % b != (X)0) && ((a < (X)0) != (b < (X)0))) ? (X)(q - 1) : q;
+}
 
 #define UOP(name, expr) \
   struct U_##name { template <class X> __device__ __forceinline__ X operator()(X x, double p0, double p1) const { return expr; } };
