@@ -72,6 +72,7 @@ python_parity!(
     py_multihead_attention,
     py_resnet_block,
     py_retain_grad,
+    py_ops_reach,
     py_reductions_more,
     py_sampling,
     py_save_load,

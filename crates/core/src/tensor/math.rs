@@ -296,7 +296,16 @@ impl Tensor {
                  yet; write torch.exp(t * math.log(s))",
             ));
         }
-        self.scalar_raw(BinaryOp::Pow, s, true)
+        let out = self.scalar_raw(BinaryOp::Pow, s, true)?;
+        // Note [pow of a number]: PyTorch's pow(Scalar, Tensor) redispatches to the tensor form
+        // with `wrapped_scalar_tensor(base, exp.device())`, a 0-dim tensor of the base on the
+        // exponent's device (int64 or double, 8 bytes; bool 1), made after the output and
+        // freed when the op returns; a base of 1 only fills the output (py_ops_reach.py).
+        if self.backend().props().is_some() && s.to_f64() != 1.0 {
+            let bytes = if matches!(s, Scalar::Bool(_)) { 1 } else { 8 };
+            drop(crate::device::Storage::new(self.backend().clone(), bytes)?);
+        }
+        Ok(out)
     }
 
     /// `1 / self`.
