@@ -5,11 +5,13 @@
     torchlet fit models/train.py llama3-8b seq=4096 parallel=fsdp --world-size 8 --gpu H100-80GB
 
 MODEL is resnet50, vit_b_16, gpt2, llama3-8b-lora or llama3-8b (whose weights are bfloat16; the
-latter trained in full); P is float32 or autocast (float16 autocast with a GradScaler); D is none, ddp
+latter trained in full), or unet (DDPM's CIFAR-10 UNet, 32x32, on DDPM's noise-prediction loss; DDPM
+trained it at batch=128); P is float32 or autocast (float16 autocast with a GradScaler); D is none, ddp
 (DistributedDataParallel) or fsdp (FSDP2: each decoder layer and the whole model `fully_shard`ed),
 one process per rank as torchrun (or `torchlet fit --world-size N`) starts them. Under PyTorch the model is the real library's
 (torchvision, transformers, peft); where the library is not installed (under torchlet), the copy in
-models/, which allocates what the library does. The last line is the peaks as JSON.
+models/, which allocates what the library does; unet is models/unet.py under both (no installed library
+defines it). The last line is the peaks as JSON.
 """
 
 import json
@@ -53,6 +55,10 @@ def build(name, s):
             return torch.randn(b, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (b,), device="cuda")
 
         return model, make_batch, lambda m, x, y: F.cross_entropy(m(x), y)
+    if name == "unet":
+        if s["ckpt"] or s["parallel"] == "fsdp":
+            sys.exit("unet: ckpt=1 and parallel=fsdp are not offered (it has no checkpointing or FSDP plan)")
+        return ddpm_unet(s["batch"])
     if name == "gpt2":
         try:
             from transformers import GPT2Config, GPT2LMHeadModel
@@ -64,7 +70,7 @@ def build(name, s):
     elif name == "llama3-8b":
         model = llama3_8b()
     else:
-        sys.exit(f"unknown model {name!r}: resnet50, vit_b_16, gpt2, llama3-8b-lora or llama3-8b")
+        sys.exit(f"unknown model {name!r}: resnet50, vit_b_16, gpt2, llama3-8b-lora, llama3-8b or unet")
     if s["ckpt"]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     b, t = s["batch"], s["seq"]
@@ -74,6 +80,29 @@ def build(name, s):
         return ids, ids
 
     return model, make_tokens, lambda m, x, y: m(input_ids=x, labels=y).loss
+
+
+def ddpm_unet(b):
+    """DDPM's CIFAR-10 UNet on b 32x32 images and DDPM's loss (Ho et al. 2020, Algorithm 1): the MSE
+    between the noise and the model's prediction of it from x_t = sqrt(abar_t) x_0 + sqrt(1 - abar_t) noise,
+    at a random timestep per image, abar gathered from the schedule's buffer."""
+    from models.unet import ddpm_cifar10, ddpm_schedule
+
+    model = ddpm_cifar10().cuda()
+    _, alphas_cumprod = ddpm_schedule(1000)
+    alphas_cumprod = torch.tensor(alphas_cumprod, dtype=torch.float32, device="cuda")
+
+    def make_batch():
+        return torch.randn(b, 3, 32, 32, device="cuda"), None
+
+    def loss_of(m, x0, _):
+        t = torch.randint(0, alphas_cumprod.shape[0], (x0.shape[0],), device="cuda")
+        noise = torch.randn_like(x0)
+        a = alphas_cumprod[t].view(-1, 1, 1, 1)
+        x_t = a.sqrt() * x0 + (1.0 - a).sqrt() * noise
+        return F.mse_loss(m(x_t, t), noise)
+
+    return model, make_batch, loss_of
 
 
 def llama3_8b_lora():

@@ -311,6 +311,31 @@ fn building_data_and_layers_and_a_forward_that_backward_frees_are_no_leak() {
 }
 
 #[test]
+fn loops_nested_inside_a_forward_are_no_leak_until_the_step_is_over() {
+    // A UNet's forward: levels around blocks, skips kept in a list, in a function the training
+    // loop calls. The inner loops' growth is the step's, which backward releases.
+    let stderr = leak_stderr(
+        r#"import torch.nn as nn
+levels = [[nn.Linear(64, 64).cuda() for _ in range(3)] for _ in range(4)]
+def forward(h):
+    skips = [h]
+    for level in levels:
+        for layer in level:
+            h = layer(skips[-1]).relu()
+            skips.append(h)
+    for level in levels:
+        for layer in level:
+            h = layer(h + skips.pop()).relu()
+    return h.pow(2).mean()
+for step in range(3):
+    loss = forward(torch.randn(512, 64, device='cuda'))
+    loss.backward()
+"#,
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+#[test]
 fn a_loop_that_backward_runs_again_and_a_hook_that_asks_never_wait_on_the_graph() {
     // Backward holds the node it runs while it calls back; walking the graph then would wait on
     // it forever (Note [no walks in callbacks]). A hang here fails after the timeout.

@@ -968,6 +968,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "[[1, 0], [1, 1, 1, 0, 0, 0]]",
     ),
     (
+        "nonzero",
+        "[vals(nonzero(m > 4.0)), nonzero(m > 9.0).shape, vals(m[m > 4.0]), vals(m[tensor([false, true], dev)])]",
+        "[[1, 1, 1, 2], [0, 2], [5.0, 6.0], [4.0, 5.0, 6.0]]",
+    ),
+    (
+        "masked_select",
+        "[vals(masked_select(m, m > 4.0)), vals(m.masked_select(m < 2.0))]",
+        "[[5.0, 6.0], [1.0]]",
+    ),
+    (
         "std",
         "[r4(std(m).item()), vals(std(m, 1)), vals(m.std(1, false))]",
         "[1.8708, [1.0, 1.0], [0.8165, 0.8165]]",

@@ -277,6 +277,17 @@ fn a_sweep_finds_the_largest_value_that_fits() {
 }
 
 #[test]
+fn a_mask_selection_stops_a_shapes_only_run_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "import torch\nx = torch.randn(64, 64, device='cuda')\ny = x[x > 0]\n";
+    let path = write_script(dir.path(), "select.py", text);
+    let (ok, report, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
+    assert!(!ok);
+    assert!(report.contains("select.py:3"), "{report}");
+    assert!(report.contains("what a mask selects"), "{report}");
+}
+
+#[test]
 fn a_line_that_needs_values_stops_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let text = "let x = randn(4, 4, #{device: \"cuda\"});\nlet s = fit_value(x.sum(), 1.5);\nprint(s * 2);\nprint(x.sum().item());\n";

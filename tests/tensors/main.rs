@@ -11,6 +11,7 @@ mod conv;
 mod elementwise_more;
 mod hooks;
 mod index_ops;
+mod mask_select;
 mod meta;
 mod model_ops;
 mod norms;

@@ -11,10 +11,13 @@
 //! on purpose, and what it keeps is held directly (parameters, tensors in a list), not through a
 //! graph: such growth never makes a warning. A forward pass over the layers grows the graph on
 //! every iteration, but backward releases it later in the same step. So a graph that grew is
-//! only a suspect, checked when the step is over: when a loop around the loop starts its next
-//! pass, or when the input ends. A suspect whose graph is still held then is the classic leak
-//! (`total = total + loss`, a list of losses, a hidden state never detached, a cache of outputs,
-//! closures that captured a loss); one whose graph is gone said nothing.
+//! only a suspect, checked when the step is over: when the outermost loop around the loop starts
+//! its next pass, or when the input ends. A suspect whose graph is still held then is the
+//! classic leak (`total = total + loss`, a list of losses, a hidden state never detached, a
+//! cache of outputs, closures that captured a loss); one whose graph is gone said nothing. A
+//! loop between the two (a UNet's levels around its blocks, inside the forward of a training
+//! step) is no end of the step: the suspect's graph is looked at when it passes, and forgotten
+//! if gone, but still held there is no verdict yet.
 //!
 //! Nothing here iterates a hash map to decide what is said: the variables are weighed in the
 //! order the language lists them, and the first of equal culprits is named, so a program gets
@@ -85,8 +88,12 @@ struct Suspect {
     name: String,
     kind: Kind,
     graph_bytes: u64,
-    /// The step of the loop is over: check it at the next weighing.
+    /// The loops around the suspect's loop when it was suspected, outermost first.
+    outer: Vec<LoopKey>,
+    /// A loop around it passed: check it at the next weighing.
     due: bool,
+    /// The outermost loop around it passed: the step is over, and a graph held is a leak.
+    step_over: bool,
 }
 
 impl LeakWatch {
@@ -101,9 +108,12 @@ impl LeakWatch {
         match self.running.iter().position(|k| *k == key) {
             // A new pass of a running loop: the loops inside it have ended their step.
             Some(at) => {
-                let ended: Vec<LoopKey> = self.running.drain(at + 1..).collect();
+                self.running.truncate(at + 1);
                 for suspect in &mut self.suspects {
-                    suspect.due |= ended.contains(&suspect.key);
+                    if suspect.outer.contains(&key) {
+                        suspect.due = true;
+                        suspect.step_over |= suspect.outer[0] == key;
+                    }
                 }
             }
             None => self.running.push(key),
@@ -125,7 +135,7 @@ impl LeakWatch {
         variables: impl Iterator<Item = (&'a str, &'a Value)>,
     ) -> Vec<String> {
         let weights = weigh(variables);
-        let warnings = self.check(|s| s.due, &weights);
+        let warnings = self.check(false, &weights);
         let Some(watch) = self.loops.get_mut(&key) else {
             return warnings;
         };
@@ -139,13 +149,21 @@ impl LeakWatch {
         watch.settled = true;
         let before = watch.weights.take().unwrap_or_default();
         if let Some((name, kind, graph_bytes)) = culprit(&before, &weights) {
+            let outer = self
+                .running
+                .iter()
+                .take_while(|k| **k != key)
+                .copied()
+                .collect();
             self.suspects.push(Suspect {
                 key,
                 growth: watch.growth,
                 name,
                 kind,
                 graph_bytes,
+                outer,
                 due: false,
+                step_over: false,
             });
         }
         warnings
@@ -162,28 +180,37 @@ impl LeakWatch {
         variables: impl Iterator<Item = (&'a str, &'a Value)>,
     ) -> Vec<String> {
         let weights = weigh(variables);
-        self.check(|_| true, &weights)
+        self.check(true, &weights)
     }
 
-    /// Settle the suspects `pick` chooses: a warning for each whose graph is still held.
-    fn check(&mut self, pick: impl Fn(&Suspect) -> bool, weights: &[Weighed]) -> Vec<String> {
+    /// Look at the suspects due (every one at the input's `end`): a warning for each whose
+    /// step is over and whose graph is still held; one whose graph is gone is cleared, and one
+    /// held before its step is over waits for a loop further out.
+    fn check(&mut self, end: bool, weights: &[Weighed]) -> Vec<String> {
         let (now, later): (Vec<Suspect>, Vec<Suspect>) = std::mem::take(&mut self.suspects)
             .into_iter()
-            .partition(|s| pick(s));
+            .partition(|s| end || s.due);
         self.suspects = later;
         // A culprit no longer in scope (a function's local) may have handed its graph on:
         // what every variable's graph holds then stands for it.
         let all_graphs: u64 = weights.iter().map(|w| w.weight.graph_bytes).sum();
-        now.into_iter()
-            .filter(|s| {
-                let held = weights
-                    .iter()
-                    .find(|w| w.name == s.name)
-                    .map_or(all_graphs, |w| w.weight.graph_bytes);
-                held >= s.graph_bytes
-            })
-            .map(|s| message(&s))
-            .collect()
+        let mut warnings = Vec::new();
+        for mut s in now {
+            let held = weights
+                .iter()
+                .find(|w| w.name == s.name)
+                .map_or(all_graphs, |w| w.weight.graph_bytes);
+            if held < s.graph_bytes {
+                continue;
+            }
+            if end || s.step_over {
+                warnings.push(message(&s));
+            } else {
+                s.due = false;
+                self.suspects.push(s);
+            }
+        }
+        warnings
     }
 }
 

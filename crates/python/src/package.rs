@@ -18,6 +18,11 @@ const SOURCES: &[(&str, bool, &str)] = &[
         include_str!("../py/torch/autograd.py"),
     ),
     (
+        "torch.random",
+        false,
+        include_str!("../py/torch/random.py"),
+    ),
+    (
         "torch.cuda",
         true,
         include_str!("../py/torch/cuda/__init__.py"),

@@ -3,7 +3,7 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use super::graph::{Edge, Node};
+use super::graph::{self, Edge, Node};
 use crate::tensor::{Result, Tensor, TensorError};
 
 /// Message PyTorch gives when a released graph is used again.
@@ -72,34 +72,29 @@ pub fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
 /// `root.backward(gradient)`: the pass starts from `gradient` (of `root`'s shape) instead of
 /// ones, which a non-scalar `root` needs; PyTorch uses the given tensor as it is.
 pub fn backward_from(root: &Tensor, gradient: Option<&Tensor>, retain_graph: bool) -> Result<()> {
-    if !root.requires_grad() {
-        return Err(TensorError::runtime(
-            "element 0 of tensors does not require grad and does not have a grad_fn",
-        ));
+    backward_many(
+        std::slice::from_ref(root),
+        &[gradient.cloned()],
+        retain_graph,
+    )
+}
+
+/// `torch.autograd.backward(roots, gradients)`: one pass from every root at once, each starting
+/// from its gradient (ones for a one-element root given none), as PyTorch's engine runs them.
+pub fn backward_many(
+    roots: &[Tensor],
+    gradients: &[Option<Tensor>],
+    retain_graph: bool,
+) -> Result<()> {
+    if roots.len() != gradients.len() {
+        return Err(TensorError::runtime(format!(
+            "grad_tensors should have the same length as tensors: got {} and {}",
+            gradients.len(),
+            roots.len()
+        )));
     }
-    match gradient {
-        None if root.numel() != 1 => {
-            return Err(TensorError::runtime(
-                "grad can be implicitly created only for scalar outputs",
-            ))
-        }
-        Some(g) if g.dims() != root.dims() => {
-            return Err(TensorError::runtime(format!(
-                "Mismatch in shape: grad_output[0] has a shape of torch.Size({:?}) and output[0] has a shape of torch.Size({:?}).",
-                g.dims(),
-                root.dims()
-            )))
-        }
-        Some(g) if g.device() != root.device() || g.dtype() != root.dtype() => {
-            return Err(TensorError::runtime(format!(
-                "invalid gradient at index 0 - expected {} on {} but got {} on {}",
-                root.dtype().name(),
-                root.device(),
-                g.dtype().name(),
-                g.device()
-            )))
-        }
-        _ => {}
+    for (i, (root, gradient)) in roots.iter().zip(gradients).enumerate() {
+        check_root(i, root, gradient.as_ref())?;
     }
     let _mode = super::set_grad_enabled(false);
     // Backward formulas run in the dtypes the forward pass saved: a pass started inside an
@@ -108,58 +103,151 @@ pub fn backward_from(root: &Tensor, gradient: Option<&Tensor>, retain_graph: boo
     // PyTorch runs the pass on its engine's worker thread, whose cuBLAS handle is its own.
     let _handle =
         crate::device::blas_handle::enter(crate::device::blas_handle::BlasHandle::Autograd);
-    // Python's `backward()` makes this gradient and holds it until the pass is over: it is the
-    // first block the pass allocates and the last it frees. A given gradient is used as it is.
-    let grad = match gradient {
-        Some(g) => g.detach()?,
-        None => root.ones_like()?,
-    };
+    // Python's `backward()` makes these gradients and holds them until the pass is over: they
+    // are the first blocks the pass allocates and the last it frees, last to first as CPython
+    // releases a tuple. A given gradient is used as it is.
+    let mut grads = Vec::with_capacity(roots.len());
+    for (root, gradient) in roots.iter().zip(gradients) {
+        grads.push(match gradient {
+            Some(g) => g.detach()?,
+            None => root.ones_like()?,
+        });
+    }
     super::hooks::begin_pass();
-    let ran = match root.grad_fn() {
-        None => accumulate(root, grad.clone()).and_then(|()| root.run_post_accumulate_hooks()),
-        Some(node) => run(node, root.meta().output_nr, grad.clone(), retain_graph),
-    };
+    let starts = roots
+        .iter()
+        .zip(&grads)
+        .map(|(root, g)| {
+            let edge = graph::edge_of(root).expect("checked: every root requires grad");
+            (edge, root.meta().output_nr, g.clone())
+        })
+        .collect();
+    let ran = run(starts, retain_graph);
     let result = super::hooks::end_pass(ran);
-    drop(grad);
+    while let Some(g) = grads.pop() {
+        drop(g);
+    }
     result
 }
 
-/// Count, for every node and leaf reachable from `root`, how many edges lead into it.
-fn dependencies(root: &Arc<Node>) -> HashMap<*const (), usize> {
+/// PyTorch's checks of root `i` and its gradient, with its messages.
+fn check_root(i: usize, root: &Tensor, gradient: Option<&Tensor>) -> Result<()> {
+    if !root.requires_grad() {
+        return Err(TensorError::runtime(format!(
+            "element {i} of tensors does not require grad and does not have a grad_fn"
+        )));
+    }
+    match gradient {
+        None if root.numel() != 1 => Err(TensorError::runtime(
+            "grad can be implicitly created only for scalar outputs",
+        )),
+        Some(g) if g.dims() != root.dims() => Err(TensorError::runtime(format!(
+            "Mismatch in shape: grad_output[{i}] has a shape of torch.Size({:?}) and output[{i}] has a shape of torch.Size({:?}).",
+            g.dims(),
+            root.dims()
+        ))),
+        Some(g) if g.device() != root.device() || g.dtype() != root.dtype() => {
+            Err(TensorError::runtime(format!(
+                "invalid gradient at index {i} - expected {} on {} but got {} on {}",
+                root.dtype().name(),
+                root.device(),
+                g.dtype().name(),
+                g.device()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Count, for every node and leaf reachable from the start edges, how many edges lead into it
+/// (the start edges included, as PyTorch counts its GraphRoot's).
+fn dependencies(starts: &[&Edge]) -> HashMap<*const (), usize> {
     let mut deps = HashMap::new();
-    let mut stack = vec![root.clone()];
+    let mut stack = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    seen.insert(Arc::as_ptr(root));
+    let mut count = |edge: &Edge, stack: &mut Vec<Arc<Node>>| {
+        *deps.entry(Task::of(edge).key()).or_insert(0) += 1;
+        if let Edge::Node(next) = edge {
+            if seen.insert(Arc::as_ptr(next)) {
+                stack.push(next.clone());
+            }
+        }
+    };
+    for edge in starts {
+        count(edge, &mut stack);
+    }
     while let Some(n) = stack.pop() {
         for edge in n.next.iter().flatten() {
-            *deps.entry(Task::of(edge).key()).or_insert(0) += 1;
-            if let Edge::Node(next) = edge {
-                if seen.insert(Arc::as_ptr(next)) {
-                    stack.push(next.clone());
-                }
-            }
+            count(edge, &mut stack);
         }
     }
     deps
 }
 
-fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result<()> {
-    let mut deps = dependencies(&root);
-    // One slot per output of the node (one for a leaf), as PyTorch's InputBuffer.
-    let mut buffers: HashMap<*const (), Vec<Option<Tensor>>> = HashMap::new();
-    let mut ready = BinaryHeap::new();
-    let mut pushed = 0u64;
-    let mut first = vec![None; root.outputs];
-    first[slot] = Some(grad);
-    let root = Task::Node(root);
-    buffers.insert(root.key(), first);
-    ready.push(Ready {
-        task: root,
-        order: std::cmp::Reverse(0),
-    });
-    while let Some(Ready { task, .. }) = ready.pop() {
+/// Where a pass is: gradients waiting for the rest of their node's, and the nodes ready to run.
+struct Pass {
+    deps: HashMap<*const (), usize>,
+    /// One slot per output of the node (one for a leaf), as PyTorch's InputBuffer.
+    buffers: HashMap<*const (), Vec<Option<Tensor>>>,
+    ready: BinaryHeap<Ready>,
+    pushed: u64,
+}
+
+impl Pass {
+    /// Add `g` into slot `slot` of the buffer of the edge's task, and queue the task once every
+    /// gradient for it has come; a gradient added into another's stays alive in `spent`.
+    fn feed(&mut self, edge: &Edge, slot: usize, g: Tensor, spent: &mut Vec<Tensor>) -> Result<()> {
+        let next = Task::of(edge);
+        let k = next.key();
+        let slots = match edge {
+            Edge::Node(n) => n.outputs,
+            Edge::Leaf(_) => 1,
+        };
+        let buffer = self.buffers.entry(k).or_insert_with(|| vec![None; slots]);
+        let slot = &mut buffer[slot];
+        *slot = Some(match slot.take() {
+            Some(old) => {
+                let sum = accumulate_input(old, &g)?;
+                spent.push(g);
+                sum
+            }
+            None => g,
+        });
+        self.arrived(next)
+    }
+
+    /// One edge into `next` has been walked: queue it when it was the last.
+    fn arrived(&mut self, next: Task) -> Result<()> {
+        let d = self.deps.get_mut(&next.key()).expect("dependency counted");
+        *d -= 1;
+        if *d == 0 {
+            self.ready.push(Ready {
+                task: next,
+                order: std::cmp::Reverse(self.pushed),
+            });
+            self.pushed += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Run the graph from its start edges, each with its gradient and the output slot it enters.
+fn run(starts: Vec<(Edge, usize, Tensor)>, retain_graph: bool) -> Result<()> {
+    let edges: Vec<&Edge> = starts.iter().map(|(e, _, _)| e).collect();
+    let mut pass = Pass {
+        deps: dependencies(&edges),
+        buffers: HashMap::new(),
+        ready: BinaryHeap::new(),
+        pushed: 0,
+    };
+    let mut spent = Vec::new();
+    for (edge, slot, g) in starts {
+        pass.feed(&edge, slot, g, &mut spent)?;
+    }
+    drop(spent);
+    while let Some(Ready { task, .. }) = pass.ready.pop() {
         crate::tensor::check_interrupt()?;
-        let Some(grads) = buffers.remove(&task.key()) else {
+        let Some(grads) = pass.buffers.remove(&task.key()) else {
             continue;
         };
         let node = match task {
@@ -180,32 +268,9 @@ fn run(root: Arc<Node>, slot: usize, grad: Tensor, retain_graph: bool) -> Result
         let mut spent = Vec::new();
         for (i, (edge, g)) in node.next.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
-            let next = Task::of(edge);
-            let k = next.key();
-            if let Some(g) = g {
-                let slots = match edge {
-                    Edge::Node(n) => n.outputs,
-                    Edge::Leaf(_) => 1,
-                };
-                let buffer = buffers.entry(k).or_insert_with(|| vec![None; slots]);
-                let slot = &mut buffer[node.slots[i]];
-                *slot = Some(match slot.take() {
-                    Some(old) => {
-                        let sum = accumulate_input(old, &g)?;
-                        spent.push(g);
-                        sum
-                    }
-                    None => g,
-                });
-            }
-            let d = deps.get_mut(&k).expect("dependency counted");
-            *d -= 1;
-            if *d == 0 {
-                pushed += 1;
-                ready.push(Ready {
-                    task: next,
-                    order: std::cmp::Reverse(pushed),
-                });
+            match g {
+                Some(g) => pass.feed(edge, node.slots[i], g, &mut spent)?,
+                None => pass.arrived(Task::of(edge))?,
             }
         }
         drop(spent);

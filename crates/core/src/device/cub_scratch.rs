@@ -103,6 +103,33 @@ pub fn select_bytes(n: usize) -> usize {
     alias(&[(tiles + TILE_STATUS_PADDING) * 16, tiles * 4])
 }
 
+/// Items CUB's reduce takes in one tile, below which it runs a single block and asks for 1 byte
+/// (sm90: 256 threads of 16 four-byte items).
+const REDUCE_SINGLE_TILE: usize = 4096;
+/// Blocks of CUB's even-share reduce on an H100 or H200: 132 multiprocessors, 8 blocks each,
+/// times CUB's subscription factor of 5. Its scratch is one partial a block, whatever `n`.
+const REDUCE_BLOCKS: usize = 132 * 8 * 5;
+/// Items of one `DeviceSelect::Flagged` tile (estimated as `UniqueByKey`'s: at 64 and 16384
+/// items both ask for one tile state's size).
+const FLAGGED_TILE: usize = 4096;
+
+/// The temporary storage of CUB's `DeviceReduce::Sum` over `n` items into an accumulator of
+/// `accum` bytes (ATen's `nonzero` counting a mask's true elements): 21503 B for 16384 bools
+/// and 1 B for 64 on an H100, as recorded.
+pub fn reduce_bytes(n: usize, accum: usize) -> usize {
+    if n <= REDUCE_SINGLE_TILE {
+        return 1;
+    }
+    alias(&[REDUCE_BLOCKS * accum])
+}
+
+/// The temporary storage of CUB's `DeviceSelect::Flagged` over `n` items (ATen's `nonzero`
+/// writing the coordinates): an 8-byte tile state a tile, and a count a tile.
+pub fn flagged_select_bytes(n: usize) -> usize {
+    let tiles = n.div_ceil(FLAGGED_TILE).max(1);
+    alias(&[(tiles + TILE_STATUS_PADDING) * 8, tiles * 4])
+}
+
 /// The temporary storage of CUB's inclusive scan by key over `n` (uint32 key, uint32 value)
 /// pairs: what each of topk's two `inclusive_sum_by_key` calls allocates.
 pub fn scan_by_key_bytes(n: usize) -> usize {

@@ -16,8 +16,9 @@
 //! the composite), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
 //! (where, masked_fill, triu/tril, index_select, gather, embedding; `scatter`) compute through the
 //! device backend and record autograd nodes; `sorting` (sort, argsort, topk), `scan` (cumsum,
-//! flip), `moments` (var, std and their `_mean` forms), `logsumexp` (PyTorch's composite) and `multinomial` order, sum and draw on
-//! the host, with PyTorch's device memory; `collective` checks and runs `all_reduce`, `broadcast`
+//! flip), `moments` (var, std and their `_mean` forms), `logsumexp` (PyTorch's composite),
+//! `mask_select` (nonzero, `x[mask]`, masked_select) and `multinomial` order, count, sum and draw
+//! on the host, with PyTorch's device memory; `collective` checks and runs `all_reduce`, `broadcast`
 //! and `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
 //! elementwise method of one and of two operands once (methods, backward, the script's entry and
 //! help) and list the rest for the script; `reduce_list` declares each reduction once (its
@@ -55,6 +56,7 @@ mod iter_layout;
 mod linalg;
 mod logsumexp;
 mod loss;
+mod mask_select;
 mod math;
 mod memory_format;
 mod moments;
@@ -82,7 +84,7 @@ pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METH
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
 pub use moments::Moments;
-pub use random::manual_seed;
+pub use random::{manual_seed, restore as restore_rng, snapshot as snapshot_rng, RngState};
 pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};
 pub use torchlet_alloc::types::{broadcast_shapes, Layout, OffsetIter};
 pub use torchlet_alloc::types::{dtype, element, layout};

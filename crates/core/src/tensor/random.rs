@@ -35,3 +35,25 @@ pub(crate) fn next_seed(device: Device) -> u64 {
         })
         .random()
 }
+
+/// Every device's generator as it stands, for [`restore`]: what `torch.get_rng_state()` and
+/// `torch.cuda.get_rng_state()` together capture.
+#[derive(Clone)]
+pub struct RngState {
+    seed: u64,
+    generators: Option<HashMap<Device, StdRng>>,
+}
+
+/// The generators' state now (checkpointing stashes it to replay dropout's masks).
+pub fn snapshot() -> RngState {
+    RngState {
+        seed: *SEED.lock().unwrap_or_else(|e| e.into_inner()),
+        generators: GENERATORS.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+    }
+}
+
+/// Put the generators back as [`snapshot`] found them.
+pub fn restore(state: &RngState) {
+    *SEED.lock().unwrap_or_else(|e| e.into_inner()) = state.seed;
+    *GENERATORS.lock().unwrap_or_else(|e| e.into_inner()) = state.generators.clone();
+}

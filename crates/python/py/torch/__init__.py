@@ -374,6 +374,25 @@ def manual_seed(seed):
     _C._manual_seed(seed)
 
 
+def is_autocast_enabled(device_type="cuda"):
+    """Whether an autocast block for `device_type` is on."""
+    return _C._is_autocast_enabled(device_type)
+
+
+def get_autocast_dtype(device_type):
+    """The dtype autocast casts to on `device_type`."""
+    return globals()[_C._autocast_dtype(device_type)]
+
+
+def get_rng_state():
+    """The generators' state (opaque in torchlet: see torch.random)."""
+    return random.get_rng_state()
+
+
+def set_rng_state(new_state):
+    random.set_rng_state(new_state)
+
+
 def _assert(condition, message):
     """torch._assert: an assert that tracing keeps (models such as torchvision's call it)."""
     if not condition:
@@ -564,11 +583,28 @@ def stack(tensors, dim=0, *, out=None):
 
 def where(condition, input=None, other=None):
     if input is None and other is None:
-        raise NotImplementedError(
-            "torchlet: torch.where(condition) with one argument (the indices where it holds, a size "
-            "only the values decide) is not supported yet; torch.where(condition, x, y) is"
-        )
+        return nonzero(condition, as_tuple=True)
     return _C._where(condition, input, other)
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """The indices of the nonzero elements: `[count, ndim]` int64, or one column a dim."""
+    if out is not None:
+        raise NotImplementedError("torchlet: nonzero(out=...) is not supported yet")
+    if not as_tuple:
+        return _C._nonzero(input)
+    found = _C._nonzero(input.unsqueeze(0) if input.dim() == 0 else input)
+    return found.unbind(1)
+
+
+def argwhere(input):
+    return _C._nonzero(input)
+
+
+def masked_select(input, mask, *, out=None):
+    if out is not None:
+        raise NotImplementedError("torchlet: masked_select(out=...) is not supported yet")
+    return _C._masked_select(input, mask)
 
 
 def matmul(input, other, *, out=None):
@@ -705,6 +741,7 @@ from torch import nn  # noqa: E402
 from torch import optim  # noqa: E402
 from torch import linalg  # noqa: E402,F401
 from torch import utils  # noqa: E402
+from torch import random  # noqa: E402
 from torch import version  # noqa: E402
 from torch.serialization import load, save  # noqa: E402
 from torch._einsum import einsum  # noqa: E402

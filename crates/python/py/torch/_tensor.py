@@ -517,7 +517,11 @@ class Tensor(_C.TensorBase):
                     k = [i + size if isinstance(i, int) and i < 0 else i for i in k]
                 index = k if isinstance(k, Tensor) else torch.tensor(k, device=out.device)
                 if index.dtype is torch.bool:
-                    raise NotImplementedError("torchlet: boolean-mask indexing is not supported yet; use masked_fill or where")
+                    if len(key) != 1 or out is not self:
+                        raise NotImplementedError(
+                            "torchlet: a boolean mask beside other indices (x[:, mask], x[mask, 0]) is not "
+                            "supported yet; x[mask] is (a mask over the leading dims)")
+                    return _C._index_mask(self, index)
                 if index.dim() == 0:
                     out = _C._select(out, dim, index.item())
                     continue
@@ -540,6 +544,12 @@ class Tensor(_C.TensorBase):
             # PyTorch's fast path: a bool mask set to one value is masked_fill_ (no index tensor).
             self.masked_fill_(key, value)
             return
+        if any(isinstance(k, list) or isinstance(k, Tensor) and k.dim() > 0
+               for k in (key if isinstance(key, tuple) else (key,))):
+            # Advanced indexing makes a copy: writing into it would leave self unchanged.
+            raise NotImplementedError(
+                "torchlet: assigning through a tensor or list index (x[idx] = t, index_put_) is not "
+                "supported yet; x[mask] = number, x[i] = t and slices are")
         target = self[key]
         if isinstance(value, Tensor):
             _C._copy_(target, value)
@@ -1015,6 +1025,15 @@ class Tensor(_C.TensorBase):
 
     def triu(self, diagonal=0):
         return _C._triangle(self, diagonal, True)
+
+    def nonzero(self, *, as_tuple=False):
+        return torch.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self):
+        return torch.argwhere(self)
+
+    def masked_select(self, mask):
+        return torch.masked_select(self, mask)
 
     def index_select(self, dim, index):
         return _C._index_select(self, dim, index)

@@ -94,11 +94,26 @@ def is_inference_mode_enabled():
     return _C._is_inference_mode_enabled()
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
-    if not isinstance(tensors, (list, tuple)):
-        tensors = [tensors]
-    for t in tensors:
-        t.backward(retain_graph=retain_graph, create_graph=create_graph)
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """One backward pass from every tensor of `tensors` at once, each from its gradient in
+    `grad_tensors` (None: ones, for a one-element tensor), as PyTorch's engine runs them."""
+    import torch
+
+    if create_graph or inputs is not None:
+        raise NotImplementedError(
+            "torchlet: torch.autograd.backward(create_graph=..., inputs=...) is not supported yet"
+        )
+    tensors = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, torch.Tensor):
+        grad_tensors = (grad_tensors,)
+    else:
+        grad_tensors = tuple(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
+    _C._backward_many(tensors, grad_tensors, bool(retain_graph))
+    torch._tensor._BACKWARD_PASSES[0] += 1
 
 
 class FunctionCtx:

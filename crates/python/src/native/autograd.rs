@@ -11,7 +11,7 @@ use rustpython_vm::PyResult;
 use torchlet_core::autograd::{self as mode, GradModeGuard};
 use torchlet_core::tensor::autocast::{self, AutocastGuard, DeviceType};
 
-use super::args::Args;
+use super::args::{tensor_of, Args};
 use super::creation::dtype_named;
 use super::tensor::OrRaise;
 use super::Native;
@@ -65,12 +65,34 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         let on = autocast::is_autocast_enabled(device_type(a, 0)?);
         Ok(a.vm.ctx.new_bool(on).into())
     }),
+    ("_autocast_dtype", |a| {
+        let dtype = autocast::autocast_dtype(device_type(a, 0)?);
+        Ok(a.vm.ctx.new_str(dtype.name()).into())
+    }),
     ("_backward", |a| {
         let (root, gradient, retain) = (a.tensor(0)?, a.opt_tensor(1)?, a.bool(2)?);
         let pass = || match &gradient {
             Some(g) => root.backward_with(g, retain),
             None => root.backward(retain),
         };
+        super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
+        super::none(a.vm)
+    }),
+    ("_backward_many", |a| {
+        let (roots, retain) = (a.tensors(0)?, a.bool(2)?);
+        let gradients = a
+            .sequence(1)?
+            .iter()
+            .map(|g| match a.vm.is_none(g) {
+                true => Ok(None),
+                false => tensor_of(g).map(Some).ok_or_else(|| {
+                    a.vm.new_type_error(
+                        "grad_tensors must be Tensors or None, one for each of tensors",
+                    )
+                }),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let pass = || torchlet_core::autograd::backward_many(&roots, &gradients, retain);
         super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
         super::none(a.vm)
     }),

@@ -58,7 +58,34 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         torchlet_core::tensor::manual_seed(a.int(0)? as u64);
         super::none(a.vm)
     }),
+    ("_rng_snapshot", |a| {
+        let id = RNG_STATES.with(|s| {
+            let mut s = s.borrow_mut();
+            let id = s.keys().next_back().map_or(0, |k| k + 1);
+            s.insert(id, torchlet_core::tensor::snapshot_rng());
+            id
+        });
+        Ok(a.vm.ctx.new_int(id).into())
+    }),
+    ("_rng_restore", |a| {
+        let id = a.int(0)? as u64;
+        let state = RNG_STATES.with(|s| s.borrow().get(&id).cloned());
+        let state = state.ok_or_else(|| a.vm.new_value_error("this RNG state was released"))?;
+        torchlet_core::tensor::restore_rng(&state);
+        super::none(a.vm)
+    }),
+    ("_rng_release", |a| {
+        let id = a.int(0)? as u64;
+        RNG_STATES.with(|s| s.borrow_mut().remove(&id));
+        super::none(a.vm)
+    }),
 ];
+
+thread_local! {
+    /// Generator states Python holds (`torch.random._RngState`), by id.
+    static RNG_STATES: std::cell::RefCell<std::collections::BTreeMap<u64, torchlet_core::tensor::RngState>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
 
 /// `_make(kind, shape, dtype, device, requires_grad)` for zeros, ones, empty, rand and randn.
 fn make(a: &Args) -> PyResult {

@@ -223,6 +223,14 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             a.tensor(0)?.index_select(a.int(1)? as isize, &a.tensor(2)?),
         )
     }),
+    // Selection by a bool mask (its size read from the mask's values).
+    ("_nonzero", |a| one(a, a.tensor(0)?.nonzero())),
+    ("_index_mask", |a| {
+        one(a, a.tensor(0)?.index_by_mask(&a.tensor(1)?))
+    }),
+    ("_masked_select", |a| {
+        one(a, a.tensor(0)?.masked_select(&a.tensor(1)?))
+    }),
     ("_gather", |a| {
         one(a, a.tensor(0)?.gather(a.int(1)? as isize, &a.tensor(2)?))
     }),

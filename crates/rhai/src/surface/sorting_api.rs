@@ -1,6 +1,6 @@
 //! Sorting, selection, running sums, spread and sampling: `sort`, `argsort`, `topk`, `cumsum`,
-//! `flip`, `scatter`, `std`, `variance` (PyTorch's `var`), `logsumexp` and `multinomial`, as
-//! functions and methods.
+//! `flip`, `scatter`, `std`, `variance` (PyTorch's `var`), `logsumexp`, `multinomial`, and
+//! selection by a mask (`nonzero`, `masked_select`, `t[mask]`), as functions and methods.
 
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -130,6 +130,30 @@ pub fn register(engine: &mut Engine) {
         )
         .register_fn("multinomial", |t: &mut Tensor, n: INT, replacement: bool| {
             multinomial(t, n, replacement)
+        });
+    register_mask_selection(engine);
+}
+
+/// `nonzero`, `masked_select` and `t[mask]`: selections whose size the mask's values decide.
+fn register_mask_selection(engine: &mut Engine) {
+    engine
+        .register_doc(
+            "nonzero",
+            &["nonzero(t) — the [count, ndim] int64 coordinates of t's nonzero elements"],
+            |t: &mut Tensor| t.nonzero().or_raise(),
+        )
+        .register_doc(
+            "masked_select",
+            &["masked_select(t, mask) — t's elements where the bool mask (t's shape) holds, 1-D"],
+            |t: &mut Tensor, mask: Tensor| t.masked_select(&mask).or_raise(),
+        )
+        .register_indexer_get(|t: &mut Tensor, mask: Tensor| {
+            if mask.dtype() != torchlet_core::tensor::DType::Bool {
+                return Err(type_error(
+                    "a tensor index must be a bool mask (t[t > 0]); for positions use index_select(t, dim, idx)",
+                ));
+            }
+            t.index_by_mask(&mask).or_raise()
         });
 }
 

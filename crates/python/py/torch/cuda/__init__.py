@@ -105,6 +105,24 @@ def manual_seed(seed):
 manual_seed_all = manual_seed
 
 
+def get_rng_state(device="cuda"):
+    """The generators' state (torchlet saves the CPU's and the GPUs' together: see torch.random)."""
+    return torch.random.get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    torch.random.set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state()]
+
+
+def set_rng_state_all(new_states):
+    for state in new_states:
+        set_rng_state(state)
+
+
 class amp:
     """torch.cuda.amp.autocast, the older spelling of torch.autocast("cuda")."""
 

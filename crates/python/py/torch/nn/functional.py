@@ -80,7 +80,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    input, weight, bias = _autocast_fp32(input, weight, bias)
     return _C._group_norm(input, num_groups, weight, bias, eps)
+
+
+def _autocast_fp32(*tensors):
+    """PyTorch's autocast `fp32` policy, for the ops on its CUDA list (AT_FORALL_FP32 in
+    aten/src/ATen/autocast_mode.h) that torchlet's engine list (crates/core/src/tensor/autocast.rs)
+    lacks: group_norm, upsample_nearest2d, upsample_bilinear2d. Under CUDA autocast each float16 or
+    bfloat16 CUDA tensor becomes a float32 copy (a plain `to`, ToCopyBackward0 in the graph; only casts
+    to the low dtype are cached), made last to first as C++ evaluates the wrapper's `cached_cast`
+    arguments; the rest pass as they are. The op itself is on no engine list, so nothing casts again."""
+    torch = sys.modules["torch"]
+    if not _C._is_autocast_enabled("cuda"):
+        return tensors
+    low = (torch.float16, torch.bfloat16)
+    cast = [t if t is None or not t.is_cuda or t.dtype not in low else _C._to(t, None, "float32")
+            for t in reversed(tensors)]
+    return tuple(reversed(cast))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -144,6 +161,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(
             f"torchlet: F.interpolate supports 4-D input in 'nearest' and 'bilinear' modes; got "
             f"{input.dim()}-D input with mode={mode!r}")
+    (input,) = _autocast_fp32(input)
     return _C._upsample2d(input, tuple(output_size), None if scale_factors is None else tuple(scale_factors),
                           mode, bool(align_corners))
 

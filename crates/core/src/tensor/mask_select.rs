@@ -1,0 +1,283 @@
+//! Selection by a boolean mask: `nonzero`, `x[mask]` and `masked_select`, with the device memory
+//! of PyTorch 2.11's CUDA paths (CUB's count and select scratch, backward's sorted index_put_).
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::device::cub_scratch::{flagged_select_bytes, radix_sort_bytes, reduce_bytes};
+use crate::device::Storage;
+use torchlet_alloc::types::element::{load_f64, store_scalar};
+use torchlet_alloc::types::Scalar;
+
+use super::{DType, Result, Tensor, TensorError};
+
+// Note [selection by mask]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// What a mask selects is sized by its values. PyTorch's CUDA `nonzero` counts the true elements
+// on the device (a 4-byte count, CUB's reduce scratch), copies the count to the host, makes the
+// [count, ndim] int64 output and fills it with CUB's flagged select (its scratch), then frees
+// the count. `x[mask]` expands the mask into those coordinates (`expandTensors`), indexes with
+// their columns, and frees them; `masked_select` is the same `index`. IndexBackward0 saves the
+// mask itself, so backward counts again: into zeros of `x`'s shape it puts the gradient with
+// `index_put_(accumulate=True)`, which on CUDA sorts linear indices (`index_put_with_sort_kernel`):
+// for each masked dim a `remainder` and a product by the stride (int64), summed into one linear
+// index, the coordinates freed; the gradient made contiguous; sorted and original positions and
+// an arange; CUB's radix sort scratch; then all freed, last made first. torchlet reads the mask
+// to the host to count it (a shapes-only run has no values, and says so) and computes the values
+// there: the device's memory sees PyTorch's allocations in PyTorch's order.
+
+/// What counting a mask says in a shapes-only run.
+const NO_COUNT: &str = "torchlet fit runs shapes only, so tensors have no values here, and what a \
+mask selects (x[mask], nonzero, masked_select, torch.where(mask)) is sized by its values. Select a \
+fixed number instead (topk, or multiply by the mask), or run the program with values \
+(torchlet run --simulate-cuda)";
+
+/// One temporary from the caching allocator (none for zero bytes), freed when dropped.
+fn temp(t: &Tensor, bytes: usize) -> Result<Option<Storage>> {
+    (bytes > 0)
+        .then(|| Storage::new(t.backend().clone(), bytes))
+        .transpose()
+}
+
+/// Bits CUB's radix sort needs for keys up to `max` (ATen's `get_num_bits`).
+fn num_bits(max: usize) -> usize {
+    (usize::BITS - max.leading_zeros()).max(1) as usize
+}
+
+/// A mask's true elements, counted: their row-major positions, and the device's 4-byte count,
+/// which PyTorch frees only once the coordinates are written.
+struct Counted {
+    positions: Vec<usize>,
+    count_slot: Option<Storage>,
+}
+
+impl Tensor {
+    fn cuda_like_selection(&self) -> bool {
+        self.backend().props().is_some() && self.numel() > 0
+    }
+
+    /// Count the nonzero elements as PyTorch's CUDA `nonzero` does: its count and CUB's reduce
+    /// scratch on the device, the values read on the host.
+    fn count_nonzero_elements(&self) -> Result<Counted> {
+        let cuda = self.cuda_like_selection();
+        let count_slot = if cuda { temp(self, 4)? } else { None };
+        if cuda {
+            drop(temp(self, reduce_bytes(self.numel(), 4))?);
+        }
+        if !self.has_values() && self.device() != crate::device::Device::Meta {
+            return Err(TensorError::runtime(NO_COUNT));
+        }
+        let bytes = self.host_bytes()?;
+        let size = self.element_size();
+        let positions = (0..self.numel())
+            .filter(|&i| bytes[i * size..(i + 1) * size].iter().any(|&b| b != 0))
+            .collect();
+        Ok(Counted {
+            positions,
+            count_slot,
+        })
+    }
+
+    /// `nonzero`'s output for `counted`, with the select's scratch, then the count freed.
+    fn coordinates(&self, counted: Counted) -> Result<Tensor> {
+        let dims = self.dims();
+        let count = counted.positions.len();
+        let out = self.empty_same(&[count, dims.len()], DType::I64)?;
+        if self.cuda_like_selection() && count > 0 && !dims.is_empty() {
+            drop(temp(self, flagged_select_bytes(self.numel()))?);
+        }
+        drop(counted.count_slot);
+        if out.has_values() && count > 0 && !dims.is_empty() {
+            let mut bytes = Vec::with_capacity(count * dims.len() * 8);
+            let mut coord = vec![0i64; dims.len()];
+            for &p in &counted.positions {
+                let mut rest = p;
+                for (d, &n) in dims.iter().enumerate().rev() {
+                    coord[d] = (rest % n) as i64;
+                    rest /= n;
+                }
+                coord
+                    .iter()
+                    .for_each(|c| bytes.extend_from_slice(&c.to_ne_bytes()));
+            }
+            out.backend().write_bytes(out.storage_ptr(), &bytes)?;
+        }
+        Ok(out)
+    }
+
+    /// `torch.nonzero(self)`: the coordinates of the nonzero elements, `[count, ndim]` int64,
+    /// row-major.
+    pub fn nonzero(&self) -> Result<Tensor> {
+        super::check_interrupt()?;
+        let counted = self.count_nonzero_elements()?;
+        self.coordinates(counted)
+    }
+
+    /// `self[mask]`: the elements (or trailing slices) where the bool `mask` holds, `mask`
+    /// covering `self`'s leading dims, as PyTorch's `index` with a mask.
+    pub fn index_by_mask(&self, mask: &Tensor) -> Result<Tensor> {
+        super::check_interrupt()?;
+        self.check_selection_mask(mask)?;
+        let (out, _) = self.select_by_mask(mask)?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(mask)?;
+            let input = self.shape();
+            record(
+                &out,
+                "IndexBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    Ok(vec![Some(index_by_mask_backward(g, saved.get()?, &input)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `torch.masked_select(self, mask)` for a mask of `self`'s shape: the selected elements, 1-D.
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if mask.dims() != self.dims() {
+            return Err(TensorError::not_implemented(format!(
+                "torchlet: masked_select with a mask of shape {:?} broadcast to {:?} is not supported yet; \
+                 use a mask of the tensor's shape",
+                mask.dims(),
+                self.dims()
+            )));
+        }
+        if needs_grad(&[self]) {
+            return Err(TensorError::not_implemented(
+                "torchlet: the gradient of masked_select (masked_scatter_) is not supported yet; \
+                 x[mask] selects the same elements and has its gradient",
+            ));
+        }
+        self.check_selection_mask(mask)?;
+        Ok(self.select_by_mask(mask)?.0)
+    }
+
+    /// PyTorch's checks of a mask indexing `self`, with its messages.
+    fn check_selection_mask(&self, mask: &Tensor) -> Result<()> {
+        if mask.dtype() != DType::Bool {
+            return Err(TensorError::index(format!(
+                "torchlet: a mask must be bool, got {}; compare to make one (x > 0)",
+                mask.dtype().name()
+            )));
+        }
+        if mask.device() != self.device() {
+            return Err(TensorError::runtime(format!(
+                "torchlet: the mask is on {} and the tensor on {}; move the mask with .to(x.device)",
+                mask.device(),
+                self.device()
+            )));
+        }
+        if mask.dim() > self.dim() {
+            return Err(TensorError::index(format!(
+                "too many indices for tensor of dimension {} (got {})",
+                self.dim(),
+                mask.dim()
+            )));
+        }
+        for (d, (&m, &s)) in mask.dims().iter().zip(self.dims()).enumerate() {
+            if m != s {
+                return Err(TensorError::index(format!(
+                    "The shape of the mask {:?} at index {d} does not match the shape of the indexed tensor {:?} at index {d}",
+                    mask.dims(),
+                    self.dims()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The selection's output and the slice size, with `index`'s memory: the coordinates made,
+    /// the output, the coordinates freed.
+    fn select_by_mask(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+        let counted = mask.count_nonzero_elements()?;
+        let positions = counted.positions.clone();
+        let coords = mask.coordinates(counted)?;
+        let slice: usize = self.dims()[mask.dim()..].iter().product();
+        let mut shape = vec![positions.len()];
+        shape.extend_from_slice(&self.dims()[mask.dim()..]);
+        let out = self.empty_same(&shape, self.dtype())?;
+        drop(coords);
+        if out.has_values() && out.numel() > 0 {
+            let size = self.element_size();
+            let src = self.host_bytes()?;
+            let mut bytes = Vec::with_capacity(out.nbytes());
+            for &p in &positions {
+                bytes.extend_from_slice(&src[p * slice * size..(p + 1) * slice * size]);
+            }
+            out.backend().write_bytes(out.storage_ptr(), &bytes)?;
+        }
+        Ok((out, slice))
+    }
+}
+
+/// IndexBackward0 of `x[mask]`: zeros of `x`'s shape, then `index_put_(accumulate=True)` of the
+/// gradient at the mask, with its CUDA path's temporaries (Note [selection by mask]).
+fn index_by_mask_backward(g: &Tensor, mask: &Tensor, input: &[usize]) -> Result<Tensor> {
+    let result = Tensor::zeros(input, &g.like_options())?;
+    let counted = mask.count_nonzero_elements()?;
+    let positions = counted.positions.clone();
+    let coords = mask.coordinates(counted)?;
+    let count = positions.len();
+    let slice: usize = input[mask.dim()..].iter().product();
+    let cuda = g.backend().props().is_some();
+    if cuda {
+        let linear = linear_index_memory(g, mask.dim(), count)?;
+        drop(coords);
+        let value = if g.is_contiguous() {
+            None
+        } else {
+            temp(g, g.numel() * g.element_size())?
+        };
+        if count > 0 && slice > 0 {
+            let sorted = temp(g, count * 8)?;
+            let original = temp(g, count * 8)?;
+            let range = temp(g, count * 8)?;
+            let largest = result.numel().saturating_sub(1) / slice;
+            drop(temp(g, radix_sort_bytes(count, 8, 8, num_bits(largest)))?);
+            drop((range, original, sorted));
+        }
+        drop((value, linear));
+    } else {
+        drop(coords);
+    }
+    if result.has_values() && count > 0 && slice > 0 {
+        accumulate_rows(&result, g, &positions, slice)?;
+    }
+    Ok(result)
+}
+
+/// `computeLinearIndex`'s temporaries over `k` masked dims of `count` coordinates: each dim's
+/// `remainder` and its product by the stride, summed into the first product, which is returned.
+fn linear_index_memory(t: &Tensor, k: usize, count: usize) -> Result<Option<Storage>> {
+    let mut linear = None;
+    for d in 0..k {
+        let wrapped = temp(t, count * 8)?;
+        let scaled = temp(t, count * 8)?;
+        drop(wrapped);
+        if d == 0 {
+            linear = scaled;
+        }
+    }
+    Ok(linear)
+}
+
+/// Add `g`'s rows (`slice` elements each) into `result`'s rows at `positions`.
+fn accumulate_rows(result: &Tensor, g: &Tensor, positions: &[usize], slice: usize) -> Result<()> {
+    let dtype = result.dtype();
+    let grad = g.host_bytes()?;
+    let mut sums = vec![0f64; result.numel()];
+    for (row, &p) in positions.iter().enumerate() {
+        for j in 0..slice {
+            // SAFETY: `grad` holds `positions.len() * slice` elements of `g`'s dtype.
+            sums[p * slice + j] += unsafe { load_f64(grad.as_ptr(), g.dtype(), row * slice + j) };
+        }
+    }
+    let mut bytes = vec![0u8; result.nbytes()];
+    for (i, v) in sums.iter().enumerate() {
+        // SAFETY: `bytes` holds `result.numel()` elements of `dtype`.
+        unsafe { store_scalar(bytes.as_mut_ptr(), dtype, i, Scalar::Float(*v)) };
+    }
+    result.backend().write_bytes(result.storage_ptr(), &bytes)
+}
