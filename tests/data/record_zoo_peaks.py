@@ -21,6 +21,7 @@ RUNS = [
     ["llama3-8b-lora", "batch=1", "seq=2048", "ckpt=0"],
     ["llama3-8b-lora", "batch=1", "seq=2048", "ckpt=1"],
     ["unet", "batch=128", "precision=float32"],  # models/unet.py under PyTorch too: no library has it
+    ["unet", "batch=128", "precision=autocast"],
 ]
 
 

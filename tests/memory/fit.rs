@@ -595,8 +595,8 @@ fn zoo_models_fit_with_pytorchs_peaks() {
         checked += 1;
     }
     assert_eq!(
-        checked, 6,
-        "ResNet-50 twice, ViT-B/16, GPT-2 and Llama 3 8B LoRA twice"
+        checked, 8,
+        "ResNet-50 twice, ViT-B/16, GPT-2, Llama 3 8B LoRA twice and DDPM's UNet twice"
     );
 }
 

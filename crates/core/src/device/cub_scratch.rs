@@ -57,10 +57,22 @@ fn onesweep_tile(key: usize, value: usize) -> usize {
     }
 }
 
+/// Keys CUB's radix sort takes in one block, when it asks for 1 byte of storage (its
+/// single-tile policy: 256 threads of 19 four-byte items, scaled to the larger of key and value;
+/// 26 int64 keys with int64 values asked for 1 byte on an H100, 4097 float keys with int64
+/// values for a full onesweep's).
+fn radix_single_tile(key: usize, value: usize) -> usize {
+    let dominant = key.max(value).max(1);
+    256 * (19 * 4 / dominant).clamp(1, 38)
+}
+
 /// The temporary storage of CUB's radix sort of `n` keys of `key` bytes, with values of
 /// `value` bytes (0 for `SortKeys`), over `bits` key bits: what ATen's `radix_sort_pairs` and
 /// `radix_sort_keys` allocate for one call.
 pub fn radix_sort_bytes(n: usize, key: usize, value: usize, bits: usize) -> usize {
+    if n <= radix_single_tile(key, value) {
+        return 1;
+    }
     let passes = bits.div_ceil(RADIX_BITS).max(1);
     let tiles = n.div_ceil(onesweep_tile(key, value));
     let moves = passes > 1;

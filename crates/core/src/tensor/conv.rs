@@ -265,10 +265,20 @@ impl ConvSaved {
     /// and then makes its own contiguous copy of a gradient that is not dense in the format;
     /// `backward_weight` makes its copy before allocating the weight's gradient; each frees its
     /// copy on return. The native depthwise kernels (weight's gradient first) copy once.
-    fn backward(&self, g: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
+    /// A dense but permuted gradient of a convolution in the contiguous format (from
+    /// attention's `q.permute`) is copied once, before either gradient, and freed once both are
+    /// made, before the bias's: `py_zoo_unet.py`'s 1x1 convolutions, recorded on an H100.
+    fn backward(&self, grad: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let (input, weight) = (self.x.get()?, self.weight.get()?);
         let cl = is_channels_last(input) || is_channels_last(weight);
         let ws = input.conv_workspaces(weight, &self.options, cl);
+        let permuted = super::convert::is_dense(grad) && !grad.is_contiguous();
+        let upfront = if ws.weight_grad_first || !permuted || cl {
+            grad.clone()
+        } else {
+            in_format(grad, false)?
+        };
+        let g = &upfront;
         let (x, w) = (in_format(input, cl)?, in_format(weight, cl)?);
         let shared = ws.weight_grad_first.then(|| in_format(g, cl)).transpose()?;
         let c = conv(&x, &w, &self.options);
@@ -307,13 +317,13 @@ impl ConvSaved {
             let dx = grad_of(input, mask[0], ws.input_grad, true)?;
             (dx, grad_of(weight, mask[1], ws.weight_grad, false)?)
         };
-        drop((shared, w, x));
+        drop((shared, w, x, upfront));
         let mut out = vec![dx, dw];
         if self.has_bias {
             let db = match mask[2] {
                 true => Some(
-                    g.reduce_raw(crate::device::ReduceOp::Sum, &[0, 2, 3], g.dtype())?
-                        .result_as_shape(&[g.dims()[1]]),
+                    grad.reduce_raw(crate::device::ReduceOp::Sum, &[0, 2, 3], grad.dtype())?
+                        .result_as_shape(&[grad.dims()[1]]),
                 ),
                 false => None,
             };

@@ -81,7 +81,8 @@ impl Tensor {
         let dims = self.dims();
         let count = counted.positions.len();
         let out = self.empty_same(&[count, dims.len()], DType::I64)?;
-        if self.cuda_like_selection() && count > 0 && !dims.is_empty() {
+        // The select runs when nothing is selected too (its scratch allocated all the same).
+        if self.cuda_like_selection() && !dims.is_empty() {
             drop(temp(self, flagged_select_bytes(self.numel()))?);
         }
         drop(counted.count_slot);

@@ -390,22 +390,44 @@ pub(crate) fn softmax_grad_fn(
         // After the output, PyTorch's CUDA kernels take a dense gradient and free it
         // once they have run: aten/src/ATen/native/cuda/SoftMax.cu,
         // `softmax_backward_cuda_out`, always makes `tmp = grad * output` (so even a
-        // contiguous gradient gets a new tensor of its size), while
-        // `log_softmax_backward_cuda_out` hands `grad` on and `host_softmax_backward`
-        // copies it only when it is not contiguous (an expanded one, from `sum()`).
-        let dense;
-        let g = if log && g.is_contiguous() {
-            g
+        // contiguous gradient gets a new tensor of its size, laid out as TensorIterator lays
+        // out a product: a permuted gradient gives a permuted `tmp`), and
+        // `host_softmax_backward` copies what it is handed when that is not contiguous (a
+        // permuted `tmp`; `log_softmax_backward_cuda_out`'s `grad` itself, when expanded by
+        // `sum()`). The copy goes first, then `tmp`.
+        let product = if log {
+            None
         } else {
-            dense = g.contiguous_copy()?;
-            &dense
+            Some(super::iter_layout::empty_elementwise(
+                &[g, y],
+                g.dims(),
+                g.dtype(),
+            )?)
+        };
+        let handed = product.as_ref().unwrap_or(g);
+        let dense = if handed.is_contiguous() {
+            None
+        } else {
+            Some(handed.empty_same(handed.dims(), handed.dtype())?)
+        };
+        // The kernel reads the gradient's values from whichever dense buffer there is.
+        let read = match (&dense, &product) {
+            (Some(t), _) | (None, Some(t)) => {
+                if t.numel() > 0 {
+                    g.backend().copy(g.operand(), t.operand())?;
+                }
+                t
+            }
+            (None, None) => g,
         };
         if y.dim() == 0 {
             g.backend().fill(dx.operand(), Scalar::Float(0.0))?;
         } else {
             g.backend()
-                .softmax_backward(g.operand(), y.operand(), d, log, dx.operand())?;
+                .softmax_backward(read.operand(), y.operand(), d, log, dx.operand())?;
         }
+        drop(dense);
+        drop(product);
         Ok(vec![Some(dx)])
     })
 }

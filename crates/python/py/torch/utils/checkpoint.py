@@ -18,6 +18,15 @@ from .. import _C
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction"]
 
 
+_NO_USE_REENTRANT = (
+    "torch.utils.{where}: the use_reentrant parameter should be passed explicitly. Starting in "
+    "PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+    "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+    "the two variants."
+)
+
+
 def noop_context_fn():
     return _NoopContexts()
 
@@ -47,10 +56,9 @@ def checkpoint(function=None, *args, use_reentrant=None, context_fn=noop_context
             context_fn=context_fn, determinism_check=determinism_check, debug=debug,
         )
     if use_reentrant is None:
-        raise ValueError(
-            "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
-            "use_reentrant=False is recommended (pass use_reentrant=True for the older variant)"
-        )
+        # PyTorch 2.11 warns and runs the reentrant variant (its message says 2.9 would refuse).
+        warnings.warn(_NO_USE_REENTRANT.format(where="checkpoint"), stacklevel=2)
+        use_reentrant = True
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
@@ -183,10 +191,8 @@ def _autocast_as(state):
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Checkpoint `segments - 1` equal runs of a sequential model's modules; the last runs as is."""
     if use_reentrant is None:
-        raise ValueError(
-            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
-            "passed explicitly. use_reentrant=False is recommended"
-        )
+        warnings.warn(_NO_USE_REENTRANT.format(where="checkpoint_sequential"), stacklevel=2)
+        use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
