@@ -16,20 +16,26 @@ DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
 def workspaces(events, grads):
     """[(grad size, its workspace)] in the order the grads (sizes in `grads`) were allocated.
 
-    A workspace is an allocation freed at once, after a grad's. A size may be in `grads` twice (the
-    input's gradient and the weight's can be the same size): each allocation of it is the next grad.
+    A workspace is an allocation freed at once, right after a grad's (the bias's gradient and its
+    reduction's staging, allocated later, are none). A size may be in `grads` twice (the input's
+    gradient and the weight's can be the same size): each allocation of it is the next grad.
     """
     events = [e for e in events if e[0] != "segment_alloc"]
     pending, found = list(grads), []
+    after_grad = False
     for i, (action, size) in enumerate(events):
         if action != "alloc":
             continue
         freed_next = i + 1 < len(events) and events[i + 1] == ["free_completed", size]
-        if size in pending and not (found and freed_next and found[-1][1] == 0):
+        workspace = after_grad and freed_next and found[-1][1] == 0
+        if size in pending and not workspace:
             pending.remove(size)
             found.append([size, 0])
-        elif freed_next and found and found[-1][1] == 0:
+            after_grad = True
+            continue
+        if workspace:
             found[-1][1] = size
+        after_grad = False
     return found
 
 

@@ -870,7 +870,7 @@ pub(super) const RECORDED: &[Recorded] = &[
         channels_last: false,
         forward: 2115600,
         input_grad: 0,
-        weight_grad: 512,
+        weight_grad: 0,
         weight_grad_first: false,
     },
     Recorded {
