@@ -117,7 +117,7 @@ impl Tensor {
     pub fn index_by_mask(&self, mask: &Tensor) -> Result<Tensor> {
         super::check_interrupt()?;
         self.check_selection_mask(mask)?;
-        let (out, _) = self.select_by_mask(mask)?;
+        let out = self.select_by_mask(mask)?;
         if needs_grad(&[self]) {
             let saved = SavedTensor::new(mask)?;
             let input = self.shape();
@@ -152,7 +152,7 @@ impl Tensor {
             ));
         }
         self.check_selection_mask(mask)?;
-        Ok(self.select_by_mask(mask)?.0)
+        self.select_by_mask(mask)
     }
 
     /// PyTorch's checks of a mask indexing `self`, with its messages.
@@ -189,9 +189,9 @@ impl Tensor {
         Ok(())
     }
 
-    /// The selection's output and the slice size, with `index`'s memory: the coordinates made,
+    /// The selection's output, with `index`'s memory: the coordinates made,
     /// the output, the coordinates freed.
-    fn select_by_mask(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+    fn select_by_mask(&self, mask: &Tensor) -> Result<Tensor> {
         let counted = mask.count_nonzero_elements()?;
         let positions = counted.positions.clone();
         let coords = mask.coordinates(counted)?;
@@ -209,7 +209,7 @@ impl Tensor {
             }
             out.backend().write_bytes(out.storage_ptr(), &bytes)?;
         }
-        Ok((out, slice))
+        Ok(out)
     }
 }
 
