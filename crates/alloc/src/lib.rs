@@ -9,8 +9,8 @@
 //! `history` (the trace ring buffer), `snapshot` and `introspect` (the snapshot and building it
 //! from the live blocks), `site` (the statement running, kept with each block it asks for),
 //! `peak_moments` (the statement and state at each peak, for `torchlet fit`), `device_allocator`
-//! (the object-safe face), `sim_memory` (the simulated GPU's memory), `placement` (where its
-//! driver would put each segment), `stream` (the current stream, new stream handles) and
+//! (the object-safe face), `sim_memory` (the simulated GPU's memory), `placement` (where the
+//! driver would put each segment, for the simulated GPU and the real one), `stream` (the current stream, new stream handles) and
 //! `stream_events` (frees that wait on other streams: `record_stream` and its events).
 
 pub mod types;
@@ -48,6 +48,7 @@ pub use history::{HistoryMode, HistoryOptions, TraceAction, TraceEntry};
 pub use oom::{OomReport, MEMORY_MANAGEMENT_URL};
 pub use oom_diagnosis::OomDiagnosis;
 pub use peak_moments::{record_timelines, Breakdown, PeakMoment, PeakMoments, Role, Sample, ROLES};
+pub use placement::{Placement, GRANULE};
 pub use raw::{DevicePtr, RawError, RawMemory};
 pub use replay::ReplayVerdict;
 pub use sim_memory::SimulatedMemory;

@@ -1,5 +1,5 @@
 //! Where the CUDA driver puts each `cuMemAlloc` in the address space, as an H200's driver does:
-//! the simulated GPU's segment addresses, and with them the allocator's choice among equal blocks.
+//! every device's segment addresses, and with them the allocator's choice among equal blocks.
 
 use std::collections::BTreeMap;
 

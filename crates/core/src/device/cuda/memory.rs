@@ -1,15 +1,27 @@
-//! `CudaMemory`: the real GPU's raw bytes for the caching allocator, through `cuMemAlloc`/`cuMemFree`
-//! and, for expandable segments, the virtual memory API (`cuMemAddressReserve`, `cuMemCreate`,
-//! `cuMemMap`, `cuMemSetAccess`).
+//! `CudaMemory`: the real GPU's raw bytes for the caching allocator, through the driver's virtual
+//! memory API (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys};
+use cudarc::driver::sys;
 
 use super::context::{context, CudaContext};
 use super::error::{driver, CudaResult};
-use torchlet_alloc::{DevicePtr, RawError, RawMemory};
+use torchlet_alloc::{DevicePtr, Placement, RawError, RawMemory, GRANULE};
+
+// Note [segments in a range of their own]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Best fit breaks ties between equal free blocks by address, so the order of the segments'
+// addresses decides which block a request reuses (Note [segment placement] in torchlet-alloc's
+// `placement.rs`). Under `cuMemAlloc` that order is the driver's, and the driver puts torchlet's
+// segments between the memory torchlet's own process takes beside them (its kernel modules,
+// cuBLAS's and cuDNN's), which is not the memory PyTorch's process takes: ResNet-50's training step
+// reused a block of another segment at event 4155 on an H100 where PyTorch made a new segment,
+// while the simulated GPU, which places segments by the model of the driver, gave every event.
+// So a segment is physical memory (`cuMemCreate`) mapped into one address range reserved for the
+// segments alone, at the address the model gives: the real GPU orders its segments as the
+// simulated one does, whatever else the process loads.
 
 /// Raw memory of one real CUDA device. Every byte the tensors use goes through here, via the
 /// caching allocator; nothing uses cudarc's stream-ordered pool (it would hide memory from the
@@ -18,6 +30,9 @@ pub struct CudaMemory {
     ctx: Arc<CudaContext>,
     /// Physical pages mapped into reservations: start address → (handle, bytes).
     mapped: BTreeMap<DevicePtr, (sys::CUmemGenericAllocationHandle, usize)>,
+    /// Where each segment goes, in the range reserved for segments at the first one
+    /// (Note [segments in a range of their own]).
+    placement: Option<Placement>,
 }
 
 /// Large-pool pages are 20 MiB, as PyTorch's expandable segments use; small-pool pages 2 MiB.
@@ -29,6 +44,7 @@ impl CudaMemory {
         Ok(Self {
             ctx: context(index)?,
             mapped: BTreeMap::new(),
+            placement: None,
         })
     }
 
@@ -75,6 +91,20 @@ impl CudaMemory {
         Ok(())
     }
 
+    /// The address for a new segment of `bytes`, reserving the segments' range on first use.
+    fn place(&mut self, bytes: usize) -> CudaResult<Option<DevicePtr>> {
+        if self.placement.is_none() {
+            let len = Placement::span(self.ctx.info.total_memory);
+            let mut base: sys::CUdeviceptr = 0;
+            // SAFETY: reserves address space only.
+            unsafe { sys::cuMemAddressReserve(&mut base, len, GRANULE, 0, 0) }
+                .result()
+                .map_err(|e| driver("cuMemAddressReserve (segments)", e))?;
+            self.placement = Some(Placement::new(base, base + len as u64));
+        }
+        Ok(self.placement.as_mut().expect("made above").place(bytes))
+    }
+
     fn unmap_range(&mut self, ptr: DevicePtr, bytes: usize) -> CudaResult<()> {
         let end = ptr + bytes as u64;
         let pages: Vec<_> = self
@@ -107,18 +137,25 @@ impl CudaMemory {
 impl RawMemory for CudaMemory {
     fn allocate(&mut self, bytes: usize) -> Result<DevicePtr, RawError> {
         self.ctx.bind()?;
-        // SAFETY: a plain device allocation in the bound context.
-        Ok(unsafe { result::malloc_sync(bytes) }
-            .map_err(|e| driver(&format!("cuMemAlloc of {bytes} bytes"), e))?)
+        let len = bytes.div_ceil(GRANULE) * GRANULE;
+        // Out of addresses means out of memory: the range holds twice the device's memory.
+        let ptr = self.place(len)?.ok_or(RawError::OutOfMemory)?;
+        if let Err(e) = self.map_page(ptr, len) {
+            self.placement.as_mut().expect("placed").release(ptr, len);
+            return Err(e.into());
+        }
+        Ok(ptr)
     }
 
-    fn free(&mut self, ptr: DevicePtr, _bytes: usize) -> Result<(), RawError> {
+    fn free(&mut self, ptr: DevicePtr, bytes: usize) -> Result<(), RawError> {
         self.ctx.bind()?;
-        // cuMemFree may return before queued kernels that use the segment finish on a
-        // non-blocking stream; wait for them first.
-        self.ctx.synchronize()?;
-        // SAFETY: `ptr` came from `allocate` and the allocator frees each segment once.
-        Ok(unsafe { result::free_sync(ptr) }.map_err(|e| driver("cuMemFree", e))?)
+        let len = bytes.div_ceil(GRANULE) * GRANULE;
+        // unmap_range waits for queued kernels that still use the segment.
+        self.unmap_range(ptr, len)?;
+        if let Some(p) = self.placement.as_mut() {
+            p.release(ptr, len);
+        }
+        Ok(())
     }
 
     fn mem_get_info(&self) -> Result<(usize, usize), RawError> {
