@@ -297,13 +297,17 @@ fn call(
     retain_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
-    let mut out = {
+    let mark = super::graph::unpacked_mark();
+    let result = {
         let func = node.func.lock().expect("autograd node lock");
         let f = func
             .as_ref()
             .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
-        f(&grads, &mask)?
+        f(&grads, &mask)
     };
+    // This call's unpacked placeholders (also when it failed, so that nothing keeps them).
+    let mut unpacked = super::graph::unpacked_since(mark);
+    let mut out = result?;
     out.resize_with(node.next.len(), || None);
     // A formula that makes every gradient at once (attention's) may return some nobody asked
     // for: PyTorch's node keeps only the asked-for ones, and the rest go as its call returns,
@@ -312,6 +316,18 @@ fn call(
         if !wanted {
             *slot = None;
         }
+    }
+    // Note [recomputed tensors go with the call]: a checkpoint's saved tensor is unpacked by
+    // its hook into a local of the node's call, the recomputed tensor's only holder (the
+    // checkpoint's frame hands it over once), so it goes as the call returns, last unpacked
+    // first, before validate_outputs sums a broadcast gradient down (a bias's):
+    // `py_checkpoint_reentrant`'s non-reentrant step frees the recomputed input of a Linear
+    // before its bias gradient, and a LayerNorm's rstd, mean, then input.
+    if !retain_graph && node.recomputed {
+        *node.func.lock().expect("autograd node lock") = None;
+    }
+    while let Some(t) = unpacked.pop() {
+        drop(t);
     }
     validate_outputs(node, &mut out)?;
     // PyTorch's order: the incoming gradient goes when the node's call returns, then the node

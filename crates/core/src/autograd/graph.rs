@@ -46,6 +46,9 @@ pub struct Node {
     pub(crate) input_shapes: Vec<Vec<usize>>,
     /// Whether `func` holds saved tensors (only then is it released after backward).
     pub(crate) saves: bool,
+    /// Whether `func` holds checkpoint placeholders, whose recomputed tensors go as soon as the
+    /// formula has run (Note [recomputed tensors go with the call]).
+    pub(crate) recomputed: bool,
     /// Creation order: backward runs later nodes first, as PyTorch does.
     pub(crate) seq: u64,
     /// The memory of the tensors `func` saved, for telling who holds a block (weak: `func`
@@ -80,11 +83,31 @@ impl Node {
 thread_local! {
     /// Storages saved by the op being recorded on this thread, claimed by its node in `record`.
     static PENDING_SAVES: RefCell<Vec<Weak<Storage>>> = const { RefCell::new(Vec::new()) };
+    /// Placeholders (Note [checkpoint early stop]) saved by the op being recorded.
+    static PENDING_PLACEHOLDERS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Placeholders unpacked by the backward calls running on this thread, in unpacking order
+    /// (Note [recomputed tensors go with the call]).
+    static UNPACKED: RefCell<Vec<Arc<OnceLock<Tensor>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many placeholders this thread has unpacked so far: a backward call's mark.
+pub(crate) fn unpacked_mark() -> usize {
+    UNPACKED.with(|u| u.borrow().len())
+}
+
+/// The placeholders unpacked since `mark`, which the caller frees last unpacked first.
+pub(crate) fn unpacked_since(mark: usize) -> Vec<Arc<OnceLock<Tensor>>> {
+    UNPACKED.with(|u| {
+        let mut u = u.borrow_mut();
+        let at = mark.min(u.len());
+        u.split_off(at)
+    })
 }
 
 /// Forget saves no node claimed (an op that failed after saving): called between inputs.
 pub fn forget_unclaimed_saves() {
     PENDING_SAVES.with(|p| p.borrow_mut().clear());
+    PENDING_PLACEHOLDERS.with(|p| p.set(0));
 }
 
 /// A tensor kept for backward: shares the memory, records the version to detect in-place writes.
@@ -119,11 +142,14 @@ impl SavedTensor {
                 PENDING_SAVES.with(|p| p.borrow_mut().push(Arc::downgrade(&t.inner.storage)));
                 Kept::Data(t.data_handle())
             }
-            super::checkpoint::Kept::Placeholder(frame, index) => Kept::Placeholder {
-                frame,
-                index,
-                unpacked: Arc::new(OnceLock::new()),
-            },
+            super::checkpoint::Kept::Placeholder(frame, index) => {
+                PENDING_PLACEHOLDERS.with(|p| p.set(p.get() + 1));
+                Kept::Placeholder {
+                    frame,
+                    index,
+                    unpacked: Arc::new(OnceLock::new()),
+                }
+            }
         };
         Ok(SavedTensor {
             kept,
@@ -154,6 +180,7 @@ impl SavedTensor {
                 if unpacked.get().is_none() {
                     let t = super::checkpoint::unpack(frame, *index)?;
                     let _ = unpacked.set(t);
+                    UNPACKED.with(|u| u.borrow_mut().push(unpacked.clone()));
                 }
                 return Ok(unpacked.get().expect("set above"));
             }
@@ -238,6 +265,7 @@ fn new_node(
         input_shapes: inputs.iter().map(|t| t.dims().to_vec()).collect(),
         func: Mutex::new(Some(func)),
         saves,
+        recomputed: PENDING_PLACEHOLDERS.with(|p| p.replace(0)) > 0,
         seq: SEQUENCE.fetch_add(1, Ordering::Relaxed),
         saved: PENDING_SAVES.with(|p| std::mem::take(&mut *p.borrow_mut())),
         hooks: Mutex::new(Vec::new()),

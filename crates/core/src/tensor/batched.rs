@@ -222,9 +222,18 @@ impl Tensor {
             let _guard = no_grad();
             bias.expand(&[m, n])?
         };
+        // PyTorch saves the matrices before the kernel runs, so a checkpointed recomputation
+        // that stops at this save never makes the product (Note [checkpoint early stop]).
+        let saved = match needs_grad(&[bias, self, mat2]) {
+            true => Some((
+                SavedTensor::new_if(self.requires_grad(), mat2)?,
+                SavedTensor::new_if(mat2.requires_grad(), self)?,
+            )),
+            false => None,
+        };
         let out = self.addmm_raw(&bias_view, mat2)?;
-        if needs_grad(&[bias, self, mat2]) {
-            record_addmm(&out, bias, self, mat2)?;
+        if let Some(saved) = saved {
+            record_addmm(&out, bias, self, mat2, saved);
         }
         Ok(out)
     }
@@ -270,14 +279,19 @@ impl Tensor {
 
 /// AddmmBackward0: the first matrix's gradient, the second's, then the bias's (summed to its
 /// shape after the node's formulas, as PyTorch's engine does).
-fn record_addmm(out: &Tensor, bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<()> {
+/// `saved` holds `mat2` (kept when `mat1` needs a gradient) and `mat1` (when `mat2` does).
+fn record_addmm(
+    out: &Tensor,
+    bias: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    (keep2, keep1): (Option<SavedTensor>, Option<SavedTensor>),
+) {
     let col = |t: &Tensor| {
         let l = t.layout();
         l.strides[0] == 1 && l.strides[1] == l.shape[0]
     };
-    let (col1, col2, bias_shape) = (col(mat1), col(mat2), bias.shape());
-    let keep2 = SavedTensor::new_if(mat1.requires_grad(), mat2)?;
-    let keep1 = SavedTensor::new_if(mat2.requires_grad(), mat1)?;
+    let (col1, col2) = (col(mat1), col(mat2));
     record(
         out,
         "AddmmBackward0",
@@ -292,13 +306,10 @@ fn record_addmm(out: &Tensor, bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Re
                 (Some(a), true) => Some(mat2_grad(g, a.get()?, col2)?),
                 _ => None,
             };
-            let gb = if m[0] {
-                Some(g.sum_to_size(&bias_shape)?)
-            } else {
-                None
-            };
+            // The bias's gradient is `grad` itself, summed down to the bias's shape by
+            // validate_outputs once the call has returned (Note [validate_outputs]).
+            let gb = m[0].then(|| g.clone());
             Ok(vec![gb, g1, g2])
         }),
     );
-    Ok(())
 }

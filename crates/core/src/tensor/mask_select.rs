@@ -2,10 +2,10 @@
 //! of PyTorch 2.11's CUDA paths (CUB's count and select scratch, backward's sorted index_put_).
 
 use crate::autograd::{needs_grad, record, SavedTensor};
-use crate::device::cub_scratch::{flagged_select_bytes, radix_sort_bytes, reduce_bytes};
+use crate::device::cub_scratch::{flagged_select_bytes, reduce_bytes};
 use crate::device::Storage;
-use torchlet_alloc::types::element::{load_f64, store_scalar};
-use torchlet_alloc::types::Scalar;
+
+use super::index_put_sorted::{put_rows_accumulate, temp};
 
 use super::{DType, Result, Tensor, TensorError};
 
@@ -16,11 +16,8 @@ use super::{DType, Result, Tensor, TensorError};
 // [count, ndim] int64 output and fills it with CUB's flagged select (its scratch), then frees
 // the count. `x[mask]` expands the mask into those coordinates (`expandTensors`), indexes with
 // their columns, and frees them; `masked_select` is the same `index`. IndexBackward0 saves the
-// mask itself, so backward counts again: into zeros of `x`'s shape it puts the gradient with
-// `index_put_(accumulate=True)`, which on CUDA sorts linear indices (`index_put_with_sort_kernel`):
-// for each masked dim a `remainder` and a product by the stride (int64), summed into one linear
-// index, the coordinates freed; the gradient made contiguous; sorted and original positions and
-// an arange; CUB's radix sort scratch; then all freed, last made first. torchlet reads the mask
+// mask itself, so backward counts again and puts the gradient into zeros of `x`'s shape at the
+// mask's coordinates (Note [sorted index_put_]). torchlet reads the mask
 // to the host to count it (a shapes-only run has no values, and says so) and computes the values
 // there: the device's memory sees PyTorch's allocations in PyTorch's order.
 
@@ -29,18 +26,6 @@ const NO_COUNT: &str = "torchlet fit runs shapes only, so tensors have no values
 mask selects (x[mask], nonzero, masked_select, torch.where(mask)) is sized by its values. Select a \
 fixed number instead (topk, or multiply by the mask), or run the program with values \
 (torchlet run --simulate-cuda)";
-
-/// One temporary from the caching allocator (none for zero bytes), freed when dropped.
-fn temp(t: &Tensor, bytes: usize) -> Result<Option<Storage>> {
-    (bytes > 0)
-        .then(|| Storage::new(t.backend().clone(), bytes))
-        .transpose()
-}
-
-/// Bits CUB's radix sort needs for keys up to `max` (ATen's `get_num_bits`).
-fn num_bits(max: usize) -> usize {
-    (usize::BITS - max.leading_zeros()).max(1) as usize
-}
 
 /// A mask's true elements, counted: their row-major positions, and the device's 4-byte count,
 /// which PyTorch frees only once the coordinates are written.
@@ -214,71 +199,12 @@ impl Tensor {
 }
 
 /// IndexBackward0 of `x[mask]`: zeros of `x`'s shape, then `index_put_(accumulate=True)` of the
-/// gradient at the mask, with its CUDA path's temporaries (Note [selection by mask]).
+/// gradient at the mask, with its CUDA path's temporaries (Note [sorted index_put_]).
 fn index_by_mask_backward(g: &Tensor, mask: &Tensor, input: &[usize]) -> Result<Tensor> {
     let result = Tensor::zeros(input, &g.like_options())?;
     let counted = mask.count_nonzero_elements()?;
     let positions = counted.positions.clone();
     let coords = mask.coordinates(counted)?;
-    let count = positions.len();
-    let slice: usize = input[mask.dim()..].iter().product();
-    let cuda = g.backend().props().is_some();
-    if cuda {
-        let linear = linear_index_memory(g, mask.dim(), count)?;
-        drop(coords);
-        let value = if g.is_contiguous() {
-            None
-        } else {
-            temp(g, g.numel() * g.element_size())?
-        };
-        if count > 0 && slice > 0 {
-            let sorted = temp(g, count * 8)?;
-            let original = temp(g, count * 8)?;
-            let range = temp(g, count * 8)?;
-            let largest = result.numel().saturating_sub(1) / slice;
-            drop(temp(g, radix_sort_bytes(count, 8, 8, num_bits(largest)))?);
-            drop((range, original, sorted));
-        }
-        drop((value, linear));
-    } else {
-        drop(coords);
-    }
-    if result.has_values() && count > 0 && slice > 0 {
-        accumulate_rows(&result, g, &positions, slice)?;
-    }
+    put_rows_accumulate(&result, g, &positions, mask.dim(), Some(coords))?;
     Ok(result)
-}
-
-/// `computeLinearIndex`'s temporaries over `k` masked dims of `count` coordinates: each dim's
-/// `remainder` and its product by the stride, summed into the first product, which is returned.
-fn linear_index_memory(t: &Tensor, k: usize, count: usize) -> Result<Option<Storage>> {
-    let mut linear = None;
-    for d in 0..k {
-        let wrapped = temp(t, count * 8)?;
-        let scaled = temp(t, count * 8)?;
-        drop(wrapped);
-        if d == 0 {
-            linear = scaled;
-        }
-    }
-    Ok(linear)
-}
-
-/// Add `g`'s rows (`slice` elements each) into `result`'s rows at `positions`.
-fn accumulate_rows(result: &Tensor, g: &Tensor, positions: &[usize], slice: usize) -> Result<()> {
-    let dtype = result.dtype();
-    let grad = g.host_bytes()?;
-    let mut sums = vec![0f64; result.numel()];
-    for (row, &p) in positions.iter().enumerate() {
-        for j in 0..slice {
-            // SAFETY: `grad` holds `positions.len() * slice` elements of `g`'s dtype.
-            sums[p * slice + j] += unsafe { load_f64(grad.as_ptr(), g.dtype(), row * slice + j) };
-        }
-    }
-    let mut bytes = vec![0u8; result.nbytes()];
-    for (i, v) in sums.iter().enumerate() {
-        // SAFETY: `bytes` holds `result.numel()` elements of `dtype`.
-        unsafe { store_scalar(bytes.as_mut_ptr(), dtype, i, Scalar::Float(*v)) };
-    }
-    result.backend().write_bytes(result.storage_ptr(), &bytes)
 }

@@ -6,7 +6,8 @@
 //! clamp_min/max, lerp, addcmul); `math` (elementwise, with PyTorch's
 //! type promotion and each op's backward; `iter_layout` lays its outputs out as TensorIterator
 //! does), `compare`, `reduce`, `linalg` (2-D products) and
-//! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss`, `nn`
+//! `batched` (`matmul` of 3 or more dims, `linear`/`addmm` with a bias), `loss` (mse, cross-entropy)
+//! and `loss_pointwise` (the elementwise losses with a reduction), `nn`
 //! (`layer_norm`, `dropout`), `rms_norm`, `group_norm`, `pad` (constant padding), `upsample`
 //! (nearest and bilinear `interpolate`), `vector_norm` (the norms of gradient clipping),
 //! `amp_scale` (GradScaler's unscale and scale update), `conv` (conv1d/conv2d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
@@ -17,7 +18,8 @@
 //! (where, masked_fill, triu/tril, index_select, gather, embedding; `scatter`) compute through the
 //! device backend and record autograd nodes; `sorting` (sort, argsort, topk), `scan` (cumsum,
 //! flip), `moments` (var, std and their `_mean` forms), `logsumexp` (PyTorch's composite),
-//! `mask_select` (nonzero, `x[mask]`, masked_select) and `multinomial` order, count, sum and draw
+//! `mask_select` (nonzero, `x[mask]`, masked_select), `index_rows` (`x[idx]`; both add their
+//! gradient up with `index_put_sorted`) and `multinomial` order, count, sum and draw
 //! on the host, with PyTorch's device memory; `collective` checks and runs `all_reduce`, `broadcast`
 //! and `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
 //! elementwise method of one and of two operands once (methods, backward, the script's entry and
@@ -50,12 +52,15 @@ mod grad;
 mod group_norm;
 mod handle;
 mod index_ops;
+mod index_put_sorted;
+mod index_rows;
 mod inplace;
 mod interrupt;
 mod iter_layout;
 mod linalg;
 mod logsumexp;
 mod loss;
+mod loss_pointwise;
 mod mask_select;
 mod math;
 mod memory_format;
@@ -83,6 +88,7 @@ mod views;
 pub use binary_list::{BinaryKind, BinaryMethod, NumberFn, TensorsFn, BINARY_METHODS};
 pub use handle::{Tensor, TensorOptions};
 pub use interrupt::{check_interrupt, set_interrupt_flag};
+pub use loss_pointwise::Reduction;
 pub use moments::Moments;
 pub use random::{manual_seed, restore as restore_rng, snapshot as snapshot_rng, RngState};
 pub use reduce_list::{ReduceMethod, ReduceOp, REDUCE_METHODS};

@@ -1,5 +1,6 @@
 //! `cumsum` and `flip`: computed on the host from the tensor's values (Note [host sorting]), the
-//! device memory as PyTorch 2.11's CUDA kernels take it (CUB's scan scratch for one dim).
+//! device memory as PyTorch 2.11's CUDA kernels take it (CUB's scan scratch for one dim); and
+//! `roll`, moved on the device as two slices a dim.
 
 use crate::autograd::{needs_grad, record};
 use crate::device::cub_scratch::scan_bytes;
@@ -176,4 +177,77 @@ fn write_running_sums(input: &Tensor, out: &Tensor, d: usize) -> Result<()> {
         out.backend().write_bytes(out.storage_ptr(), &dst)?;
     }
     Ok(())
+}
+
+impl Tensor {
+    /// `torch.roll(self, shifts, dims)`: each of `dims` rotated by its shift; RollBackward0 rolls
+    /// the gradient back. Several dims roll one at a time, as PyTorch's `roll_common` does (an
+    /// intermediate tensor per dim but the last).
+    pub fn roll(&self, shifts: &[i64], dims: &[isize]) -> Result<Tensor> {
+        super::check_interrupt()?;
+        if shifts.len() != dims.len() || dims.is_empty() {
+            return Err(super::TensorError::runtime(format!(
+                "shifts and dimensions must align. shifts: {}, dims:{}",
+                shifts.len(),
+                dims.len()
+            )));
+        }
+        let wrapped = dims
+            .iter()
+            .map(|&d| wrap_dim(d, self.dim().max(1)))
+            .collect::<Result<Vec<_>>>()?;
+        let out = self.roll_raw(shifts, &wrapped)?;
+        if crate::autograd::needs_grad(&[self]) {
+            let back: Vec<i64> = shifts.iter().map(|s| -s).collect();
+            crate::autograd::record(
+                &out,
+                "RollBackward0",
+                &[self],
+                false,
+                Box::new(move |g, _| Ok(vec![Some(g.roll_raw(&back, &wrapped)?)])),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The roll without autograd: one dim after another.
+    fn roll_raw(&self, shifts: &[i64], dims: &[usize]) -> Result<Tensor> {
+        let first = self.roll_one(shifts[0], dims[0])?;
+        if dims.len() == 1 {
+            return Ok(first);
+        }
+        let rest = first.roll_raw(&shifts[1..], &dims[1..])?;
+        drop(first);
+        Ok(rest)
+    }
+
+    /// PyTorch's CUDA `roll` along one dim: a contiguous copy of a strided input, the output,
+    /// then the copy freed; the values moved as two slices.
+    fn roll_one(&self, shift: i64, dim: usize) -> Result<Tensor> {
+        let copy = if self.is_contiguous() {
+            None
+        } else {
+            Some(self.contiguous_copy()?)
+        };
+        let src = copy.as_ref().unwrap_or(self).data_handle();
+        let out = super::convert::empty_like_dense(&src, src.dtype())?;
+        let n = src.dims().get(dim).copied().unwrap_or(1);
+        if out.numel() > 0 && src.dim() > 0 {
+            let k = shift.rem_euclid(n as i64) as usize;
+            let d = dim as isize;
+            // out[k..] = src[..n-k], out[..k] = src[n-k..]
+            let pieces = [(k, 0, n - k), (0, n - k, k)];
+            for (to, from, len) in pieces {
+                if len > 0 {
+                    let dst = out.narrow(d, to as isize, len)?;
+                    let s = src.narrow(d, from as isize, len)?;
+                    out.backend().copy(s.operand(), dst.operand())?;
+                }
+            }
+        } else if out.numel() > 0 {
+            out.backend().copy(src.operand(), out.operand())?;
+        }
+        drop(copy);
+        Ok(out)
+    }
 }

@@ -453,6 +453,18 @@ def flip(input, dims):
     return input.flip(dims)
 
 
+def scatter_add(input, dim, index, src):
+    return input.scatter_add(dim, index, src)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    return input.index_add(dim, index, source, alpha=alpha)
+
+
+def roll(input, shifts, dims=None):
+    return input.roll(shifts, dims)
+
+
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return input.scatter(dim, index, src, value, reduce=reduce)
 

@@ -485,6 +485,9 @@ class Tensor(_C.TensorBase):
         key = key if isinstance(key, tuple) else (key,)
         remaining = sum(1 for k in key if k is not None and k is not Ellipsis)
         out, dim = self, 0
+        # PyTorch's applySlicing does the basic indexing (ints, slices, None) first and indexes
+        # with the tensors afterwards, once, on what is left: x[idx, 7:] slices, then picks rows.
+        advanced = None
         for k in key:
             if k is None:
                 out = _C._unsqueeze(out, dim)
@@ -525,18 +528,31 @@ class Tensor(_C.TensorBase):
                 if index.dim() == 0:
                     out = _C._select(out, dim, index.item())
                     continue
-                advanced = sum(1 for j in key if isinstance(j, (Tensor, list)))
-                if index.dim() != 1 or advanced != 1:
-                    raise NotImplementedError("torchlet: only one 1-d index tensor or list is supported (x[idx], x[:, idx])")
-                out = _C._index_select(out, dim, index)
+                if advanced is not None:
+                    raise NotImplementedError(
+                        "torchlet: only one index tensor or list is supported (x[idx], x[idx, 1:], x[:, idx])")
+                advanced = (dim, index)
                 dim += 1
             else:
                 raise TypeError(
                     "only integers, slices (`:`), ellipsis (`...`), None and long tensors are valid indices"
                 )
+        if advanced is not None:
+            return self._index_advanced(out, *advanced)
         if out is self:
             out = self.view(_C._shape(self))  # indexing always makes a new tensor (a view)
         return out
+
+    @staticmethod
+    def _index_advanced(out, dim, index):
+        """`out[..., index]` at `dim`: rows by an int64 index as PyTorch's `index`; an index at a
+        later dim through index_select (1-d only)."""
+        if dim == 0 and index.dtype is torch.int64:
+            return _C._index_rows(out, index)
+        if index.dim() != 1:
+            raise NotImplementedError(
+                "torchlet: an index tensor of several dims is supported on the first dim only (x[idx])")
+        return _C._index_select(out, dim, index)
 
     def __setitem__(self, key, value):
         if isinstance(key, Tensor) and key.dtype is torch.bool and (
@@ -1034,6 +1050,26 @@ class Tensor(_C.TensorBase):
 
     def masked_select(self, mask):
         return torch.masked_select(self, mask)
+
+    def scatter_add(self, dim, index, src):
+        return _C._scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim, index, src):
+        return _C._scatter_add_(self, dim, index, src)
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        return _C._index_add(self, dim, index, source, float(alpha))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return _C._index_add_(self, dim, index, source, float(alpha))
+
+    def roll(self, shifts, dims=None):
+        if dims is None:
+            flat = self.flatten()
+            return _C._roll(flat, [shifts] if isinstance(shifts, int) else list(shifts), [0]).view(self.shape)
+        shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        return _C._roll(self, shifts, dims)
 
     def index_select(self, dim, index):
         return _C._index_select(self, dim, index)

@@ -3,7 +3,9 @@
 
 use rustpython_vm::PyResult;
 use torchlet_core::device::Device;
-use torchlet_core::tensor::{ReduceOp, Tensor, BINARY_METHODS, REDUCE_METHODS, UNARY_METHODS};
+use torchlet_core::tensor::{
+    ReduceOp, Reduction, Tensor, BINARY_METHODS, REDUCE_METHODS, UNARY_METHODS,
+};
 
 use super::args::{tensor_of, Args};
 use super::creation::dtype_named;
@@ -225,6 +227,10 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     // Selection by a bool mask (its size read from the mask's values).
     ("_nonzero", |a| one(a, a.tensor(0)?.nonzero())),
+    // `x[idx]` with an int64 index: PyTorch's `index` (IndexBackward0).
+    ("_index_rows", |a| {
+        one(a, a.tensor(0)?.index_rows(&a.tensor(1)?))
+    }),
     ("_index_mask", |a| {
         one(a, a.tensor(0)?.index_by_mask(&a.tensor(1)?))
     }),
@@ -280,6 +286,35 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             .scatter_value_(dim, &index, value)
             .or_raise(a.vm)?;
         Ok(a.get(0)?.clone())
+    }),
+    ("_scatter_add", |a| {
+        let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
+        one(a, a.tensor(0)?.scatter_add(dim, &index, &src))
+    }),
+    ("_scatter_add_", |a| {
+        let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
+        a.tensor(0)?
+            .scatter_add_(dim, &index, &src)
+            .or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+    ("_index_add", |a| {
+        let (dim, index, src, alpha) =
+            (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?, a.float(4)?);
+        one(a, a.tensor(0)?.index_add(dim, &index, &src, alpha))
+    }),
+    ("_index_add_", |a| {
+        let (dim, index, src, alpha) =
+            (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?, a.float(4)?);
+        a.tensor(0)?
+            .index_add_(dim, &index, &src, alpha)
+            .or_raise(a.vm)?;
+        Ok(a.get(0)?.clone())
+    }),
+    ("_roll", |a| {
+        let (shifts, dims) = (a.ints(1)?, a.ints(2)?);
+        let dims: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
+        one(a, a.tensor(0)?.roll(&shifts, &dims))
     }),
     ("_scatter_", |a| {
         let (dim, index, src) = (a.int(1)? as isize, a.tensor(2)?, a.tensor(3)?);
@@ -346,14 +381,75 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     ("_softmax", |a| softmax(a, false)),
     ("_log_softmax", |a| softmax(a, true)),
+    // (input, target, ignore_index, reduction[, label_smoothing])
     ("_cross_entropy", |a| {
-        one(a, a.tensor(0)?.cross_entropy(&a.tensor(1)?, a.int(2)?))
+        let (x, t, ignore, smoothing) = (a.tensor(0)?, a.tensor(1)?, a.int(2)?, a.float(4)?);
+        let reduction = Reduction::parse(&a.str(3)?);
+        one(
+            a,
+            reduction.and_then(|r| x.cross_entropy_with(&t, ignore, r, smoothing)),
+        )
     }),
     ("_nll_loss", |a| {
-        one(a, a.tensor(0)?.nll_loss_mean(&a.tensor(1)?, a.int(2)?))
+        let (x, t, ignore) = (a.tensor(0)?, a.tensor(1)?, a.int(2)?);
+        one(
+            a,
+            Reduction::parse(&a.str(3)?).and_then(|r| x.nll_loss_with(&t, ignore, r)),
+        )
     }),
+    // The elementwise losses: (input, target, …, reduction as PyTorch spells it).
     ("_mse_loss", |a| {
-        one(a, a.tensor(0)?.mse_loss(&a.tensor(1)?))
+        let (x, t) = (a.tensor(0)?, a.tensor(1)?);
+        one(
+            a,
+            Reduction::parse(&a.str(2)?).and_then(|r| x.mse_loss_with(&t, r)),
+        )
+    }),
+    ("_l1_loss", |a| {
+        let (x, t) = (a.tensor(0)?, a.tensor(1)?);
+        one(
+            a,
+            Reduction::parse(&a.str(2)?).and_then(|r| x.l1_loss(&t, r)),
+        )
+    }),
+    ("_smooth_l1_loss", |a| {
+        let (x, t, beta) = (a.tensor(0)?, a.tensor(1)?, a.float(3)?);
+        one(
+            a,
+            Reduction::parse(&a.str(2)?).and_then(|r| x.smooth_l1_loss(&t, r, beta)),
+        )
+    }),
+    ("_huber_loss", |a| {
+        let (x, t, delta) = (a.tensor(0)?, a.tensor(1)?, a.float(3)?);
+        one(
+            a,
+            Reduction::parse(&a.str(2)?).and_then(|r| x.huber_loss(&t, r, delta)),
+        )
+    }),
+    ("_kl_div", |a| {
+        let (x, t, log_target) = (a.tensor(0)?, a.tensor(1)?, a.bool(3)?);
+        one(
+            a,
+            Reduction::parse(&a.str(2)?).and_then(|r| x.kl_div(&t, r, log_target)),
+        )
+    }),
+    ("_binary_cross_entropy", |a| {
+        let (x, t, w) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let reduction = Reduction::parse(&a.str(3)?);
+        one(
+            a,
+            reduction.and_then(|r| x.binary_cross_entropy(&t, w.as_ref(), r)),
+        )
+    }),
+    ("_binary_cross_entropy_with_logits", |a| {
+        let (x, t) = (a.tensor(0)?, a.tensor(1)?);
+        let (w, pw) = (a.opt_tensor(2)?, a.opt_tensor(3)?);
+        let reduction = Reduction::parse(&a.str(4)?);
+        one(
+            a,
+            reduction
+                .and_then(|r| x.binary_cross_entropy_with_logits(&t, w.as_ref(), pw.as_ref(), r)),
+        )
     }),
     ("_clamp", |a| {
         one(a, a.tensor(0)?.clamp(a.opt_float(1)?, a.opt_float(2)?))

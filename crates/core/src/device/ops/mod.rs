@@ -52,6 +52,11 @@ unary_ops! {
     Tanh => "tanh" { float: |x| x.tanh(), fast_f32: yes, cuda: "m_tanh(x)", }
     /// `log(1 + x)`, accurate near 0.
     Log1p => "log1p" { float: |x| x.ln_1p(), cuda: "m_log1p(x)", }
+    /// `log(sigmoid(x))`, written as PyTorch's kernel writes it: `min(x, 0) - log1p(e^-|x|)`.
+    LogSigmoid => "log_sigmoid" {
+        float: |x| x.min(0.0) - (-x.abs()).exp().ln_1p(),
+        cuda: "((x < (X)0 ? x : (X)0) - m_log1p(m_exp(x < (X)0 ? x : -x)))",
+    }
     /// `e^x - 1`, accurate near 0.
     Expm1 => "expm1" { float: |x| x.exp_m1(), cuda: "m_expm1(x)", }
     /// The error function.
@@ -229,6 +234,55 @@ binary_ops! {
             float: |a, b| formulas::div_floor(a, b),
             int: |a, b| if b == 0 { 0 } else { let q = a.wrapping_div(b); if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q } },
             cuda: "floor_divide_(a, b)",
+        }
+        /// `(a - b)²`: the squared error of `mse_loss`.
+        SquaredDiff => "squared_diff" { float: |a, b| (a - b) * (a - b), fast_f32: yes, cuda: "((a - b) * (a - b))", }
+        /// `mse_loss`'s derivative in `a`: `2 norm (a - b)`.
+        SquaredDiffGrad { norm: f64 } => "squared_diff_bw" {
+            params: (norm, 0.0),
+            float: |a, b| 2.0 * norm * (a - b),
+            cuda: "((X)(2.0 * p0) * (a - b))",
+        }
+        /// Smooth L1 loss of input `a` at target `b`: `0.5 z² / beta` below `beta`, else
+        /// `z - 0.5 beta`, with `z = |a - b|`.
+        SmoothL1 { beta: f64 } => "smooth_l1" {
+            params: (beta, 0.0),
+            float: |a, b| { let z = (a - b).abs(); if z < beta { 0.5 * z * z / beta } else { z - 0.5 * beta } },
+            cuda: "(m_abs_(a - b) < (X)p0 ? (X)0.5 * (a - b) * (a - b) / (X)p0 : m_abs_(a - b) - (X)(0.5 * p0))",
+        }
+        /// Smooth L1's derivative in the input (times `norm`), as its backward kernel writes it.
+        SmoothL1Grad { beta: f64, norm: f64 } => "smooth_l1_bw" {
+            params: (beta, norm),
+            float: |a, b| { let x = a - b; if x <= -beta { -norm } else if x >= beta { norm } else { norm * x / beta } },
+            cuda: "((a - b) <= (X)(-p0) ? (X)(-p1) : ((a - b) >= (X)p0 ? (X)p1 : (X)p1 * (a - b) / (X)p0))",
+        }
+        /// Huber loss of input `a` at target `b`: `0.5 z²` below `delta`, else
+        /// `delta (z - 0.5 delta)`, with `z = |a - b|`.
+        Huber { delta: f64 } => "huber" {
+            params: (delta, 0.0),
+            float: |a, b| { let z = (a - b).abs(); if z < delta { 0.5 * z * z } else { delta * (z - 0.5 * delta) } },
+            cuda: "(m_abs_(a - b) < (X)p0 ? (X)0.5 * (a - b) * (a - b) : (X)p0 * (m_abs_(a - b) - (X)(0.5 * p0)))",
+        }
+        /// Huber's derivative in the input (times `norm`).
+        HuberGrad { delta: f64, norm: f64 } => "huber_bw" {
+            params: (delta, norm),
+            float: |a, b| { let x = a - b; if x <= -delta { -norm * delta } else if x >= delta { norm * delta } else { norm * x } },
+            cuda: "((a - b) <= (X)(-p0) ? (X)(-p1 * p0) : ((a - b) >= (X)p0 ? (X)(p1 * p0) : (X)p1 * (a - b)))",
+        }
+        /// Binary cross-entropy of probability `a` at target `b`, each log clamped at -100.
+        Bce => "bce" {
+            float: |a, b| (b - 1.0) * (-a).ln_1p().max(-100.0) - b * a.ln().max(-100.0),
+            cuda: "((b - (X)1) * max_((X)m_log1p(-a), (X)-100) - b * max_((X)m_log(a), (X)-100))",
+        }
+        /// Binary cross-entropy's derivative in the probability `a` at target `b`.
+        BceGrad => "bce_bw" {
+            float: |a, b| (a - b) / ((1.0 - a) * a).max(1e-12),
+            cuda: "((a - b) / max_(((X)1 - a) * a, (X)1e-12))",
+        }
+        /// `a * log(b)`, 0 where `a` is 0 (and `b` is not NaN): PyTorch's `xlogy`.
+        Xlogy => "xlogy" {
+            float: |a, b| if b.is_nan() { f64::NAN } else if a == 0.0 { 0.0 } else { a * b.ln() },
+            cuda: "(b != b ? b : (a == (X)0 ? (X)0 : a * m_log(b)))",
         }
         /// The larger of `a` and `b`; NaN if either is (PyTorch's `maximum`).
         Maximum => "maximum" {

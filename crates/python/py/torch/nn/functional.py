@@ -1,6 +1,7 @@
 """torch.nn.functional: the model ops, with PyTorch's signatures."""
 
 import sys
+import warnings
 
 _C = sys.modules["torch._C"]
 
@@ -179,11 +180,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    if weight is not None or reduction != "mean" or label_smoothing != 0.0:
-        raise NotImplementedError(
-            "torchlet: cross_entropy supports the defaults only (no weight, reduction='mean', no label smoothing)"
-        )
-    return _C._cross_entropy(input, target, int(ignore_index))
+    if weight is not None:
+        raise NotImplementedError("torchlet: cross_entropy(weight=...) is not supported yet")
+    return _C._cross_entropy(input, target, int(ignore_index), _reduction(size_average, reduce, reduction),
+                             float(label_smoothing))
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -206,10 +206,80 @@ def one_hot(tensor, num_classes=-1):
     return ret.scatter_(-1, tensor.unsqueeze(-1), 1)
 
 
+def _reduction(size_average, reduce, reduction):
+    """The reduction the legacy size_average/reduce flags ask for, as PyTorch's _Reduction reads them."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _same_size(name, input, target):
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+            "This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=3)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    if reduction != "mean":
-        raise NotImplementedError("torchlet: mse_loss supports reduction='mean' only")
-    return _C._mse_loss(input, target)
+    if weight is not None:
+        raise NotImplementedError("torchlet: mse_loss(weight=...) is not supported yet")
+    _same_size("mse_loss", input, target)
+    return _C._mse_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if weight is not None:
+        raise NotImplementedError("torchlet: l1_loss(weight=...) is not supported yet")
+    _same_size("l1_loss", input, target)
+    return _C._l1_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _same_size("smooth_l1_loss", input, target)
+    return _C._smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if weight is not None:
+        raise NotImplementedError("torchlet: huber_loss(weight=...) is not supported yet")
+    _same_size("huber_loss", input, target)
+    return _C._huber_loss(input, target, reduction, float(delta))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
+            "is deprecated. Please ensure they have the same size.")
+    if weight is not None and weight.shape != input.shape:
+        weight = weight.expand(input.shape)
+    return _C._binary_cross_entropy(input, target, weight, _reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    return _C._binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                               _reduction(size_average, reduce, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+    enum = "sum" if reduction == "batchmean" else reduction
+    reduced = _C._kl_div(input, target, enum, bool(log_target))
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -295,9 +365,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
-    if weight is not None or reduction != "mean":
-        raise NotImplementedError("torchlet: nll_loss supports the defaults only (no weight, reduction='mean')")
-    return _C._nll_loss(input, target, int(ignore_index))
+    if weight is not None:
+        raise NotImplementedError("torchlet: nll_loss(weight=...) is not supported yet")
+    return _C._nll_loss(input, target, int(ignore_index), _reduction(size_average, reduce, reduction))
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):

@@ -30,6 +30,9 @@ template <class X> __device__ __forceinline__ X m_pow(X a, X b) { return (X)pow(
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
 template <class X> __device__ __forceinline__ bool isnan_(X x) { return x != x; }
+// The losses' helpers (smooth L1, Huber, binary cross-entropy).
+template <class X> __device__ __forceinline__ X m_abs_(X x) { return x < (X)0 ? -x : x; }
+template <class X> __device__ __forceinline__ X max_(X a, X b) { return (a != a || a > b) ? a : b; }
 
 // Python's % and // (PyTorch's remainder and div_floor): the remainder takes the divisor's sign;
 // an integer division by zero gives 0.
