@@ -322,13 +322,7 @@ impl Tensor {
                 Box::new(move |g, _| {
                     let x = x.get()?;
                     let grad = x.binary_raw(t.get()?, BinaryOp::BceGrad)?;
-                    grad.binary_into_self(g, BinaryOp::Mul)?;
-                    if let Some(w) = &w {
-                        grad.binary_into_self(w.get()?, BinaryOp::Mul)?;
-                    }
-                    if reduction == Reduction::Mean {
-                        grad.scale_in_place(1.0 / x.numel().max(1) as f64)?;
-                    }
+                    weigh_grad(&grad, g, w.as_ref(), reduction, x.numel())?;
                     Ok(vec![Some(grad), None])
                 }),
             );
@@ -382,13 +376,7 @@ impl Tensor {
                     let (x, t) = (x.get()?, t.get()?);
                     let pw = pw.as_ref().map(|p| p.get()).transpose()?;
                     let grad = logits_grad(x, t, pw)?;
-                    grad.binary_into_self(g, BinaryOp::Mul)?;
-                    if let Some(w) = &w {
-                        grad.binary_into_self(w.get()?, BinaryOp::Mul)?;
-                    }
-                    if reduction == Reduction::Mean {
-                        grad.scale_in_place(1.0 / x.numel().max(1) as f64)?;
-                    }
+                    weigh_grad(&grad, g, w.as_ref(), reduction, x.numel())?;
                     Ok(vec![Some(grad), None])
                 }),
             );
@@ -424,6 +412,25 @@ impl Tensor {
         }
         Ok(())
     }
+}
+
+/// The binary cross-entropies' backward after the derivative, in place: times the incoming
+/// gradient, times `weight`, and over the element count for a mean.
+fn weigh_grad(
+    grad: &Tensor,
+    g: &Tensor,
+    weight: Option<&SavedTensor>,
+    reduction: Reduction,
+    numel: usize,
+) -> Result<()> {
+    grad.binary_into_self(g, BinaryOp::Mul)?;
+    if let Some(w) = weight {
+        grad.binary_into_self(w.get()?, BinaryOp::Mul)?;
+    }
+    if reduction == Reduction::Mean {
+        grad.scale_in_place(1.0 / numel.max(1) as f64)?;
+    }
+    Ok(())
 }
 
 /// `binary_cross_entropy_with_logits_backward` before the incoming gradient: `sigmoid(x) - t`,
