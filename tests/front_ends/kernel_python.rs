@@ -422,6 +422,14 @@ async fn the_variables_panel_lists_tensors_by_python_path_size_first() {
     .await;
     let path = dumped["body"]["sourcePath"].as_str().unwrap_or_default();
     assert!(path.ends_with(".py"), "{dumped}");
+    // The panel keeps names, not tensors: what it listed is freed by `del` like anything else.
+    let freed = run(
+        &mut shell,
+        &mut iopub,
+        "del model\ntorch.cuda.memory_allocated()",
+    )
+    .await;
+    assert_eq!(freed.result.as_deref(), Some("0"), "{:?}", freed.error);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,8 +19,9 @@ pub struct PythonCells {
     python: Python,
     magics: PythonMagics,
     publisher: Publisher,
-    /// What the variables panel last listed, by `variablesReference - 1`.
-    listed: RefCell<Vec<(String, PanelEntry)>>,
+    /// The names the variables panel last listed, by `variablesReference - 1`: names, not
+    /// values, so a tensor the panel showed is freed by `del` like any other.
+    listed: RefCell<Vec<String>>,
 }
 
 impl PythonCells {
@@ -201,7 +202,7 @@ impl Language for PythonCells {
             "inspectVariables" => {
                 let entries = self.panel_entries();
                 let answer = panel::inspect_entries(&entries);
-                *self.listed.borrow_mut() = entries;
+                *self.listed.borrow_mut() = entries.into_iter().map(|(name, _)| name).collect();
                 Ok(answer)
             }
             "variables" => {
@@ -209,9 +210,11 @@ impl Language for PythonCells {
                     .as_i64()
                     .ok_or("variables needs a variablesReference")?;
                 let listed = self.listed.borrow();
-                let entry = usize::try_from(reference - 1)
+                let name = usize::try_from(reference - 1)
                     .ok()
                     .and_then(|i| listed.get(i));
+                let entries = self.panel_entries();
+                let entry = name.and_then(|name| entries.iter().find(|(n, _)| n == name));
                 match entry {
                     Some((_, PanelEntry::Tensor(t))) => Ok(panel::tensor_fields(t)),
                     _ => Err(format!("no tensor has variablesReference {reference}")),
