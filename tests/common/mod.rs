@@ -263,6 +263,13 @@ pub mod parity_known {
     /// that the list stays true. Which block a request takes decides whether its remainder is split
     /// off, so the bytes of blocks and segments (`memory_allocated` too) follow placement.
     pub const PLACEMENT_UNREPRODUCED: &[(&str, &str, &str)] = &[(
+        "py_checkpoint_reentrant",
+        "autocast forward",
+        "every event is PyTorch's (recorded on an H100); leaving the autocast block frees the five \
+         cached casts, small-pool neighbours, in the order of PyTorch's hash map of their host \
+         addresses (the program's two recordings differ in it), and that order decides how many \
+         inactive splits the small pool counts; Note [autocast cache order]",
+    ), (
         "py_losses",
         "label_smoothing sum, nll_loss sum backward",
         "every event is PyTorch's (recorded on an H100); in the small pool one block more is split \

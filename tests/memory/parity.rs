@@ -430,18 +430,21 @@ pub(crate) fn stream_ordinals(events: &[&torchlet_alloc::TraceEntry]) -> Vec<u64
 /// which PyTorch walks in the order of a hash map keyed by their TensorImpl addresses (host
 /// addresses, not reproducible); torchlet frees them in the order they were cached. Frees leave
 /// the same pool in any order, so a run of frees PyTorch attributes to a `with torch.autocast`
-/// line is compared as a multiset: each side's run is sorted where torchlet has frees there too.
+/// line, or that record.py saw autocast's `__exit__` make (`autocast_exit`), is compared as a multiset: each side's run is sorted where torchlet has frees there too.
 fn keys_up_to_cache_order(
     theirs: &[Value],
     mine: &[Value],
 ) -> (Vec<(String, u64, u64)>, Vec<(String, u64, u64)>) {
     let mut their_keys: Vec<_> = theirs.iter().map(event_key).collect();
     let mut my_keys: Vec<_> = mine.iter().map(event_key).collect();
+    // `autocast_exit`: record.py saw autocast's `__exit__` make the free, where no program line
+    // names the block (one a library enters, in a backward pass).
     let cache_free = |e: &Value| {
         e["action"] == "free_completed"
-            && e["code"]
-                .as_str()
-                .is_some_and(|c| c.trim_start().starts_with("with torch.autocast"))
+            && (e["autocast_exit"] == true
+                || e["code"]
+                    .as_str()
+                    .is_some_and(|c| c.trim_start().starts_with("with torch.autocast")))
     };
     let mut i = 0;
     while i < theirs.len() {

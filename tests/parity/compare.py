@@ -61,7 +61,8 @@ def sort_cache_frees(torch, theirs, ours):
     while i < len(theirs):
         end = i
         while end < len(theirs) and torch[end]["action"] == "free_completed" and \
-                (torch[end].get("code") or "").lstrip().startswith("with torch.autocast"):
+                (torch[end].get("autocast_exit") or
+                 (torch[end].get("code") or "").lstrip().startswith("with torch.autocast")):
             end += 1
         if end - i > 1 and end <= len(ours) and all(e[0] == "free_completed" for e in ours[i:end]):
             theirs[i:end] = sorted(theirs[i:end])

@@ -72,6 +72,14 @@ def library_frames(frames, keep=6):
     return out
 
 
+def leaving_autocast(frames):
+    """Whether the innermost frame is `torch.autocast.__exit__`: the free drops a cached cast, in
+    the order of a hash map (Note [autocast cache order] in tests/memory/parity.rs), wherever the
+    block is (in a library's backward, there is no program line to name it)."""
+    return bool(frames) and frames[0]["filename"].endswith("amp/autocast_mode.py") and \
+        frames[0]["name"] == "__exit__"
+
+
 def context_of(lines):
     """The trace context a program asks for with `# record-context: NAME` (default "all").
 
@@ -114,6 +122,8 @@ def record_one(name):
             "addr": e.get("addr", e.get("device_free")),
             "stream": e.get("stream"),
         }
+        if leaving_autocast(e.get("frames", [])):
+            event["autocast_exit"] = True
         if os.environ.get(FRAMES_ENV):
             event["frames"] = library_frames(e.get("frames", []))
         events.append(event)
@@ -145,6 +155,8 @@ def without_addrs(record):
     events = []
     for e, stream in zip(record["events"], stream_ordinals(record["events"])):
         event = {k: e[k] for k in ("action", "size", "line", "code")}
+        if e.get("autocast_exit"):
+            event["autocast_exit"] = True
         if stream:
             event["stream"] = stream
         events.append(event)

@@ -172,6 +172,7 @@ pub struct AutocastGuard {
     enabled: bool,
     dtype: DType,
     cache_enabled: bool,
+    suspended: usize,
 }
 
 /// Enter `torch.autocast(device_type, dtype, enabled, cache_enabled)` until the guard drops.
@@ -192,11 +193,16 @@ pub fn autocast(
             enabled: s.enabled[i],
             dtype: s.dtype[i],
             cache_enabled: s.cache_enabled,
+            suspended: s.suspended,
         };
         s.enabled[i] = enabled;
         s.dtype[i] = dtype;
         s.nesting += 1;
         s.cache_enabled = cache_enabled;
+        // Note [a block inside backward casts]: backward runs with autocast off, but a block
+        // entered there (reentrant checkpoint's recomputation, in PyTorch's autocast state of the
+        // forward) casts again, with a cache of its own that its exit drops.
+        s.suspended = 0;
         Ok(guard)
     })
 }
@@ -212,6 +218,7 @@ impl Drop for AutocastGuard {
             s.enabled[i] = self.enabled;
             s.dtype[i] = self.dtype;
             s.cache_enabled = self.cache_enabled;
+            s.suspended = self.suspended;
             if s.nesting == 0 {
                 std::mem::take(&mut s.cache)
             } else {

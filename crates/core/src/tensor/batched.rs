@@ -224,11 +224,14 @@ impl Tensor {
         };
         // PyTorch saves the matrices before the kernel runs, so a checkpointed recomputation
         // that stops at this save never makes the product (Note [checkpoint early stop]).
+        // Note [saved release order] (linalg.rs): `mat1_` goes before `mat2_`, so the tuple holds
+        // the first matrix first (what a linear under autocast saves is freed input, then weight).
         let saved = match needs_grad(&[bias, self, mat2]) {
-            true => Some((
-                SavedTensor::new_if(self.requires_grad(), mat2)?,
-                SavedTensor::new_if(mat2.requires_grad(), self)?,
-            )),
+            true => {
+                let keep2 = SavedTensor::new_if(self.requires_grad(), mat2)?;
+                let keep1 = SavedTensor::new_if(mat2.requires_grad(), self)?;
+                Some((keep1, keep2))
+            }
             false => None,
         };
         let out = self.addmm_raw(&bias_view, mat2)?;
@@ -279,13 +282,13 @@ impl Tensor {
 
 /// AddmmBackward0: the first matrix's gradient, the second's, then the bias's (summed to its
 /// shape after the node's formulas, as PyTorch's engine does).
-/// `saved` holds `mat2` (kept when `mat1` needs a gradient) and `mat1` (when `mat2` does).
+/// `saved` holds `mat1` (kept when `mat2` needs a gradient) and `mat2` (when `mat1` does).
 fn record_addmm(
     out: &Tensor,
     bias: &Tensor,
     mat1: &Tensor,
     mat2: &Tensor,
-    (keep2, keep1): (Option<SavedTensor>, Option<SavedTensor>),
+    saved: (Option<SavedTensor>, Option<SavedTensor>),
 ) {
     let col = |t: &Tensor| {
         let l = t.layout();
@@ -298,11 +301,13 @@ fn record_addmm(
         &[bias, mat1, mat2],
         true,
         Box::new(move |g, m| {
-            let g1 = match (&keep2, m[1]) {
+            // The tuple is captured whole, so its fields drop in order when the node is released.
+            let (keep1, keep2) = &saved;
+            let g1 = match (keep2, m[1]) {
                 (Some(b), true) => Some(mat1_grad(g, b.get()?, col1)?),
                 _ => None,
             };
-            let g2 = match (&keep1, m[2]) {
+            let g2 = match (keep1, m[2]) {
                 (Some(a), true) => Some(mat2_grad(g, a.get()?, col2)?),
                 _ => None,
             };
