@@ -178,6 +178,43 @@ for reentrant in (False, True):
 }
 
 #[test]
+fn autograd_grad_returns_backwards_gradients_and_makes_only_those_asked_for() {
+    let code = r#"import torch
+from torch import nn
+net = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 4)).cuda()
+x = torch.randn(32, 64, device="cuda", requires_grad=True)
+net(x).pow(2).sum().backward()
+want = [x.grad.clone(), net[2].weight.grad.clone()]
+net.zero_grad(set_to_none=True); x.grad = None
+before = torch.cuda.memory_allocated()
+gx, gw = torch.autograd.grad(net(x).pow(2).sum(), [x, net[2].weight])
+print(torch.equal(gx, want[0]), torch.equal(gw, want[1]), x.grad, net[0].weight.grad)
+print(torch.cuda.memory_allocated() - before == (gx.numel() + gw.numel()) * 4)
+(h,) = torch.autograd.grad((x * 2).sum(), x)
+print(h[0, :2].tolist())
+u = torch.ones(3, requires_grad=True)
+for call in (lambda: torch.autograd.grad(x.sum(), [x, u]),
+             lambda: torch.autograd.grad(x.sum(), torch.ones(2)),
+             lambda: torch.autograd.grad(x.sum(), x, create_graph=True)):
+    try:
+        call()
+    except (RuntimeError, NotImplementedError) as e:
+        print(type(e).__name__, str(e).split(";")[0].split(". ")[0])
+print(torch.autograd.grad(x.sum(), [x, u], allow_unused=True)[1], torch.autograd.grad(x.sum(), [x, u], materialize_grads=True)[1].tolist())
+"#;
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "True True None None\nTrue\n[2.0, 2.0]\n\
+         RuntimeError One of the differentiated Tensors appears to not have been used in the graph\n\
+         RuntimeError One of the differentiated Tensors does not require grad\n\
+         NotImplementedError torchlet: torch.autograd.grad(create_graph=True) (a graph of the gradients, for a second derivative) is not supported yet\n\
+         None [0.0, 0.0, 0.0]\n"
+    );
+}
+
+#[test]
 fn an_error_in_the_recomputed_function_names_the_function_and_keeps_the_session() {
     let code = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\
                 calls = []\n\

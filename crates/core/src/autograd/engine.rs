@@ -1,8 +1,9 @@
-//! The backward pass: walk the graph from a scalar, accumulate gradients into leaves' `.grad`.
+//! The backward pass: walk the graph from its roots, accumulate gradients into leaves' `.grad` (or capture them for `autograd.grad`).
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
+use super::capture::Captures;
 use super::graph::{self, Edge, Node};
 use crate::tensor::{Result, Tensor, TensorError};
 
@@ -86,6 +87,32 @@ pub fn backward_many(
     gradients: &[Option<Tensor>],
     retain_graph: bool,
 ) -> Result<()> {
+    pass(roots, gradients, retain_graph, None).map(drop)
+}
+
+/// `torch.autograd.grad(roots, inputs, gradients)`: the gradients of the roots with respect to
+/// `inputs`, from a pass that runs only what leads to them and leaves every `.grad` alone (Note
+/// [a pass with inputs]); `None` for an input no gradient reached, when `allow_unused`.
+pub fn grad(
+    roots: &[Tensor],
+    gradients: &[Option<Tensor>],
+    inputs: &[Tensor],
+    retain_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let captures = pass(roots, gradients, retain_graph, Some(inputs))?;
+    captures
+        .expect("a pass with inputs captures")
+        .finish(allow_unused)
+}
+
+/// One pass from `roots`; with `inputs`, their gradients are captured instead of accumulated.
+fn pass(
+    roots: &[Tensor],
+    gradients: &[Option<Tensor>],
+    retain_graph: bool,
+    inputs: Option<&[Tensor]>,
+) -> Result<Option<Captures>> {
     if roots.len() != gradients.len() {
         return Err(TensorError::runtime(format!(
             "grad_tensors should have the same length as tensors: got {} and {}",
@@ -96,6 +123,20 @@ pub fn backward_many(
     for (i, (root, gradient)) in roots.iter().zip(gradients).enumerate() {
         check_root(i, root, gradient.as_ref())?;
     }
+    let starts: Vec<(Edge, usize)> = roots
+        .iter()
+        .map(|root| {
+            let edge = graph::edge_of(root).expect("checked: every root requires grad");
+            (edge, root.meta().output_nr)
+        })
+        .collect();
+    let mut captures = match inputs {
+        Some(inputs) => {
+            let edges: Vec<&Edge> = starts.iter().map(|(e, _)| e).collect();
+            Some(Captures::new(&edges, inputs)?)
+        }
+        None => None,
+    };
     let _mode = super::set_grad_enabled(false);
     // Backward formulas run in the dtypes the forward pass saved: a pass started inside an
     // autocast block does not cast again (PyTorch's backward kernels sit below autocast).
@@ -114,20 +155,17 @@ pub fn backward_many(
         });
     }
     super::hooks::begin_pass();
-    let starts = roots
-        .iter()
+    let starts = starts
+        .into_iter()
         .zip(&grads)
-        .map(|(root, g)| {
-            let edge = graph::edge_of(root).expect("checked: every root requires grad");
-            (edge, root.meta().output_nr, g.clone())
-        })
+        .map(|((edge, slot), g)| (edge, slot, g.clone()))
         .collect();
-    let ran = run(starts, retain_graph);
+    let ran = run(starts, retain_graph, captures.as_mut());
     let result = super::hooks::end_pass(ran);
     while let Some(g) = grads.pop() {
         drop(g);
     }
-    result
+    result.map(|()| captures)
 }
 
 /// PyTorch's checks of root `i` and its gradient, with its messages.
@@ -231,8 +269,13 @@ impl Pass {
     }
 }
 
-/// Run the graph from its start edges, each with its gradient and the output slot it enters.
-fn run(starts: Vec<(Edge, usize, Tensor)>, retain_graph: bool) -> Result<()> {
+/// Run the graph from its start edges, each with its gradient and the output slot it enters;
+/// with `captures`, only what leads to them (Note [a pass with inputs]).
+fn run(
+    starts: Vec<(Edge, usize, Tensor)>,
+    retain_graph: bool,
+    mut captures: Option<&mut Captures>,
+) -> Result<()> {
     let edges: Vec<&Edge> = starts.iter().map(|(e, _, _)| e).collect();
     let mut pass = Pass {
         deps: dependencies(&edges),
@@ -250,6 +293,15 @@ fn run(starts: Vec<(Edge, usize, Tensor)>, retain_graph: bool) -> Result<()> {
         let Some(grads) = pass.buffers.remove(&task.key()) else {
             continue;
         };
+        if let Some(captures) = captures.as_deref_mut() {
+            let hooks = |g| match &task {
+                Task::Leaf(leaf) => super::hooks::apply(&leaf.leaf_hooks(), g),
+                Task::Node(_) => Ok(g),
+            };
+            if !captures.take(task.key(), &grads, hooks)? {
+                continue;
+            }
+        }
         let node = match task {
             Task::Leaf(leaf) => {
                 if let Some(grad) = grads.into_iter().next().flatten() {
@@ -262,12 +314,22 @@ fn run(starts: Vec<(Edge, usize, Tensor)>, retain_graph: bool) -> Result<()> {
             Task::Node(node) => node,
         };
         let grads = run_pre_hooks(&node, grads)?;
-        let grads = call(&node, grads, retain_graph)?;
+        let mask: Vec<bool> = node
+            .next
+            .iter()
+            .map(|e| match (e, captures.as_deref()) {
+                (Some(e), Some(c)) => c.runs(e),
+                (e, _) => e.is_some(),
+            })
+            .collect();
+        let grads = call(&node, grads, &mask, retain_graph)?;
         // Gradients added into another's buffer stay alive until every output has moved on:
         // PyTorch's engine adds through a reference into the node's output list.
         let mut spent = Vec::new();
         for (i, (edge, g)) in node.next.iter().zip(grads).enumerate() {
-            let Some(edge) = edge else { continue };
+            let Some(edge) = edge.as_ref().filter(|_| mask[i]) else {
+                continue;
+            };
             match g {
                 Some(g) => pass.feed(edge, node.slots[i], g, &mut spent)?,
                 None => pass.arrived(Task::of(edge))?,
@@ -294,16 +356,16 @@ fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Opti
 fn call(
     node: &Node,
     grads: Vec<Option<Tensor>>,
+    mask: &[bool],
     retain_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
-    let mask: Vec<bool> = node.next.iter().map(Option::is_some).collect();
     let mark = super::graph::unpacked_mark();
     let result = {
         let func = node.func.lock().expect("autograd node lock");
         let f = func
             .as_ref()
             .ok_or_else(|| TensorError::runtime(SECOND_BACKWARD))?;
-        f(&grads, &mask)
+        f(&grads, mask)
     };
     // This call's unpacked placeholders (also when it failed, so that nothing keeps them).
     let mut unpacked = super::graph::unpacked_since(mark);
@@ -312,7 +374,7 @@ fn call(
     // A formula that makes every gradient at once (attention's) may return some nobody asked
     // for: PyTorch's node keeps only the asked-for ones, and the rest go as its call returns,
     // first to last, before its saved tensors.
-    for (slot, wanted) in out.iter_mut().zip(&mask) {
+    for (slot, wanted) in out.iter_mut().zip(mask) {
         if !wanted {
             *slot = None;
         }

@@ -116,6 +116,40 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     torch._tensor._BACKWARD_PASSES[0] += 1
 
 
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, as a tuple: one pass that runs only
+    the nodes leading to the inputs and leaves every `.grad` as it was (PyTorch's engine with
+    `inputs`, Note [a pass with inputs] in torchlet's autograd)."""
+    import torch
+
+    if create_graph:
+        raise NotImplementedError(
+            "torchlet: torch.autograd.grad(create_graph=True) (a graph of the gradients, for a "
+            "second derivative) is not supported yet; compute first derivatives only"
+        )
+    if is_grads_batched:
+        raise NotImplementedError("torchlet: torch.autograd.grad(is_grads_batched=True) is not supported yet")
+    outputs = (outputs,) if isinstance(outputs, torch.Tensor) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, torch.Tensor):
+        grad_outputs = (grad_outputs,)
+    else:
+        grad_outputs = tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} and {len(outputs)}")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
+    result = _C._autograd_grad(outputs, grad_outputs, inputs, bool(retain_graph), bool(allow_unused))
+    if materialize_grads:
+        result = tuple(torch.zeros_like(x) if g is None else g for g, x in zip(result, inputs))
+    return result
+
+
 class FunctionCtx:
     """The `ctx` of an autograd.Function: what forward keeps for backward."""
 

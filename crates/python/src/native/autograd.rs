@@ -1,4 +1,4 @@
-//! Grad mode and autocast as stacks the `with` blocks push and pop, and `backward`.
+//! Grad mode and autocast as stacks the `with` blocks push and pop, `backward` and `grad`.
 //!
 //! Note [mode stacks]: PyTorch's `no_grad`, `enable_grad`, `inference_mode`, `set_grad_enabled`
 //! and `autocast` are context managers whose `__exit__` restores what `__enter__` found. Core's
@@ -10,10 +10,11 @@ use std::cell::RefCell;
 use rustpython_vm::PyResult;
 use torchlet_core::autograd::{self as mode, GradModeGuard};
 use torchlet_core::tensor::autocast::{self, AutocastGuard, DeviceType};
+use torchlet_core::tensor::Tensor;
 
 use super::args::{tensor_of, Args};
 use super::creation::dtype_named;
-use super::tensor::OrRaise;
+use super::tensor::{wrap, OrRaise};
 use super::Native;
 
 thread_local! {
@@ -80,23 +81,41 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
     ("_backward_many", |a| {
         let (roots, retain) = (a.tensors(0)?, a.bool(2)?);
-        let gradients = a
-            .sequence(1)?
-            .iter()
-            .map(|g| match a.vm.is_none(g) {
-                true => Ok(None),
-                false => tensor_of(g).map(Some).ok_or_else(|| {
-                    a.vm.new_type_error(
-                        "grad_tensors must be Tensors or None, one for each of tensors",
-                    )
-                }),
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+        let gradients = optional_tensors(a, 1)?;
         let pass = || torchlet_core::autograd::backward_many(&roots, &gradients, retain);
         super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
         super::none(a.vm)
     }),
+    ("_autograd_grad", |a| {
+        let (roots, inputs) = (a.tensors(0)?, a.tensors(2)?);
+        let (retain, allow_unused) = (a.bool(3)?, a.bool(4)?);
+        let gradients = optional_tensors(a, 1)?;
+        let pass =
+            || torchlet_core::autograd::grad(&roots, &gradients, &inputs, retain, allow_unused);
+        let grads = super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
+        let items = grads
+            .into_iter()
+            .map(|g| match g {
+                Some(g) => wrap(a.vm, g),
+                None => a.vm.ctx.none(),
+            })
+            .collect();
+        Ok(a.vm.ctx.new_tuple(items).into())
+    }),
 ];
+
+/// Argument `i`: a sequence of tensors or None, one gradient for each root.
+fn optional_tensors(a: &Args, i: usize) -> PyResult<Vec<Option<Tensor>>> {
+    a.sequence(i)?
+        .iter()
+        .map(|g| match a.vm.is_none(g) {
+            true => Ok(None),
+            false => tensor_of(g).map(Some).ok_or_else(|| {
+                a.vm.new_type_error("grad_tensors must be Tensors or None, one for each of tensors")
+            }),
+        })
+        .collect()
+}
 
 fn device_type(a: &Args, i: usize) -> PyResult<DeviceType> {
     DeviceType::parse(&a.str(i)?).or_raise(a.vm)
