@@ -122,14 +122,16 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     (
         "mse_loss",
-        "desc(mse_loss(tensor([1.0, 2.0, 3.0], dev), tensor([1.0, 4.0, 0.0], dev)))",
-        r#"[[], "float32", [4.3333]]"#,
+        "let a = tensor([1.0, 2.0, 3.0], dev); let b = tensor([1.0, 4.0, 0.0], dev); \
+         [desc(mse_loss(a, b)), vals(mse_loss(a, b, #{reduction: \"none\"}))]",
+        r#"[[[], "float32", [4.3333]], [0.0, 4.0, 9.0]]"#,
     ),
     (
         "cross_entropy",
-        "desc(cross_entropy(tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], dev), tensor([2, 0], dev)))",
-        // (log(e + e² + e³) - 3 + log 3) / 2 = (0.407606 + 1.098612) / 2
-        r#"[[], "float32", [0.7531]]"#,
+        "let x = tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], dev); let t = tensor([2, 0], dev); \
+         [desc(cross_entropy(x, t)), r4(cross_entropy(x, t, #{ignore_index: 0}).item())]",
+        // (log(e + e² + e³) - 3 + log 3) / 2 = (0.407606 + 1.098612) / 2; the first row alone
+        r#"[[[], "float32", [0.7531]], 0.4076]"#,
     ),
     (
         "matmul",
@@ -476,7 +478,74 @@ const ROWS: &[(&str, &str, &str)] = &[
         "vals(batch_norm(m.view(1, 2, 3), tensor([0.0, 0.0], dev), tensor([1.0, 1.0], dev)))",
         "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]",
     ),
-    ("nll_loss", "vals(nll_loss(m, tensor([2, 0], dev)))", "[-3.5]"),
+    (
+        "nll_loss",
+        "[vals(nll_loss(m, tensor([2, 0], dev))), nll_loss(m, tensor([2, 0], dev), #{reduction: \"sum\"}).item()]",
+        "[[-3.5], -7.0]",
+    ),
+    (
+        "l1_loss",
+        "let a = tensor([1.0, 2.0, 3.0], dev); let b = tensor([1.0, 4.0, 0.0], dev); \
+         [r4(l1_loss(a, b).item()), l1_loss(a, b, #{reduction: \"sum\"}).item()]",
+        "[1.6667, 5.0]",
+    ),
+    (
+        "smooth_l1_loss",
+        "let a = tensor([1.0, 2.0, 3.0], dev); let b = tensor([1.0, 4.0, 0.0], dev); \
+         [r4(smooth_l1_loss(a, b).item()), r4(smooth_l1_loss(a, b, #{beta: 4.0}).item())]",
+        "[1.3333, 0.5417]",
+    ),
+    (
+        "huber_loss",
+        "let a = tensor([1.0, 2.0, 3.0], dev); let b = tensor([1.0, 4.0, 0.0], dev); \
+         [r4(huber_loss(a, b).item()), vals(huber_loss(a, b, #{delta: 2.0, reduction: \"none\"}))]",
+        "[1.3333, [0.0, 2.0, 4.0]]",
+    ),
+    (
+        "binary_cross_entropy",
+        "r4(binary_cross_entropy(tensor([0.5, 0.9], dev), tensor([1.0, 0.0], dev)).item())",
+        // (-ln 0.5 - ln 0.1) / 2
+        "1.4979",
+    ),
+    (
+        "binary_cross_entropy_with_logits",
+        "let x = tensor([0.0, 2.0], dev); let t = tensor([1.0, 0.0], dev); \
+         [vals(binary_cross_entropy_with_logits(x, t, #{reduction: \"none\"})), \
+          vals(binary_cross_entropy_with_logits(x, t, #{reduction: \"none\", pos_weight: tensor([2.0], dev)}))]",
+        // ln 2 and ln(1 + e²); the positive one weighed twice
+        "[[0.6931, 2.1269], [1.3863, 2.1269]]",
+    ),
+    (
+        "kl_div",
+        "r4(kl_div(tensor([0.5, 0.5], dev).log(), tensor([0.25, 0.75], dev), #{reduction: \"sum\"}).item())",
+        // 0.25 ln(0.25 / 0.5) + 0.75 ln(0.75 / 0.5)
+        "0.1308",
+    ),
+    (
+        "t.scatter_add",
+        "vals((v * 0.0).scatter_add(0, tensor([0, 2, 0], dev), tensor([1.0, 2.0, 3.0], dev)))",
+        "[4.0, 0.0, 2.0]",
+    ),
+    (
+        "t.scatter_add_",
+        "let x = v.clone(); x.scatter_add_(0, tensor([0, 0, 1], dev), tensor([1.0, 2.0, 3.0], dev)); vals(x)",
+        "[1.5, 3.0, 2.0]",
+    ),
+    (
+        "t.index_add",
+        "[vals(m.index_add(0, tensor([1, 0], dev), m)), vals(m.index_add(0, tensor([1, 0], dev), m, #{alpha: 0.5}))]",
+        "[[5.0, 7.0, 9.0, 5.0, 7.0, 9.0], [3.0, 4.5, 6.0, 4.5, 6.0, 7.5]]",
+    ),
+    (
+        "t.index_add_",
+        "let x = m.clone(); x.index_add_(1, tensor([0], dev), tensor([[1.0], [2.0]], dev)); vals(x)",
+        "[2.0, 2.0, 3.0, 6.0, 5.0, 6.0]",
+    ),
+    (
+        "t.roll",
+        "[vals(m.roll(1, 1)), vals(roll(m, [1, 1], [0, 1]))]",
+        "[[3.0, 1.0, 2.0, 6.0, 4.0, 5.0], [6.0, 4.0, 5.0, 3.0, 1.0, 2.0]]",
+    ),
     (
         "scaled_dot_product_attention",
         "vals(scaled_dot_product_attention((m * 0.0).view(1, 1, 2, 3), m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))",

@@ -56,6 +56,8 @@ pub fn new_engine(
     surface::tensor_api::register(&mut engine);
     surface::nn_api::register(&mut engine);
     surface::conv_api::register(&mut engine);
+    surface::loss_api::register(&mut engine);
+    surface::scatter_api::register(&mut engine);
     surface::indexing::register(&mut engine);
     surface::shape_api::register(&mut engine);
     surface::sorting_api::register(&mut engine);

@@ -49,7 +49,7 @@ pub(crate) fn register(engine: &mut Engine) {
 }
 
 /// The keys of `o` must be among `allowed`.
-fn check_keys(o: &Map, allowed: &[&str], what: &str) -> Res<()> {
+pub(crate) fn check_keys(o: &Map, allowed: &[&str], what: &str) -> Res<()> {
     match o.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => Err(type_error(format!(
             "{what}(): unexpected keyword '{k}'; allowed: {}",
@@ -91,14 +91,14 @@ fn pair(o: &Map, key: &str, default: [usize; 2], what: &str) -> Res<[usize; 2]> 
     }
 }
 
-fn flag(o: &Map, key: &str, default: bool, what: &str) -> Res<bool> {
+pub(crate) fn flag(o: &Map, key: &str, default: bool, what: &str) -> Res<bool> {
     o.get(key).map_or(Ok(default), |v| {
         v.as_bool()
             .map_err(|t| type_error(format!("{what}(): {key} must be a bool, not {t}")))
     })
 }
 
-fn float(o: &Map, key: &str, default: f64, what: &str) -> Res<f64> {
+pub(crate) fn float(o: &Map, key: &str, default: f64, what: &str) -> Res<f64> {
     let Some(v) = o.get(key) else {
         return Ok(default);
     };
@@ -107,7 +107,7 @@ fn float(o: &Map, key: &str, default: f64, what: &str) -> Res<f64> {
         .map_err(|t| type_error(format!("{what}(): {key} must be a number, not {t}")))
 }
 
-fn tensor(o: &Map, key: &str, what: &str) -> Res<Option<Tensor>> {
+pub(crate) fn tensor(o: &Map, key: &str, what: &str) -> Res<Option<Tensor>> {
     match o.get(key) {
         None => Ok(None),
         Some(v) if v.is_unit() => Ok(None),

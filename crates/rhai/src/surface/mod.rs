@@ -4,7 +4,9 @@
 //! `creation`, `operators` (one loop over the binary table), `comparisons`, `compound_assign`,
 //! `indexing`, `numbers` (Python's division and `int`/`float`), `truth` (Python's `bool(x)`),
 //! `convert` (script values ↔ tensor arguments). Ops: `nn_api` (`linear`, `layer_norm`, …), `conv_api`
-//! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`) and
+//! (`conv2d`, pooling, `batch_norm`, `nll_loss`, `scaled_dot_product_attention`), `loss_api`
+//! (`l1_loss`, `huber_loss`, the binary cross-entropies, `kl_div`, losses' keywords), `scatter_api`
+//! (`scatter_add`, `index_add`, `roll`) and
 //! `shape_api` (`cat`, `where`, `gather`, …), `sorting_api` (`sort`, `topk`, `cumsum`,
 //! `multinomial`, …) and `elementwise_api` (`maximum`, `%`, `lerp`, `norm`, …), as functions and
 //! methods; `checkpoint` (activation
@@ -32,6 +34,7 @@ pub mod errors;
 pub mod help;
 pub mod holders_api;
 pub mod indexing;
+pub mod loss_api;
 pub mod nn_api;
 pub mod nn_module;
 pub mod numbers;
@@ -41,6 +44,7 @@ pub mod output;
 pub mod plot_api;
 pub mod process_group;
 pub mod python_builtins;
+pub mod scatter_api;
 pub mod script_args;
 pub mod shape_api;
 pub mod sorting_api;
