@@ -215,6 +215,35 @@ print(torch.autograd.grad(x.sum(), [x, u], allow_unused=True)[1], torch.autograd
 }
 
 #[test]
+fn backward_with_inputs_fills_only_their_grad() {
+    let code = r#"import torch
+from torch import nn
+net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2))
+x = torch.randn(4, 8, requires_grad=True)
+net(x).pow(2).sum().backward()
+want = net[2].weight.grad.clone()
+net.zero_grad(set_to_none=True); x.grad = None
+net(x).pow(2).sum().backward(inputs=[net[2].weight])
+print(torch.equal(net[2].weight.grad, want), net[2].bias.grad, net[0].weight.grad, x.grad)
+h = net[0](x)
+try:
+    h.sum().backward(inputs=[h])
+except NotImplementedError as e:
+    print(str(e).split(";")[0])
+torch.autograd.backward([h.sum()], inputs=x)
+print(x.grad.shape, net[0].weight.grad)
+"#;
+    let out = python(&["-c", code]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "True None None None\n\
+         torchlet: backward(inputs=…) with a tensor that is not a leaf is not supported yet\n\
+         torch.Size([4, 8]) None\n"
+    );
+}
+
+#[test]
 fn an_error_in_the_recomputed_function_names_the_function_and_keeps_the_session() {
     let code = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\
                 calls = []\n\

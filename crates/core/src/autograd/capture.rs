@@ -1,4 +1,4 @@
-//! What `torch.autograd.grad` asks of a pass: the gradients reaching its inputs, captured, and only the nodes that lead there run.
+//! What a pass with inputs asks (`autograd.grad`, `backward(inputs=…)`): the inputs' gradients, captured or accumulated, and only the nodes that lead there run.
 //!
 //! Note [a pass with inputs]: PyTorch's engine (`GraphTask::init_to_execute`) marks a node
 //! *needed* when one of its next edges leads to a needed node or to a captured one, and gives
@@ -7,7 +7,8 @@
 //! if needed, computes only the gradients of edges that lead somewhere that runs or captures
 //! (`task_should_compute_output`), and hands nothing to the others; a captured node that is not
 //! needed is skipped once its gradient is taken. The captured gradients live until the pass is
-//! over and are returned, in the order of the inputs.
+//! over and are returned, in the order of the inputs. `backward(inputs=…)` marks the inputs'
+//! AccumulateGrad needed instead, so only their `.grad` changes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -34,20 +35,35 @@ pub(super) struct Captures {
 
 impl Captures {
     /// The captures of `inputs`, and the nodes on a path from the start edges to one of them.
-    pub(super) fn new(starts: &[&Edge], inputs: &[Tensor]) -> Result<Captures> {
+    /// With `accumulate` (`backward(inputs=…)`), the inputs are leaves whose AccumulateGrad runs
+    /// instead of being captured.
+    pub(super) fn new(starts: &[&Edge], inputs: &[Tensor], accumulate: bool) -> Result<Captures> {
         let mut at: HashMap<*const (), Vec<(usize, usize)>> = HashMap::new();
+        let mut needed = HashSet::new();
         for (i, input) in inputs.iter().enumerate() {
             let edge = graph::edge_of(input).ok_or_else(|| {
                 TensorError::runtime("One of the differentiated Tensors does not require grad")
             })?;
-            at.entry(key_of(&edge))
-                .or_default()
-                .push((input.meta().output_nr, i));
+            match (&edge, accumulate) {
+                (_, false) => at
+                    .entry(key_of(&edge))
+                    .or_default()
+                    .push((input.meta().output_nr, i)),
+                (Edge::Leaf(_), true) => {
+                    needed.insert(key_of(&edge));
+                }
+                (Edge::Node(_), true) => {
+                    return Err(TensorError::not_implemented(
+                        "torchlet: backward(inputs=…) with a tensor that is not a leaf is not supported yet; \
+                         pass leaves (parameters), or take a non-leaf's gradient with torch.autograd.grad",
+                    ))
+                }
+            }
         }
         let mut captures = Captures {
             at,
-            needed: HashSet::new(),
-            values: vec![None; inputs.len()],
+            needed,
+            values: vec![None; if accumulate { 0 } else { inputs.len() }],
         };
         for node in post_order(starts) {
             let leads = node.next.iter().flatten().any(|e| captures.runs(e));

@@ -100,18 +100,30 @@ pub fn grad(
     retain_graph: bool,
     allow_unused: bool,
 ) -> Result<Vec<Option<Tensor>>> {
-    let captures = pass(roots, gradients, retain_graph, Some(inputs))?;
+    let captures = pass(roots, gradients, retain_graph, Some((inputs, false)))?;
     captures
         .expect("a pass with inputs captures")
         .finish(allow_unused)
 }
 
-/// One pass from `roots`; with `inputs`, their gradients are captured instead of accumulated.
+/// `torch.autograd.backward(roots, gradients, inputs=…)`: a pass that accumulates into the
+/// `.grad` of the leaves `inputs` only, running only what leads to them (Note [a pass with inputs]).
+pub fn backward_to(
+    roots: &[Tensor],
+    gradients: &[Option<Tensor>],
+    inputs: &[Tensor],
+    retain_graph: bool,
+) -> Result<()> {
+    pass(roots, gradients, retain_graph, Some((inputs, true))).map(drop)
+}
+
+/// One pass from `roots`; with `inputs`, only what leads to them runs, and their gradients are
+/// captured, or with the flag accumulated (Note [a pass with inputs]).
 fn pass(
     roots: &[Tensor],
     gradients: &[Option<Tensor>],
     retain_graph: bool,
-    inputs: Option<&[Tensor]>,
+    inputs: Option<(&[Tensor], bool)>,
 ) -> Result<Option<Captures>> {
     if roots.len() != gradients.len() {
         return Err(TensorError::runtime(format!(
@@ -131,9 +143,9 @@ fn pass(
         })
         .collect();
     let mut captures = match inputs {
-        Some(inputs) => {
+        Some((inputs, accumulate)) => {
             let edges: Vec<&Edge> = starts.iter().map(|(e, _)| e).collect();
-            Some(Captures::new(&edges, inputs)?)
+            Some(Captures::new(&edges, inputs, accumulate)?)
         }
         None => None,
     };

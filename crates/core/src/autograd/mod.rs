@@ -15,7 +15,7 @@ mod graph;
 pub mod hooks;
 mod mode;
 
-pub use engine::{backward, backward_from, backward_many, grad};
+pub use engine::{backward, backward_from, backward_many, backward_to, grad};
 pub use graph::{forget_unclaimed_saves, Edge, MultiGradFn, Node, SavedTensor};
 pub(crate) use graph::{needs_grad, record, record_multi, GradFn};
 pub use mode::{

@@ -334,8 +334,14 @@ class Tensor(_C.TensorBase):
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        if create_graph or inputs is not None:
-            raise NotImplementedError("torchlet: backward(create_graph=..., inputs=...) is not supported yet")
+        if create_graph:
+            raise NotImplementedError(
+                "torchlet: backward(create_graph=True) (a graph of the gradients, for a second "
+                "derivative) is not supported yet"
+            )
+        if inputs is not None:
+            import torch.autograd
+            return torch.autograd.backward(self, gradient, retain_graph, inputs=inputs)
         _C._backward(self, gradient, bool(retain_graph))
         _BACKWARD_PASSES[0] += 1
 

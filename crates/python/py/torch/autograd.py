@@ -99,9 +99,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     `grad_tensors` (None: ones, for a one-element tensor), as PyTorch's engine runs them."""
     import torch
 
-    if create_graph or inputs is not None:
+    if create_graph:
         raise NotImplementedError(
-            "torchlet: torch.autograd.backward(create_graph=..., inputs=...) is not supported yet"
+            "torchlet: torch.autograd.backward(create_graph=True) (a graph of the gradients, for a "
+            "second derivative) is not supported yet"
         )
     tensors = (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
     if grad_tensors is None:
@@ -112,7 +113,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         grad_tensors = tuple(grad_tensors)
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
-    _C._backward_many(tensors, grad_tensors, bool(retain_graph))
+    if inputs is None:
+        _C._backward_many(tensors, grad_tensors, bool(retain_graph))
+    else:
+        inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        _C._backward_to(tensors, grad_tensors, inputs, bool(retain_graph))
     torch._tensor._BACKWARD_PASSES[0] += 1
 
 

@@ -86,6 +86,13 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
         super::none(a.vm)
     }),
+    ("_backward_to", |a| {
+        let (roots, inputs, retain) = (a.tensors(0)?, a.tensors(2)?, a.bool(3)?);
+        let gradients = optional_tensors(a, 1)?;
+        let pass = || torchlet_core::autograd::backward_to(&roots, &gradients, &inputs, retain);
+        super::callbacks::lending_interpreter(a.vm, pass).or_raise(a.vm)?;
+        super::none(a.vm)
+    }),
     ("_autograd_grad", |a| {
         let (roots, inputs) = (a.tensors(0)?, a.tensors(2)?);
         let (retain, allow_unused) = (a.bool(3)?, a.bool(4)?);
