@@ -13,15 +13,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::engine::Task;
 use super::graph::{self, Edge, Node};
 use crate::tensor::{Result, Tensor, TensorError};
 
-/// The key of an edge's task: its node, or the leaf's identity.
-pub(super) fn key_of(edge: &Edge) -> *const () {
-    match edge {
-        Edge::Node(n) => Arc::as_ptr(n) as *const (),
-        Edge::Leaf(t) => t.identity(),
-    }
+/// The key of an edge's task, as the engine keys its buffers.
+fn key_of(edge: &Edge) -> *const () {
+    Task::of(edge).key()
 }
 
 /// The captures of one pass and which tasks run (Note [a pass with inputs]).
@@ -68,7 +66,7 @@ impl Captures {
         for node in post_order(starts) {
             let leads = node.next.iter().flatten().any(|e| captures.runs(e));
             if leads {
-                captures.needed.insert(Arc::as_ptr(&node) as *const ());
+                captures.needed.insert(Task::Node(node).key());
             }
         }
         Ok(captures)

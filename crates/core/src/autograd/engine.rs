@@ -13,20 +13,20 @@ const SECOND_BACKWARD: &str = "Trying to backward through the graph a second tim
 /// Something the pass runs once every gradient for it has arrived: a node's backward function,
 /// or the accumulation of a leaf's gradient into its `.grad` (PyTorch's AccumulateGrad node).
 #[derive(Clone)]
-enum Task {
+pub(super) enum Task {
     Node(Arc<Node>),
     Leaf(Tensor),
 }
 
 impl Task {
-    fn of(edge: &Edge) -> Task {
+    pub(super) fn of(edge: &Edge) -> Task {
         match edge {
             Edge::Node(n) => Task::Node(n.clone()),
             Edge::Leaf(t) => Task::Leaf(t.clone()),
         }
     }
 
-    fn key(&self) -> *const () {
+    pub(super) fn key(&self) -> *const () {
         match self {
             Task::Node(n) => Arc::as_ptr(n) as *const (),
             Task::Leaf(t) => t.identity(),
