@@ -53,6 +53,7 @@ python_parity!(
     grad_accumulation,
     half_roundtrip,
     py_amp_gradscaler,
+    py_autograd_grad,
     py_checkpoint_reentrant,
     py_ddp_bucket_view,
     py_ddp_mlp,
