@@ -470,6 +470,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "[[-1.1625, -0.1162, 1.2787], [-1.4495, 1.0, 3.4495, -1.4495, 1.0, 3.4495]]",
     ),
     ("conv2d", "vals(conv2d(m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))", "[91.0]"),
+    (
+        "unfold",
+        "[vals(unfold(m.view(1, 1, 2, 3), 2)), unfold(m.view(1, 1, 2, 3), 2, #{padding: 1}).shape]",
+        "[[1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0, 6.0], [1, 4, 12]]",
+    ),
+    (
+        "fold",
+        "vals(fold(ones([1, 4, 4], dev), 3, 2))",
+        "[1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]",
+    ),
     ("max_pool2d", "vals(max_pool2d(m.view(1, 1, 2, 3), 2))", "[5.0]"),
     ("avg_pool2d", "vals(avg_pool2d(m.view(1, 1, 2, 3), 2))", "[3.0]"),
     ("adaptive_avg_pool2d", "vals(adaptive_avg_pool2d(m.view(1, 1, 2, 3), 1))", "[3.5]"),
@@ -540,6 +550,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "t.index_add_",
         "let x = m.clone(); x.index_add_(1, tensor([0], dev), tensor([[1.0], [2.0]], dev)); vals(x)",
         "[2.0, 2.0, 3.0, 6.0, 5.0, 6.0]",
+    ),
+    (
+        "t.masked_scatter",
+        "vals(m.masked_scatter(m > 3.5, tensor([10.0, 20.0, 30.0, 40.0], dev)))",
+        "[1.0, 2.0, 3.0, 10.0, 20.0, 30.0]",
+    ),
+    (
+        "t.masked_scatter_",
+        "let x = m.clone(); x.masked_scatter_(m < 2.5, tensor([7.0, 8.0], dev)); vals(x)",
+        "[7.0, 8.0, 3.0, 4.0, 5.0, 6.0]",
     ),
     (
         "t.roll",
@@ -820,6 +840,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "AdamW",
         "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::AdamW([w], #{lr: 0.1}); w.sum().backward(); opt.step(); vals(w)",
         "[0.899, 1.898]",
+    ),
+    (
+        "RMSprop",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::RMSprop([w], #{lr: 0.1, alpha: 0.75}); w.sum().backward(); opt.step(); [vals(w), opt.state[w].keys()]",
+        r#"[[0.8, 1.8], ["square_avg", "step"]]"#,
+    ),
+    (
+        "Adagrad",
+        "let w = tensor([1.0, 2.0], #{device: devname, requires_grad: true}); let opt = optim::Adagrad([w], #{lr: 0.5}); let made = opt.state[w].keys(); w.sum().backward(); opt.step(); [vals(w), made]",
+        r#"[[0.5, 1.5], ["step", "sum"]]"#,
     ),
     (
         "step",

@@ -78,6 +78,7 @@ python_parity!(
     py_resnet_block,
     py_retain_grad,
     py_ops_reach,
+    py_optim_more,
     py_reductions_more,
     py_sampling,
     py_save_load,

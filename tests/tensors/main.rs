@@ -9,6 +9,7 @@ mod autocast;
 mod autograd;
 mod conv;
 mod elementwise_more;
+mod fold_scatter;
 mod hooks;
 mod index_ops;
 mod mask_select;

@@ -1,11 +1,14 @@
-//! Optimizers and parameter initialisation: SGD, Adam and AdamW against PyTorch's update formulas in
+//! Optimizers and parameter initialisation: SGD, Adam, AdamW, RMSprop and Adagrad against PyTorch's update formulas in
 //! f64 (foreach and single-tensor paths, on every device), zero_grad, state, `nn::linear_params`,
 //! and the errors a script gets, with PyTorch's messages.
 use crate::common;
 use common::{device_test, opts, outcome};
 
 use torchlet_core::device::Device;
-use torchlet_core::optim::{AdamOptions, Algorithm, Number, Optimizer, SgdOptions};
+use torchlet_core::optim::{
+    AdagradOptions, AdamOptions, Algorithm, Number, Optimizer, OptionValue, RmsPropOptions,
+    SgdOptions,
+};
 use torchlet_core::tensor::{DType, Scalar, Tensor};
 use torchlet_session::Session;
 
@@ -42,6 +45,10 @@ struct Reference {
     v: Vec<f64>,
     vmax: Vec<f64>,
     step: f64,
+    /// RMSprop's square average and gradient average, Adagrad's sum.
+    sq: Vec<f64>,
+    gavg: Vec<f64>,
+    sum: Vec<f64>,
 }
 
 /// `torch.optim.SGD`'s update, as its documentation writes it.
@@ -113,6 +120,56 @@ fn adam_reference(o: &AdamOptions, r: &mut Reference, grad: &[f64]) {
     }
 }
 
+/// `torch.optim.RMSprop`'s update, as its documentation writes it.
+#[allow(clippy::needless_range_loop)]
+fn rmsprop_reference(o: &RmsPropOptions, r: &mut Reference, grad: &[f64]) {
+    let (lr, alpha, eps, wd, mu) = (
+        o.lr.value,
+        o.alpha.value,
+        o.eps.value,
+        o.weight_decay.value,
+        o.momentum.value,
+    );
+    let n = r.p.len();
+    if r.step == 0.0 {
+        (r.sq, r.gavg, r.buf) = (vec![0.0; n], vec![0.0; n], Some(vec![0.0; n]));
+    }
+    r.step += 1.0;
+    let buf = r.buf.as_mut().expect("made at the first step");
+    for i in 0..n {
+        let g = if o.maximize { -grad[i] } else { grad[i] } + wd * r.p[i];
+        r.sq[i] = alpha * r.sq[i] + (1.0 - alpha) * g * g;
+        let mut v = r.sq[i];
+        if o.centered {
+            r.gavg[i] = alpha * r.gavg[i] + (1.0 - alpha) * g;
+            v -= r.gavg[i] * r.gavg[i];
+        }
+        let step = g / (v.sqrt() + eps);
+        if mu > 0.0 {
+            buf[i] = mu * buf[i] + step;
+            r.p[i] -= lr * buf[i];
+        } else {
+            r.p[i] -= lr * step;
+        }
+    }
+}
+
+/// `torch.optim.Adagrad`'s update, as its documentation writes it.
+#[allow(clippy::needless_range_loop)]
+fn adagrad_reference(o: &AdagradOptions, r: &mut Reference, grad: &[f64]) {
+    let n = r.p.len();
+    if r.step == 0.0 {
+        r.sum = vec![o.initial_accumulator_value.value; n];
+    }
+    r.step += 1.0;
+    let clr = o.lr.value / (1.0 + (r.step - 1.0) * o.lr_decay.value);
+    for i in 0..n {
+        let g = if o.maximize { -grad[i] } else { grad[i] } + o.weight_decay.value * r.p[i];
+        r.sum[i] += g * g;
+        r.p[i] -= clr * g / (r.sum[i].sqrt() + o.eps.value);
+    }
+}
+
 /// Three steps of `algorithm` over two parameters (and one without a gradient), compared with
 /// `reference` after each step, on every device and on both paths.
 fn check_steps(
@@ -153,21 +210,23 @@ fn check_steps(
             &values(4, 9),
             &format!("{what}: a parameter without grad"),
         );
-        assert!(opt.state(2).tensors().is_empty() && opt.state(2).step.is_none());
+        // Adagrad makes every parameter's state with the optimizer; the others at a first step.
+        let idle_state = opt.state(2);
+        match &algorithm {
+            Algorithm::Adagrad(o) => {
+                let sum = idle_state.sum.as_ref().expect("Adagrad's sum");
+                assert_close(sum, &[o.initial_accumulator_value.value; 4], &what);
+                assert_eq!(idle_state.step, Some(0.0), "{what}");
+            }
+            _ => assert!(idle_state.tensors().is_empty() && idle_state.step.is_none()),
+        }
     }
 }
 
 fn with_foreach(algorithm: &Algorithm, foreach: Option<bool>) -> Algorithm {
-    match algorithm {
-        Algorithm::Sgd(o) => Algorithm::Sgd(SgdOptions {
-            foreach,
-            ..o.clone()
-        }),
-        Algorithm::Adam(o) => Algorithm::Adam(AdamOptions {
-            foreach,
-            ..o.clone()
-        }),
-    }
+    let mut algorithm = algorithm.clone();
+    assert!(algorithm.set("foreach", OptionValue::Auto(foreach)));
+    algorithm
 }
 
 fn sgd(algorithm: &Algorithm, r: &mut Reference, g: &[f64]) {
@@ -247,6 +306,66 @@ device_test!(
             ..l2
         };
         check_steps(device, Algorithm::Adam(maximize), adam);
+    }
+);
+
+fn rmsprop(algorithm: &Algorithm, r: &mut Reference, g: &[f64]) {
+    let Algorithm::RmsProp(o) = algorithm else {
+        unreachable!()
+    };
+    rmsprop_reference(o, r, g)
+}
+
+fn adagrad(algorithm: &Algorithm, r: &mut Reference, g: &[f64]) {
+    let Algorithm::Adagrad(o) = algorithm else {
+        unreachable!()
+    };
+    adagrad_reference(o, r, g)
+}
+
+device_test!(
+    fn rmsprop_plain_centered_momentum_and_maximize_follow_the_formula(device: Device) {
+        check_steps(
+            device,
+            Algorithm::RmsProp(RmsPropOptions::default()),
+            rmsprop,
+        );
+        let centered = RmsPropOptions {
+            centered: true,
+            momentum: Number::float(0.9),
+            weight_decay: Number::float(0.05),
+            ..RmsPropOptions::default()
+        };
+        check_steps(device, Algorithm::RmsProp(centered.clone()), rmsprop);
+        let maximize = RmsPropOptions {
+            maximize: true,
+            alpha: Number::float(0.5),
+            ..centered
+        };
+        check_steps(device, Algorithm::RmsProp(maximize), rmsprop);
+    }
+);
+
+device_test!(
+    fn adagrad_plain_decayed_and_maximize_follow_the_formula(device: Device) {
+        check_steps(
+            device,
+            Algorithm::Adagrad(AdagradOptions::default()),
+            adagrad,
+        );
+        let decayed = AdagradOptions {
+            lr: Number::float(0.1),
+            lr_decay: Number::float(0.5),
+            weight_decay: Number::float(0.05),
+            initial_accumulator_value: Number::float(0.25),
+            ..AdagradOptions::default()
+        };
+        check_steps(device, Algorithm::Adagrad(decayed.clone()), adagrad);
+        let maximize = AdagradOptions {
+            maximize: true,
+            ..decayed
+        };
+        check_steps(device, Algorithm::Adagrad(maximize), adagrad);
     }
 );
 
@@ -382,6 +501,13 @@ const MISTAKES: &[(&str, &str, &str)] = &[
     ("optim::AdamW([w], #{fused: true})", "ValueError", "fused=True is not supported by torchlet"),
     ("optim::AdamW([w], #{decoupled_weight_decay: false})", "TypeError", "AdamW.__init__() got an unexpected keyword argument 'decoupled_weight_decay'; valid options: lr, betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused"),
     ("optim::Adam([w], #{betas: 0.9})", "TypeError", "betas must be an array of two numbers like [0.9, 0.999], not float"),
+    ("optim::RMSprop([w], #{alpha: -0.5})", "ValueError", "Invalid alpha value: -0.5"),
+    // RMSprop checks eps before momentum; Adagrad checks eps last.
+    ("optim::RMSprop([w], #{momentum: -1, eps: -1})", "ValueError", "Invalid epsilon value: -1"),
+    ("optim::Adagrad([w], #{eps: -1, initial_accumulator_value: -1})", "ValueError", "Invalid initial_accumulator_value value: -1"),
+    ("optim::Adagrad([w], #{lr_decay: -0.1})", "ValueError", "Invalid lr_decay value: -0.1"),
+    ("optim::Adagrad([w], #{betas: [0.9, 0.99]})", "TypeError", "Adagrad.__init__() got an unexpected keyword argument 'betas'"),
+    ("optim::RMSprop([w], #{capturable: true})", "ValueError", "capturable=True is not supported by torchlet"),
 ];
 
 #[test]

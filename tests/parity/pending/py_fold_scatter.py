@@ -7,7 +7,8 @@ from harness import checkpoint
 # convolutions take them) and F.fold (col2im, overlapping patches summed back), forward and
 # backward, and through nn.Unfold/nn.Fold; then masked_scatter (a mask's places filled from a
 # source in order, as token-replacement and multimodal code does), out of place with its
-# gradients to both sides, and in place.
+# gradients to both sides, and in place. The masks are fixed (every third element, every other
+# row): what masked_select sends back is sized by them.
 torch.manual_seed(0)
 img = torch.randn(8, 32, 64, 64, device="cuda", requires_grad=True)
 checkpoint("image")
@@ -32,7 +33,7 @@ summed.sum().backward()
 checkpoint("fold overlapping backward")
 del summed, back, c
 x = torch.randn(4096, 1024, device="cuda", requires_grad=True)
-mask = torch.rand(4096, 1024, device="cuda") > 0.5
+mask = (torch.arange(4096 * 1024, device="cuda").view(4096, 1024) % 3) == 0
 src = torch.randn(4096, 1024, device="cuda", requires_grad=True)
 checkpoint("masked inputs")
 y = x.masked_scatter(mask, src)
@@ -40,7 +41,7 @@ checkpoint("masked_scatter")
 y.sum().backward()
 checkpoint("masked_scatter backward")
 del y
-row_mask = torch.rand(4096, 1, device="cuda") > 0.5
+row_mask = (torch.arange(4096, device="cuda") % 2 == 0).view(4096, 1)
 y = torch.masked_scatter(x, row_mask, src * 3)
 checkpoint("masked_scatter broadcast mask")
 (y * y).sum().backward()

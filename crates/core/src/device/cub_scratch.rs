@@ -92,16 +92,16 @@ pub fn segmented_sort_bytes(n: usize, key: usize, value: usize) -> usize {
     alias(&[n * key, n * value])
 }
 
-/// The temporary storage of CUB's inclusive sum of `n` elements of `size` bytes (ATen's
-/// `inclusive_sum_truncating`, as `cumsum` over every element runs it): one (status, value)
-/// word a tile, and a small second array. Measured for 2- and 4-byte floats (half's words are
-/// 16 bytes, its tiles 7680 items); 8-byte values are estimated as half's words with float's
-/// tiles halved.
+/// The temporary storage of CUB's inclusive or exclusive sum of `n` elements of `size` bytes
+/// (ATen's `inclusive_sum_truncating`, as `cumsum` over every element runs it, and
+/// `mask_exclusive_sum`, masked_scatter's int64 prefix sum): one (status, value) word a tile, and
+/// a small second array. Measured for 2- and 4-byte floats (half's words are 16 bytes, its tiles
+/// 7680 items) and 8-byte sums (896-item tiles: 76031 B for 4194304 mask elements).
 pub fn scan_bytes(n: usize, size: usize) -> usize {
     let (tile, word) = match size {
         1 | 2 => (7680, 16),
         4 => (1920, 8),
-        _ => (960, 16),
+        _ => (896, 16),
     };
     let tiles = n.div_ceil(tile).max(1);
     alias(&[(tiles + TILE_STATUS_PADDING) * word, 4])
@@ -152,6 +152,12 @@ pub fn scan_by_key_bytes(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masked_scatters_prefix_sum_scratch_is_the_recorded_one() {
+        // x.masked_scatter(mask, src) over 4096 x 1024 (tests/parity/py_fold_scatter.py).
+        assert_eq!(scan_bytes(4096 * 1024, 8), 76031);
+    }
 
     #[test]
     fn the_recorded_sizes_of_a_sort_of_logits_and_of_topk() {

@@ -1,23 +1,29 @@
-//! PyTorch's optimizers (`SGD`, `Adam`, `AdamW`) with PyTorch's allocations, step by step.
+//! PyTorch's optimizers (`SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`) with PyTorch's allocations, step by step.
 //!
 //! Map: `options` holds the hyperparameters, one row each (PyTorch's defaults, types, checks and
-//! help; `option_table` is the machinery the rows go through, `number` how they print); `sgd` and
-//! `adam` are the algorithms, each as PyTorch's `_multi_tensor_*` (foreach, CUDA's default) and
+//! help; `option_table` is the machinery the rows go through, `number` how they print); `sgd`,
+//! `adam`, `rmsprop` and `adagrad` are the algorithms, each as PyTorch's `_multi_tensor_*` (foreach, CUDA's default) and
 //! `_single_tensor_*` functions allocate and free; `undo` lets a step that runs out of memory
 //! leave every tensor as it was. The optimizers hold handles to the parameters (as Python's
-//! `param_groups` hold references), one group, and per-parameter state made at the first step.
+//! `param_groups` hold references), one group, and per-parameter state made at the first step
+//! (Adagrad's when it is made, as its `__init__` makes it).
 
+mod adagrad;
 mod adam;
 mod number;
 mod option_table;
 pub mod options;
+mod rmsprop;
 mod sgd;
 mod undo;
 
 use crate::device::Device;
 use crate::tensor::{DType, Result, Tensor, TensorError};
 
-pub use options::{AdamOptions, Number, OptimizerKind, OptionValue, SgdOptions, OPTIONS};
+pub use options::{
+    AdagradOptions, AdamOptions, Number, OptimizerKind, OptionValue, RmsPropOptions, SgdOptions,
+    OPTIONS,
+};
 
 /// The algorithm and its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +32,50 @@ pub enum Algorithm {
     Sgd(SgdOptions),
     /// `torch.optim.Adam` (or `AdamW`, whose options decouple the weight decay).
     Adam(AdamOptions),
+    /// `torch.optim.RMSprop`.
+    RmsProp(RmsPropOptions),
+    /// `torch.optim.Adagrad`.
+    Adagrad(AdagradOptions),
+}
+
+impl Algorithm {
+    /// `kind`'s algorithm with PyTorch's defaults.
+    pub fn defaults(kind: OptimizerKind) -> Algorithm {
+        match kind {
+            OptimizerKind::Sgd => Algorithm::Sgd(SgdOptions::default()),
+            OptimizerKind::Adam => Algorithm::Adam(AdamOptions::adam()),
+            OptimizerKind::AdamW => Algorithm::Adam(AdamOptions::adamw()),
+            OptimizerKind::RmsProp => Algorithm::RmsProp(RmsPropOptions::default()),
+            OptimizerKind::Adagrad => Algorithm::Adagrad(AdagradOptions::default()),
+        }
+    }
+    /// The value of the option called `name`, if this algorithm has it.
+    pub fn get(&self, name: &str) -> Option<OptionValue> {
+        match self {
+            Algorithm::Sgd(o) => o.get(name),
+            Algorithm::Adam(o) => o.get(name),
+            Algorithm::RmsProp(o) => o.get(name),
+            Algorithm::Adagrad(o) => o.get(name),
+        }
+    }
+    /// Set the option called `name`; false when there is none or `value` has another type.
+    pub fn set(&mut self, name: &str, value: OptionValue) -> bool {
+        match self {
+            Algorithm::Sgd(o) => o.set(name, value),
+            Algorithm::Adam(o) => o.set(name, value),
+            Algorithm::RmsProp(o) => o.set(name, value),
+            Algorithm::Adagrad(o) => o.set(name, value),
+        }
+    }
+    /// PyTorch's checks in the optimizer's `__init__`, with its messages.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            Algorithm::Sgd(o) => o.check(),
+            Algorithm::Adam(o) => o.check(),
+            Algorithm::RmsProp(o) => o.check(),
+            Algorithm::Adagrad(o) => o.check(),
+        }
+    }
 }
 
 /// What an optimizer keeps for one parameter (`optimizer.state[p]`); empty until its first step.
@@ -39,8 +89,14 @@ pub struct ParamState {
     pub exp_avg_sq: Option<Tensor>,
     /// AMSGrad's running maximum of `exp_avg_sq`.
     pub max_exp_avg_sq: Option<Tensor>,
-    /// SGD's momentum buffer.
+    /// RMSprop's running average of the squared gradients.
+    pub square_avg: Option<Tensor>,
+    /// SGD's and RMSprop's momentum buffer.
     pub momentum_buffer: Option<Tensor>,
+    /// Centered RMSprop's running average of the gradients.
+    pub grad_avg: Option<Tensor>,
+    /// Adagrad's sum of squared gradients.
+    pub sum: Option<Tensor>,
 }
 
 impl ParamState {
@@ -50,7 +106,10 @@ impl ParamState {
             ("exp_avg", &self.exp_avg),
             ("exp_avg_sq", &self.exp_avg_sq),
             ("max_exp_avg_sq", &self.max_exp_avg_sq),
+            ("square_avg", &self.square_avg),
             ("momentum_buffer", &self.momentum_buffer),
+            ("grad_avg", &self.grad_avg),
+            ("sum", &self.sum),
         ];
         entries
             .into_iter()
@@ -68,19 +127,21 @@ pub struct Optimizer {
 }
 
 impl Optimizer {
-    /// `name` ("SGD", "Adam", "AdamW") over `params`, with PyTorch's checks of both.
+    /// `name` ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad") over `params`, with PyTorch's
+    /// checks of both.
     pub fn new(name: &'static str, params: Vec<Tensor>, algorithm: Algorithm) -> Result<Self> {
-        match &algorithm {
-            Algorithm::Sgd(o) => o.check()?,
-            Algorithm::Adam(o) => o.check()?,
-        }
+        algorithm.check()?;
         if params.is_empty() {
             return Err(TensorError::value("optimizer got an empty parameter list"));
         }
         if params.iter().any(|p| !p.is_leaf()) {
             return Err(TensorError::value("can't optimize a non-leaf Tensor"));
         }
-        let state = vec![ParamState::default(); params.len()];
+        let mut state = vec![ParamState::default(); params.len()];
+        if let Algorithm::Adagrad(o) = &algorithm {
+            let _mode = crate::autograd::no_grad();
+            adagrad::init_state(o, &params, &mut state)?;
+        }
         Ok(Optimizer {
             name,
             params,
@@ -89,7 +150,7 @@ impl Optimizer {
         })
     }
 
-    /// "SGD", "Adam" or "AdamW".
+    /// "SGD", "Adam", "AdamW", "RMSprop" or "Adagrad".
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -128,6 +189,8 @@ impl Optimizer {
         let new_state = match &self.algorithm {
             Algorithm::Sgd(o) => sgd::step(o, &params, &grads, state)?,
             Algorithm::Adam(o) => adam::step(o, &params, &grads, state)?,
+            Algorithm::RmsProp(o) => rmsprop::step(o, &params, &grads, state)?,
+            Algorithm::Adagrad(o) => adagrad::step(o, &params, &grads, state)?,
         };
         for (&i, s) in with_grad.iter().zip(new_state) {
             self.state[i] = s;

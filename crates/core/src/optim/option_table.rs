@@ -20,6 +20,10 @@ pub enum OptimizerKind {
     Adam,
     /// `torch.optim.AdamW`.
     AdamW,
+    /// `torch.optim.RMSprop`.
+    RmsProp,
+    /// `torch.optim.Adagrad`.
+    Adagrad,
 }
 
 impl OptimizerKind {
@@ -29,6 +33,8 @@ impl OptimizerKind {
             OptimizerKind::Sgd => "SGD",
             OptimizerKind::Adam => "Adam",
             OptimizerKind::AdamW => "AdamW",
+            OptimizerKind::RmsProp => "RMSprop",
+            OptimizerKind::Adagrad => "Adagrad",
         }
     }
 }
@@ -164,19 +170,34 @@ pub fn check_all(
 
 /// The options' structs and the `OPTIONS` table, from one row per option in signature order:
 ///
-/// `name: Type, "help" [, check TURN REFUSES] => { SGD: default, Adam: default, AdamW [fixed]: default };`
-/// for an option torchlet runs (a field of `SgdOptions` when SGD has it, of `AdamOptions` when
-/// Adam and AdamW have it; `fixed` in the group without being a keyword), or
-/// `name: Type, "help", only DEFAULT => [Kinds];` for one taken only at PyTorch's default.
+/// `name: Type, "help" [, check TURN REFUSES] => { KIND: default, … };` for an option torchlet
+/// runs, where KIND is `SGD`, `Adam`, `AdamW` (or `AdamW fixed`: in the group without being a
+/// keyword), `RMSprop` or `Adagrad`, each giving a field of that optimizer's struct (Adam and
+/// AdamW share `AdamOptions`); or `name: Type, "help", only DEFAULT => [Kinds];` for one taken
+/// only at PyTorch's default.
 macro_rules! optimizer_options {
     // Every row read: the structs, their defaults, their fields by name, and the table.
-    (@rows [$($sgd:tt)*] [$($adam:tt)*] [$($table:tt)*]) => {
+    (@rows [$($sgd:tt)*] [$($adam:tt)*] [$($adamw:tt)*] [$($rms:tt)*] [$($ada:tt)*] [$($table:tt)*]) => {
         optimizer_options!(@struct SgdOptions "`torch.optim.SGD`'s options." [$($sgd)*]);
         optimizer_options!(@struct AdamOptions "`torch.optim.Adam`'s and `AdamW`'s options." [$($adam)*]);
+        optimizer_options!(@struct RmsPropOptions "`torch.optim.RMSprop`'s options." [$($rms)*]);
+        optimizer_options!(@struct AdagradOptions "`torch.optim.Adagrad`'s options." [$($ada)*]);
 
         impl Default for SgdOptions {
             fn default() -> Self {
                 optimizer_options!(@defaults SgdOptions [$($sgd)*])
+            }
+        }
+
+        impl Default for RmsPropOptions {
+            fn default() -> Self {
+                optimizer_options!(@defaults RmsPropOptions [$($rms)*])
+            }
+        }
+
+        impl Default for AdagradOptions {
+            fn default() -> Self {
+                optimizer_options!(@defaults AdagradOptions [$($ada)*])
             }
         }
 
@@ -187,7 +208,7 @@ macro_rules! optimizer_options {
             }
             /// AdamW's defaults: Adam's with decoupled weight decay 1e-2.
             pub fn adamw() -> AdamOptions {
-                optimizer_options!(@adamw_defaults AdamOptions [$($adam)*])
+                optimizer_options!(@defaults AdamOptions [$($adamw)*])
             }
         }
 
@@ -195,7 +216,7 @@ macro_rules! optimizer_options {
         pub static OPTIONS: &[OptionRow] = &[$($table)*];
     };
 
-    (@struct $struct:ident $doc:literal [$($name:ident: $ty:ident = $help:literal ($($d:tt)*),)*]) => {
+    (@struct $struct:ident $doc:literal [$($name:ident: $ty:ident = $help:literal ($d:expr),)*]) => {
         #[doc = $doc]
         #[derive(Clone, Debug, PartialEq)]
         pub struct $struct {
@@ -225,69 +246,80 @@ macro_rules! optimizer_options {
             }
         }
     };
-    (@defaults $struct:ident [$($name:ident: $ty:ident = $help:literal ($d:expr $(, $w:expr)?),)*]) => {
+    (@defaults $struct:ident [$($name:ident: $ty:ident = $help:literal ($d:expr),)*]) => {
         $struct { $($name: $d,)* }
-    };
-    (@adamw_defaults $struct:ident [$($name:ident: $ty:ident = $help:literal ($a:expr, $w:expr),)*]) => {
-        $struct { $($name: $w,)* }
     };
 
     // Rows torchlet takes only at PyTorch's default: the table only.
-    (@rows $sgd:tt $adam:tt [$($table:tt)*]
+    (@rows $sgd:tt $adam:tt $adamw:tt $rms:tt $ada:tt [$($table:tt)*]
         $name:ident: $ty:ident, $help:literal, only $default:expr => [$($kind:ident),+];
         $($rest:tt)*
     ) => {
-        optimizer_options!(@rows $sgd $adam [$($table)*
+        optimizer_options!(@rows $sgd $adam $adamw $rms $ada [$($table)*
             optimizer_options!(@row $name $ty $help [$($kind),+] [] [Some($default)] []),
         ] $($rest)*);
     };
-    // Rows every optimizer has.
-    (@rows [$($sgd:tt)*] [$($adam:tt)*] [$($table:tt)*]
+    // Rows torchlet runs: each `KIND: default` entry in turn, then the table's row.
+    (@rows $sgd:tt $adam:tt $adamw:tt $rms:tt $ada:tt $table:tt
         $name:ident: $ty:ident, $help:literal $(, check $turn:literal $refuses:expr)?
-            => { SGD: $s:expr, Adam: $a:expr, AdamW: $w:expr };
+            => { $($entries:tt)* };
         $($rest:tt)*
     ) => {
-        optimizer_options!(@rows
-            [$($sgd)* $name: $ty = $help ($s),]
-            [$($adam)* $name: $ty = $help ($a, $w),]
-            [$($table)* optimizer_options!(@row $name $ty $help [Sgd, Adam, AdamW] [] [None] [$($turn $refuses)?]),]
-            $($rest)*);
+        optimizer_options!(@entry ($name $ty $help [$($turn $refuses)?])
+            $sgd $adam $adamw $rms $ada $table [] [] [$($entries)*] $($rest)*);
     };
-    // Rows only SGD has.
-    (@rows [$($sgd:tt)*] $adam:tt [$($table:tt)*]
-        $name:ident: $ty:ident, $help:literal $(, check $turn:literal $refuses:expr)?
-            => { SGD: $s:expr };
-        $($rest:tt)*
+
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) [$($sgd:tt)*] $adam:tt $adamw:tt $rms:tt
+        $ada:tt $table:tt [$($kind:ident)*] $fixed:tt [SGD: $d:expr $(, $($more:tt)*)?] $($rest:tt)*
     ) => {
-        optimizer_options!(@rows
-            [$($sgd)* $name: $ty = $help ($s),]
-            $adam
-            [$($table)* optimizer_options!(@row $name $ty $help [Sgd] [] [None] [$($turn $refuses)?]),]
-            $($rest)*);
+        optimizer_options!(@entry ($name $ty $help $check) [$($sgd)* $name: $ty = $help ($d),]
+            $adam $adamw $rms $ada $table [$($kind)* Sgd] $fixed [$($($more)*)?] $($rest)*);
     };
-    // Rows Adam and AdamW have, a keyword of both.
-    (@rows $sgd:tt [$($adam:tt)*] [$($table:tt)*]
-        $name:ident: $ty:ident, $help:literal $(, check $turn:literal $refuses:expr)?
-            => { Adam: $a:expr, AdamW: $w:expr };
-        $($rest:tt)*
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) $sgd:tt [$($adam:tt)*] $adamw:tt $rms:tt
+        $ada:tt $table:tt [$($kind:ident)*] $fixed:tt [Adam: $d:expr $(, $($more:tt)*)?] $($rest:tt)*
     ) => {
-        optimizer_options!(@rows
-            $sgd
-            [$($adam)* $name: $ty = $help ($a, $w),]
-            [$($table)* optimizer_options!(@row $name $ty $help [Adam, AdamW] [] [None] [$($turn $refuses)?]),]
-            $($rest)*);
+        optimizer_options!(@entry ($name $ty $help $check) $sgd [$($adam)* $name: $ty = $help ($d),]
+            $adamw $rms $ada $table [$($kind)* Adam] $fixed [$($($more)*)?] $($rest)*);
     };
-    // Rows Adam takes as a keyword and AdamW holds fixed.
-    (@rows $sgd:tt [$($adam:tt)*] [$($table:tt)*]
-        $name:ident: $ty:ident, $help:literal $(, check $turn:literal $refuses:expr)?
-            => { Adam: $a:expr, AdamW fixed: $w:expr };
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) $sgd:tt $adam:tt [$($adamw:tt)*] $rms:tt
+        $ada:tt $table:tt $kind:tt [$($fixed:ident)*] [AdamW fixed: $d:expr $(, $($more:tt)*)?]
         $($rest:tt)*
     ) => {
-        optimizer_options!(@rows
-            $sgd
-            [$($adam)* $name: $ty = $help ($a, $w),]
-            [$($table)* optimizer_options!(@row $name $ty $help [Adam] [AdamW] [None] [$($turn $refuses)?]),]
-            $($rest)*);
+        optimizer_options!(@entry ($name $ty $help $check) $sgd $adam
+            [$($adamw)* $name: $ty = $help ($d),] $rms $ada $table $kind [$($fixed)* AdamW]
+            [$($($more)*)?] $($rest)*);
+    };
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) $sgd:tt $adam:tt [$($adamw:tt)*] $rms:tt
+        $ada:tt $table:tt [$($kind:ident)*] $fixed:tt [AdamW: $d:expr $(, $($more:tt)*)?] $($rest:tt)*
+    ) => {
+        optimizer_options!(@entry ($name $ty $help $check) $sgd $adam
+            [$($adamw)* $name: $ty = $help ($d),] $rms $ada $table [$($kind)* AdamW] $fixed
+            [$($($more)*)?] $($rest)*);
+    };
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) $sgd:tt $adam:tt $adamw:tt [$($rms:tt)*]
+        $ada:tt $table:tt [$($kind:ident)*] $fixed:tt [RMSprop: $d:expr $(, $($more:tt)*)?]
+        $($rest:tt)*
+    ) => {
+        optimizer_options!(@entry ($name $ty $help $check) $sgd $adam $adamw
+            [$($rms)* $name: $ty = $help ($d),] $ada $table [$($kind)* RmsProp] $fixed
+            [$($($more)*)?] $($rest)*);
+    };
+    (@entry ($name:ident $ty:ident $help:literal $check:tt) $sgd:tt $adam:tt $adamw:tt $rms:tt
+        [$($ada:tt)*] $table:tt [$($kind:ident)*] $fixed:tt [Adagrad: $d:expr $(, $($more:tt)*)?]
+        $($rest:tt)*
+    ) => {
+        optimizer_options!(@entry ($name $ty $help $check) $sgd $adam $adamw $rms
+            [$($ada)* $name: $ty = $help ($d),] $table [$($kind)* Adagrad] $fixed
+            [$($($more)*)?] $($rest)*);
+    };
+    // A row's entries all read: its line of the table.
+    (@entry ($name:ident $ty:ident $help:literal [$($turn:literal $refuses:expr)?]) $sgd:tt $adam:tt
+        $adamw:tt $rms:tt $ada:tt [$($table:tt)*] [$($kind:ident)*] [$($fixed:ident)*] []
+        $($rest:tt)*
+    ) => {
+        optimizer_options!(@rows $sgd $adam $adamw $rms $ada [$($table)*
+            optimizer_options!(@row $name $ty $help [$($kind),*] [$($fixed),*] [None] [$($turn $refuses)?]),
+        ] $($rest)*);
     };
 
     (@row $name:ident $ty:ident $help:literal [$($kind:ident),*] [$($fixed:ident),*] [$only:expr]
@@ -306,7 +338,7 @@ macro_rules! optimizer_options {
     (@check $turn:literal $refuses:expr) => { Some(Check { turn: $turn, refuses: $refuses }) };
 
     ($($rows:tt)*) => {
-        optimizer_options!(@rows [] [] [] $($rows)*);
+        optimizer_options!(@rows [] [] [] [] [] [] $($rows)*);
     };
 }
 pub(crate) use optimizer_options;

@@ -12,31 +12,48 @@ use crate::tensor::{Result, TensorError};
 
 optimizer_options! {
     lr: Number, "learning rate", check 1 |v| below_zero(v, "Invalid learning rate")
-        => { SGD: Number::float(1e-3), Adam: Number::float(1e-3), AdamW: Number::float(1e-3) };
-    momentum: Number, "momentum factor", check 2 |v| below_zero(v, "Invalid momentum value")
-        => { SGD: Number::int(0) };
+        => {
+            SGD: Number::float(1e-3), Adam: Number::float(1e-3), AdamW: Number::float(1e-3),
+            RMSprop: Number::float(1e-2), Adagrad: Number::float(1e-2)
+        };
+    lr_decay: Number, "learning rate decay per step",
+        check 2 |v| below_zero(v, "Invalid lr_decay value") => { Adagrad: Number::int(0) };
+    alpha: Number, "smoothing constant of the square average",
+        check 7 |v| below_zero(v, "Invalid alpha value") => { RMSprop: Number::float(0.99) };
+    momentum: Number, "momentum factor", check 4 |v| below_zero(v, "Invalid momentum value")
+        => { SGD: Number::int(0), RMSprop: Number::int(0) };
     dampening: Number, "dampening for momentum" => { SGD: Number::int(0) };
-    betas: Pair, "decay rates of the two moment estimates", check 4 betas_outside_unit
+    betas: Pair, "decay rates of the two moment estimates", check 5 betas_outside_unit
         => {
             Adam: (Number::float(0.9), Number::float(0.999)),
             AdamW: (Number::float(0.9), Number::float(0.999))
         };
     eps: Number, "added to the denominator", check 3 |v| below_zero(v, "Invalid epsilon value")
-        => { Adam: Number::float(1e-8), AdamW: Number::float(1e-8) };
+        => {
+            Adam: Number::float(1e-8), AdamW: Number::float(1e-8), RMSprop: Number::float(1e-8),
+            Adagrad: Number::float(1e-10)
+        };
     weight_decay: Number, "weight decay (an L2 penalty unless decoupled)",
-        check 5 |v| below_zero(v, "Invalid weight_decay value")
-        => { SGD: Number::int(0), Adam: Number::int(0), AdamW: Number::float(1e-2) };
+        check 6 |v| below_zero(v, "Invalid weight_decay value")
+        => {
+            SGD: Number::int(0), Adam: Number::int(0), AdamW: Number::float(1e-2),
+            RMSprop: Number::int(0), Adagrad: Number::int(0)
+        };
+    initial_accumulator_value: Number, "the starting value of the sums of squares",
+        check 8 |v| below_zero(v, "Invalid initial_accumulator_value value")
+        => { Adagrad: Number::int(0) };
     nesterov: Flag, "Nesterov momentum" => { SGD: false };
+    centered: Flag, "normalize by the gradient's variance instead" => { RMSprop: false };
     amsgrad: Flag, "the AMSGrad variant" => { Adam: false, AdamW: false };
     maximize: Flag, "maximize the objective instead"
-        => { SGD: false, Adam: false, AdamW: false };
+        => { SGD: false, Adam: false, AdamW: false, RMSprop: false, Adagrad: false };
     foreach: Auto, "the multi-tensor path; None picks it when every parameter is on a GPU"
-        => { SGD: None, Adam: None, AdamW: None };
+        => { SGD: None, Adam: None, AdamW: None, RMSprop: None, Adagrad: None };
     capturable: Flag, "CUDA-graph capturable steps", only OptionValue::Flag(false)
-        => [Adam, AdamW];
+        => [Adam, AdamW, RmsProp];
     differentiable: Flag, "autograd through the step", only OptionValue::Flag(false)
-        => [Sgd, Adam, AdamW];
-    fused: Auto, "the fused kernel", only OptionValue::Auto(None) => [Sgd, Adam, AdamW];
+        => [Sgd, Adam, AdamW, RmsProp, Adagrad];
+    fused: Auto, "the fused kernel", only OptionValue::Auto(None) => [Sgd, Adam, AdamW, Adagrad];
     decoupled_weight_decay: Flag, "decay the parameters themselves rather than the gradient"
         => { Adam: false, AdamW fixed: true };
 }
@@ -79,6 +96,29 @@ impl AdamOptions {
     /// PyTorch's checks in `Adam.__init__`, with its messages.
     pub fn check(&self) -> Result<()> {
         super::option_table::check_all(OPTIONS, OptimizerKind::Adam, |name| self.get(name))
+    }
+}
+
+impl RmsPropOptions {
+    /// PyTorch's checks in `RMSprop.__init__`, with its messages.
+    pub fn check(&self) -> Result<()> {
+        super::option_table::check_all(OPTIONS, OptimizerKind::RmsProp, |name| self.get(name))
+    }
+}
+
+impl AdagradOptions {
+    /// PyTorch's checks in `Adagrad.__init__`, with its messages; it checks `eps` last, where
+    /// Adam and RMSprop check it second.
+    pub fn check(&self) -> Result<()> {
+        let kind = OptimizerKind::Adagrad;
+        super::option_table::check_all(OPTIONS, kind, |name| match name {
+            "eps" => None,
+            _ => self.get(name),
+        })?;
+        super::option_table::check_all(OPTIONS, kind, |name| match name {
+            "eps" => self.get(name),
+            _ => None,
+        })
     }
 }
 

@@ -184,7 +184,8 @@ impl Tensor {
         Self::from_bytes(&bytes, &shape, opts.dtype, opts.device)?.finish(opts)
     }
 
-    fn like_opts(&self) -> TensorOptions {
+    /// Options for a new tensor of this one's dtype and device, not requiring grad.
+    pub(crate) fn like_opts(&self) -> TensorOptions {
         TensorOptions {
             dtype: self.dtype(),
             device: self.device(),

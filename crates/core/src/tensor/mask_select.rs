@@ -102,7 +102,7 @@ impl Tensor {
     pub fn index_by_mask(&self, mask: &Tensor) -> Result<Tensor> {
         super::check_interrupt()?;
         self.check_selection_mask(mask)?;
-        let out = self.select_by_mask(mask)?;
+        let out = self.select_by_mask(mask.clone())?;
         if needs_grad(&[self]) {
             let saved = SavedTensor::new(mask)?;
             let input = self.shape();
@@ -119,25 +119,46 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `torch.masked_select(self, mask)` for a mask of `self`'s shape: the selected elements, 1-D.
+    /// `torch.masked_select(self, mask)`: the elements where `mask` holds, both broadcast to one
+    /// shape, 1-D. Like `nonzero`, it makes a broadcast mask contiguous first (a copy, freed once
+    /// the coordinates are made); MaskedSelectBackward0 scatters the gradient into zeros.
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         super::check_interrupt()?;
-        if mask.dims() != self.dims() {
-            return Err(TensorError::not_implemented(format!(
-                "torchlet: masked_select with a mask of shape {:?} broadcast to {:?} is not supported yet; \
-                 use a mask of the tensor's shape",
-                mask.dims(),
-                self.dims()
+        if mask.dtype() != DType::Bool {
+            return Err(TensorError::runtime(format!(
+                "masked_select: expected BoolTensor for mask, got {}",
+                mask.dtype().scalar_type_name()
             )));
         }
+        let shape = super::broadcast_shapes(self.dims(), mask.dims())?;
+        let x = self.detach()?.expand(&shape)?;
+        let m = mask.expand(&shape)?;
+        x.check_selection_mask(&m)?;
+        let m = if m.is_contiguous() {
+            m
+        } else {
+            m.contiguous()?
+        };
+        let out = x.select_by_mask(m)?;
         if needs_grad(&[self]) {
-            return Err(TensorError::not_implemented(
-                "torchlet: the gradient of masked_select (masked_scatter_) is not supported yet; \
-                 x[mask] selects the same elements and has its gradient",
-            ));
+            let saved = SavedTensor::new(mask)?;
+            let input = self.shape();
+            record(
+                &out,
+                "MaskedSelectBackward0",
+                &[self],
+                true,
+                Box::new(move |g, _| {
+                    Ok(vec![Some(masked_select_backward(
+                        g,
+                        saved.get()?,
+                        &input,
+                        &shape,
+                    )?)])
+                }),
+            );
         }
-        self.check_selection_mask(mask)?;
-        self.select_by_mask(mask)
+        Ok(out)
     }
 
     /// PyTorch's checks of a mask indexing `self`, with its messages.
@@ -174,15 +195,17 @@ impl Tensor {
         Ok(())
     }
 
-    /// The selection's output, with `index`'s memory: the coordinates made,
-    /// the output, the coordinates freed.
-    fn select_by_mask(&self, mask: &Tensor) -> Result<Tensor> {
+    /// The selection's output, with `index`'s memory: the coordinates made, `mask` let go (a
+    /// contiguous copy `nonzero` made goes here), the output, the coordinates freed.
+    fn select_by_mask(&self, mask: Tensor) -> Result<Tensor> {
         let counted = mask.count_nonzero_elements()?;
         let positions = counted.positions.clone();
         let coords = mask.coordinates(counted)?;
-        let slice: usize = self.dims()[mask.dim()..].iter().product();
+        let mask_dims = mask.dim();
+        drop(mask);
+        let slice: usize = self.dims()[mask_dims..].iter().product();
         let mut shape = vec![positions.len()];
-        shape.extend_from_slice(&self.dims()[mask.dim()..]);
+        shape.extend_from_slice(&self.dims()[mask_dims..]);
         let out = self.empty_same(&shape, self.dtype())?;
         drop(coords);
         if out.has_values() && out.numel() > 0 {
@@ -196,6 +219,19 @@ impl Tensor {
         }
         Ok(out)
     }
+}
+
+/// `masked_select_backward`: zeros of the broadcast `shape`, the gradient scattered in at the
+/// mask (in place), summed back to the input's shape.
+fn masked_select_backward(
+    g: &Tensor,
+    mask: &Tensor,
+    input: &[usize],
+    shape: &[usize],
+) -> Result<Tensor> {
+    let result = Tensor::zeros(shape, &g.like_options())?;
+    result.masked_scatter_(mask, g)?;
+    result.sum_to_size(input)
 }
 
 /// IndexBackward0 of `x[mask]`: zeros of `x`'s shape, then `index_put_(accumulate=True)` of the

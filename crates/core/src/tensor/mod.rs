@@ -18,7 +18,8 @@
 //! (where, masked_fill, triu/tril, index_select, gather, embedding; `scatter`) compute through the
 //! device backend and record autograd nodes; `sorting` (sort, argsort, topk), `scan` (cumsum,
 //! flip), `moments` (var, std and their `_mean` forms), `logsumexp` (PyTorch's composite),
-//! `mask_select` (nonzero, `x[mask]`, masked_select), `index_rows` (`x[idx]`; both add their
+//! `mask_select` (nonzero, `x[mask]`, masked_select), `masked_scatter`, `fold` (unfold/fold:
+//! im2col and col2im), `index_rows` (`x[idx]`; both add their
 //! gradient up with `index_put_sorted`) and `multinomial` order, count, sum and draw
 //! on the host, with PyTorch's device memory; `collective` checks and runs `all_reduce`, `broadcast`
 //! and `all_gather` over one tensor per device; `unary_list` and `binary_list` declare each
@@ -48,6 +49,7 @@ mod conv_workspace_table;
 pub(crate) mod convert;
 mod creation;
 mod elementwise_more;
+pub mod fold;
 mod grad;
 mod group_norm;
 mod handle;
@@ -62,6 +64,7 @@ mod logsumexp;
 mod loss;
 mod loss_pointwise;
 mod mask_select;
+mod masked_scatter;
 mod math;
 mod memory_format;
 mod moments;

@@ -704,6 +704,10 @@ def masked_fill(input, mask, value):
     return input.masked_fill(mask, value)
 
 
+def masked_scatter(input, mask, source):
+    return input.masked_scatter(mask, source)
+
+
 def index_select(input, dim, index):
     return input.index_select(dim, index)
 

@@ -793,6 +793,12 @@ class Tensor(_C.TensorBase):
             value = value.item()
         return _C._masked_fill_(self, mask, value)
 
+    def masked_scatter(self, mask, source):
+        return _C._masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask, source):
+        return _C._masked_scatter_(self, mask, source)
+
     def clamp(self, min=None, max=None):
         return _C._clamp(self, min, max)
 

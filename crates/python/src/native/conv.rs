@@ -4,6 +4,7 @@
 
 use rustpython_vm::PyResult;
 use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::fold::Window;
 use torchlet_core::tensor::pool::{PoolOptions, Running};
 
 use super::args::Args;
@@ -47,6 +48,16 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             d? as usize,
             g? as usize,
         );
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    // (input, kernel_size, dilation, padding, stride), each pair a 2-tuple: F.unfold.
+    ("_im2col", |a| {
+        let y = a.tensor(0)?.im2col(window(a, 1)?);
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    // (input, output_size, kernel_size, dilation, padding, stride): F.fold.
+    ("_col2im", |a| {
+        let y = a.tensor(0)?.col2im(pair(a, 1)?, window(a, 2)?);
         Ok(wrap(a.vm, y.or_raise(a.vm)?))
     }),
     // (input, kernel, stride, padding, dilation, ceil_mode, return_indices)
@@ -105,6 +116,16 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
 fn pair(a: &Args, i: usize) -> PyResult<[usize; 2]> {
     let v = a.ints(i)?;
     Ok([v[0].max(0) as usize, v[1].max(0) as usize])
+}
+
+/// Unfold's (kernel_size, dilation, padding, stride) from argument `i` on, as `F.unfold` orders them.
+fn window(a: &Args, i: usize) -> PyResult<Window> {
+    Ok(Window {
+        kernel: pair(a, i)?,
+        dilation: pair(a, i + 1)?,
+        padding: pair(a, i + 2)?,
+        stride: pair(a, i + 3)?,
+    })
 }
 
 /// Max pooling's (kernel, stride, padding, dilation, ceil_mode) from argument `i` on.

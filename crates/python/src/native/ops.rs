@@ -216,6 +216,15 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_masked_fill_", |a| {
         one(a, a.tensor(0)?.masked_fill_(&a.tensor(1)?, a.scalar(2)?))
     }),
+    ("_masked_scatter", |a| {
+        one(a, a.tensor(0)?.masked_scatter(&a.tensor(1)?, &a.tensor(2)?))
+    }),
+    ("_masked_scatter_", |a| {
+        one(
+            a,
+            a.tensor(0)?.masked_scatter_(&a.tensor(1)?, &a.tensor(2)?),
+        )
+    }),
     ("_triangle", |a| {
         one(a, a.tensor(0)?.triangle(a.int(1)?, a.bool(2)?))
     }),

@@ -7,9 +7,7 @@ use rustpython_vm::builtins::{PyDict, PyTuple};
 use rustpython_vm::AsObject;
 use rustpython_vm::{pyclass, PyObjectRef, PyPayload, PyResult, VirtualMachine};
 use torchlet_core::optim::options::{keywords, OptionRow, OptionType};
-use torchlet_core::optim::{
-    AdamOptions, Algorithm, Number, Optimizer, OptimizerKind, OptionValue, SgdOptions, OPTIONS,
-};
+use torchlet_core::optim::{Algorithm, Number, Optimizer, OptimizerKind, OptionValue, OPTIONS};
 
 use super::args::{float_of, int_of, Args};
 use super::tensor::{wrap, OrRaise};
@@ -35,11 +33,7 @@ impl PyOptimizer {}
 pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     ("_optimizer_new", |a| {
         let kind = kind_of(a, &a.str(0)?)?;
-        let mut algorithm = match kind {
-            OptimizerKind::Sgd => Algorithm::Sgd(SgdOptions::default()),
-            OptimizerKind::Adam => Algorithm::Adam(AdamOptions::adam()),
-            OptimizerKind::AdamW => Algorithm::Adam(AdamOptions::adamw()),
-        };
+        let mut algorithm = Algorithm::defaults(kind);
         apply(a.vm, kind, &mut algorithm, a.get(2)?)?;
         let optimizer = Optimizer::new(kind.name(), a.tensors(1)?, algorithm).or_raise(a.vm)?;
         let handle = PyOptimizer {
@@ -91,6 +85,8 @@ fn kind_of(a: &Args, name: &str) -> PyResult<OptimizerKind> {
         "SGD" => Ok(OptimizerKind::Sgd),
         "Adam" => Ok(OptimizerKind::Adam),
         "AdamW" => Ok(OptimizerKind::AdamW),
+        "RMSprop" => Ok(OptimizerKind::RmsProp),
+        "Adagrad" => Ok(OptimizerKind::Adagrad),
         other => Err(a
             .vm
             .new_value_error(format!("torchlet has no optimizer {other}"))),
@@ -124,11 +120,7 @@ fn apply(
             continue;
         }
         let value = option_value(vm, row, &value)?;
-        let set = match algorithm {
-            Algorithm::Sgd(o) => o.set(row.name, value),
-            Algorithm::Adam(o) => o.set(row.name, value),
-        };
-        if !set {
+        if !algorithm.set(row.name, value) {
             return Err(vm.new_type_error(format!("{} has no option {}", kind.name(), row.name)));
         }
     }

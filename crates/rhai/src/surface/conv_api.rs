@@ -1,4 +1,4 @@
-//! Convolution-network ops in scripts: `conv2d`, `max_pool2d`, `avg_pool2d`,
+//! Convolution-network ops in scripts: `conv2d`, `unfold`, `fold`, `max_pool2d`, `avg_pool2d`,
 //! `adaptive_avg_pool2d`, `batch_norm`, `nll_loss` and `scaled_dot_product_attention`, as
 //! functions with PyTorch's keyword arguments in an options map.
 use rhai::{Engine, Map};
@@ -8,6 +8,7 @@ use super::documented::Documented;
 use super::errors::type_error;
 use torchlet_core::tensor::attention::SdpaOptions;
 use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::fold::Window;
 use torchlet_core::tensor::pool::{PoolOptions, Running};
 use torchlet_core::tensor::Tensor;
 
@@ -27,6 +28,14 @@ pub(crate) fn register(engine: &mut Engine) {
             pool(x, k, &Map::new(), "max_pool2d")
         })
         .register_fn("max_pool2d", |x: &mut Tensor, k: rhai::INT, o: Map| pool(x, k, &o, "max_pool2d"))
+        .register_doc("unfold", &["unfold(x, k[, #{dilation, padding, stride}]) — each k×k block of [N, C, H, W] as a column of [N, C·k·k, blocks], as F.unfold (im2col)"], |x: &mut Tensor, k: rhai::INT| {
+            unfold(x, k, &Map::new())
+        })
+        .register_fn("unfold", |x: &mut Tensor, k: rhai::INT, o: Map| unfold(x, k, &o))
+        .register_doc("fold", &["fold(cols, size, k[, #{dilation, padding, stride}]) — columns of k×k blocks summed back into size×size planes (overlaps add up), as F.fold (col2im)"], |x: &mut Tensor, size: rhai::INT, k: rhai::INT| {
+            fold(x, size, k, &Map::new())
+        })
+        .register_fn("fold", |x: &mut Tensor, size: rhai::INT, k: rhai::INT, o: Map| fold(x, size, k, &o))
         .register_doc("avg_pool2d", &["avg_pool2d(x, k[, #{stride, padding, ceil_mode, count_include_pad}]) — mean over k×k windows, as F.avg_pool2d"], |x: &mut Tensor, k: rhai::INT| {
             pool(x, k, &Map::new(), "avg_pool2d")
         })
@@ -159,6 +168,27 @@ fn pool(x: &Tensor, k: rhai::INT, o: &Map, what: &str) -> Res<Tensor> {
             .avg_pool2d(&opts, flag(o, "count_include_pad", true, what)?, None)
             .or_raise(),
     }
+}
+
+/// The sliding window of `unfold`/`fold` calls: a square kernel `k`, the rest from `o`.
+fn window(k: rhai::INT, o: &Map, what: &str) -> Res<Window> {
+    check_keys(o, &["dilation", "padding", "stride"], what)?;
+    let k = non_negative(k, &format!("{what}(): kernel_size"))?;
+    Ok(Window {
+        kernel: [k, k],
+        dilation: pair(o, "dilation", [1, 1], what)?,
+        padding: pair(o, "padding", [0, 0], what)?,
+        stride: pair(o, "stride", [1, 1], what)?,
+    })
+}
+
+fn unfold(x: &Tensor, k: rhai::INT, o: &Map) -> Res<Tensor> {
+    x.im2col(window(k, o, "unfold")?).or_raise()
+}
+
+fn fold(x: &Tensor, size: rhai::INT, k: rhai::INT, o: &Map) -> Res<Tensor> {
+    let size = non_negative(size, "fold(): output_size")?;
+    x.col2im([size, size], window(k, o, "fold")?).or_raise()
 }
 
 fn batch_norm(x: &Tensor, mean: Tensor, var: Tensor, o: &Map) -> Res<Tensor> {

@@ -1,4 +1,5 @@
-//! The `optim` module (`optim::SGD`, `optim::Adam`, `optim::AdamW`) and the optimizer type:
+//! The `optim` module (`optim::SGD`, `optim::Adam`, `optim::AdamW`, `optim::RMSprop`,
+//! `optim::Adagrad`) and the optimizer type:
 //! `.step()`, `.zero_grad([#{set_to_none}])`, `.state[p]`, and PyTorch's printed form.
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -9,9 +10,7 @@ use super::convert::{OrRaise, Res};
 use super::documented::{Documented, DocumentedModule};
 use super::errors::{type_error, value_error};
 use torchlet_core::optim::options::{keywords, OptionRow, OptionType};
-use torchlet_core::optim::{
-    AdamOptions, Algorithm, Number, Optimizer, OptimizerKind, OptionValue, SgdOptions, OPTIONS,
-};
+use torchlet_core::optim::{Algorithm, Number, Optimizer, OptimizerKind, OptionValue, OPTIONS};
 use torchlet_core::tensor::Tensor;
 
 /// An optimizer as scripts hold it: copies of the value are the same optimizer, as in Python.
@@ -115,7 +114,7 @@ fn pair(name: &str, value: &Dynamic) -> Res<(Number, Number)> {
             number(&format!("{name}[1]"), b)?,
         )),
         _ => {
-            let example = AdamOptions::adam()
+            let example = Algorithm::defaults(OptimizerKind::Adam)
                 .get(name)
                 .map_or(String::new(), |v| v.to_string());
             let example = example.replace('(', "[").replace(')', "]");
@@ -170,19 +169,11 @@ fn make(name: &'static str, params: &Dynamic, algorithm: Algorithm) -> Res<Scrip
     Ok(ScriptOptimizer(Rc::new(RefCell::new(optimizer))))
 }
 
-fn sgd(params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
-    let mut o = SgdOptions::default();
-    each_option(OptimizerKind::Sgd, options, |key, v| o.set(key, v))?;
-    make("SGD", params, Algorithm::Sgd(o))
-}
-
-fn adam(kind: OptimizerKind, params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
-    let mut o = match kind {
-        OptimizerKind::AdamW => AdamOptions::adamw(),
-        _ => AdamOptions::adam(),
-    };
-    each_option(kind, options, |key, v| o.set(key, v))?;
-    make(kind.name(), params, Algorithm::Adam(o))
+/// `optim::KIND(params, #{…})`: PyTorch's defaults for `kind`, then the options given.
+fn optimizer(kind: OptimizerKind, params: &Dynamic, options: &Map) -> Res<ScriptOptimizer> {
+    let mut algorithm = Algorithm::defaults(kind);
+    each_option(kind, options, |key, v| algorithm.set(key, v))?;
+    make(kind.name(), params, algorithm)
 }
 
 fn zero_grad(opt: &ScriptOptimizer, options: &Map) -> Res<()> {
@@ -258,11 +249,10 @@ fn describe(opt: &ScriptOptimizer) -> String {
     let kind = match opt.algorithm() {
         Algorithm::Sgd(_) => OptimizerKind::Sgd,
         Algorithm::Adam(_) => OptimizerKind::Adam,
+        Algorithm::RmsProp(_) => OptimizerKind::RmsProp,
+        Algorithm::Adagrad(_) => OptimizerKind::Adagrad,
     };
-    let value = |name: &str| match opt.algorithm() {
-        Algorithm::Sgd(o) => o.get(name),
-        Algorithm::Adam(o) => o.get(name),
-    };
+    let value = |name: &str| opt.algorithm().get(name);
     let mut rows: Vec<(&str, String)> = OPTIONS
         .iter()
         .filter(|r| r.in_group_of(kind))
@@ -293,13 +283,11 @@ fn usage(kind: OptimizerKind, what: &str) -> String {
 /// Register the `optim` module and the optimizer type.
 pub(crate) fn register(engine: &mut Engine) {
     let mut m = Module::new();
-    let sgd_help = usage(
-        OptimizerKind::Sgd,
-        "stochastic gradient descent over an array of tensors (lr 1e-3)",
-    );
-    m.register_doc("SGD", &[&sgd_help], |p: Dynamic| sgd(&p, &Map::new()));
-    m.set_native_fn("SGD", |p: Dynamic, o: Map| sgd(&p, &o));
     for (kind, what) in [
+        (
+            OptimizerKind::Sgd,
+            "stochastic gradient descent over an array of tensors (lr 1e-3)",
+        ),
         (
             OptimizerKind::Adam,
             "Adam (lr 1e-3, betas [0.9, 0.999], eps 1e-8)",
@@ -308,11 +296,21 @@ pub(crate) fn register(engine: &mut Engine) {
             OptimizerKind::AdamW,
             "Adam with decoupled weight decay (weight_decay 0.01)",
         ),
+        (
+            OptimizerKind::RmsProp,
+            "RMSprop: steps scaled by a running average of squared gradients (lr 1e-2, alpha 0.99)",
+        ),
+        (
+            OptimizerKind::Adagrad,
+            "Adagrad: steps scaled by each element's sum of squared gradients (lr 1e-2), made at once",
+        ),
     ] {
         m.register_doc(kind.name(), &[&usage(kind, what)], move |p: Dynamic| {
-            adam(kind, &p, &Map::new())
+            optimizer(kind, &p, &Map::new())
         });
-        m.set_native_fn(kind.name(), move |p: Dynamic, o: Map| adam(kind, &p, &o));
+        m.set_native_fn(kind.name(), move |p: Dynamic, o: Map| {
+            optimizer(kind, &p, &o)
+        });
     }
     engine.register_static_module("optim", m.into());
 

@@ -1,4 +1,5 @@
-//! Summing into slots and shifting in scripts: `scatter_add`, `index_add` (with `alpha`) and `roll`, as functions and methods.
+//! Summing into slots, filling masked places and shifting in scripts: `scatter_add`, `index_add`
+//! (with `alpha`), `masked_scatter` and `roll`, as functions and methods.
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
 use super::conv_api::{check_keys, float};
@@ -27,6 +28,12 @@ pub(crate) fn register(engine: &mut Engine) {
         })
         .register_fn("index_add_", |t: &mut Tensor, dim: INT, index: Tensor, source: Tensor, o: Map| {
             t.index_add_(dim as isize, &index, &source, alpha(&o, "index_add_")?).or_raise()
+        })
+        .register_doc("masked_scatter", &["t.masked_scatter(mask, source) — a copy of t whose places where the bool mask holds take source's elements in order"], |t: &mut Tensor, mask: Tensor, source: Tensor| {
+            t.masked_scatter(&mask, &source).or_raise()
+        })
+        .register_doc("masked_scatter_", &["t.masked_scatter_(mask, source) — masked_scatter into t itself"], |t: &mut Tensor, mask: Tensor, source: Tensor| {
+            t.masked_scatter_(&mask, &source).or_raise()
         })
         .register_doc("roll", &["t.roll(shift, dim) or t.roll([shifts], [dims]) — t rotated along dims, as torch.roll"], |t: &mut Tensor, shifts: Dynamic, dims: Dynamic| {
             roll(t, &shifts, &dims)

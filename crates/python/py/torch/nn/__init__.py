@@ -19,6 +19,8 @@ from torch.nn.modules import (  # noqa: F401
     ELU,
     Embedding,
     Flatten,
+    Fold,
+    Unfold,
     GroupNorm,
     Hardswish,
     Identity,

@@ -329,6 +329,16 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _C._conv1d(input, weight, bias, one(stride), one(padding), one(dilation), int(groups))
 
 
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    return _C._im2col(input, _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
+                      _pair(padding, "padding"), _pair(stride, "stride"))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    return _C._col2im(input, _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size"),
+                      _pair(dilation, "dilation"), _pair(padding, "padding"), _pair(stride, "stride"))
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     kernel = _pair(kernel_size, "kernel_size")

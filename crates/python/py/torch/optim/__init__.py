@@ -1,4 +1,4 @@
-"""torch.optim: SGD, Adam and AdamW with param_groups, each group stepped by torchlet's engine
+"""torch.optim: SGD, Adam, AdamW, RMSprop and Adagrad with param_groups, each group stepped by torchlet's engine
 as PyTorch's foreach implementation steps it (the default on CUDA); `lr_scheduler` changes the
 groups' lr between steps."""
 
@@ -123,6 +123,30 @@ class AdamW(Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         foreach=foreach, maximize=maximize, capturable=capturable,
                         differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+
+class RMSprop(Optimizer):
+    _kind = "RMSprop"
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+
+class Adagrad(Optimizer):
+    """Adagrad: its sums are made here, for every parameter, as PyTorch's __init__ makes them."""
+
+    _kind = "Adagrad"
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
 
