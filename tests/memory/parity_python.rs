@@ -60,6 +60,7 @@ python_parity!(
     py_ddp_no_sync,
     py_ddp_unused,
     py_elementwise_more,
+    py_fold_scatter,
     py_fsdp2_accum,
     py_fsdp2_cpu_offload,
     py_fsdp2_gpt_bf16,

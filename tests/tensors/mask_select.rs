@@ -99,3 +99,31 @@ device_test!(
         assert_eq!(vec_of(&x), GRID);
     }
 );
+
+/// CUB's scratch in `nonzero` (reduce, flagged select) and `masked_scatter_` (exclusive sum)
+/// against every case PyTorch 2.11 allocated (`tests/data/select_scratch.json`, 64 to 50M mask
+/// elements): the sizes are tile counts no header states.
+#[test]
+fn cub_scratch_of_nonzero_and_masked_scatter_is_pytorchs() {
+    use torchlet_core::device::cub_scratch::{flagged_select_bytes, reduce_bytes, scan_bytes};
+    let recorded: serde_json::Value =
+        serde_json::from_str(include_str!("../data/select_scratch.json")).expect("recorded JSON");
+    let cases = recorded["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 60, "{} cases", cases.len());
+    for case in cases {
+        let n = case["n"].as_u64().unwrap() as usize;
+        let count = case["count"].as_u64().unwrap() as usize;
+        let allocs: Vec<usize> = case["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e[0] == "alloc")
+            .map(|e| e[1].as_u64().unwrap() as usize)
+            .collect();
+        let want = match case["op"].as_str().unwrap() {
+            "nonzero" => vec![4, reduce_bytes(n, 4), count * 8, flagged_select_bytes(n)],
+            _ => vec![n * 8, scan_bytes(n, 8)],
+        };
+        assert_eq!(allocs, want, "{case}");
+    }
+}

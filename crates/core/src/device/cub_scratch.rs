@@ -121,9 +121,9 @@ const REDUCE_SINGLE_TILE: usize = 4096;
 /// Blocks of CUB's even-share reduce on an H100 or H200: 132 multiprocessors, 8 blocks each,
 /// times CUB's subscription factor of 5. Its scratch is one partial a block, whatever `n`.
 const REDUCE_BLOCKS: usize = 132 * 8 * 5;
-/// Items of one `DeviceSelect::Flagged` tile (estimated as `UniqueByKey`'s: at 64 and 16384
-/// items both ask for one tile state's size).
-const FLAGGED_TILE: usize = 4096;
+/// Items of one `DeviceSelect::Flagged` tile on sm90, read off `nonzero`'s scratch for masks of
+/// 64 to 50M elements (`tests/data/select_scratch.json`).
+const FLAGGED_TILE: usize = 4224;
 
 /// The temporary storage of CUB's `DeviceReduce::Sum` over `n` items into an accumulator of
 /// `accum` bytes (ATen's `nonzero` counting a mask's true elements): 21503 B for 16384 bools
@@ -136,10 +136,11 @@ pub fn reduce_bytes(n: usize, accum: usize) -> usize {
 }
 
 /// The temporary storage of CUB's `DeviceSelect::Flagged` over `n` items (ATen's `nonzero`
-/// writing the coordinates): an 8-byte tile state a tile, and a count a tile.
+/// writing the coordinates): an 8-byte tile state a tile after the padding, and the selected
+/// count.
 pub fn flagged_select_bytes(n: usize) -> usize {
     let tiles = n.div_ceil(FLAGGED_TILE).max(1);
-    alias(&[(tiles + TILE_STATUS_PADDING) * 8, tiles * 4])
+    alias(&[(tiles + TILE_STATUS_PADDING) * 8, 1])
 }
 
 /// The temporary storage of CUB's inclusive scan by key over `n` (uint32 key, uint32 value)
