@@ -471,6 +471,11 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("conv2d", "vals(conv2d(m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))", "[91.0]"),
     (
+        "conv_transpose2d",
+        "[vals(conv_transpose2d(m.view(1, 1, 2, 3), ones([1, 1, 1, 1], dev))), conv_transpose2d(m.view(1, 1, 2, 3), ones([1, 2, 2, 2], dev), #{stride: 2, output_padding: 1}).shape]",
+        "[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 2, 5, 7]]",
+    ),
+    (
         "unfold",
         "[vals(unfold(m.view(1, 1, 2, 3), 2)), unfold(m.view(1, 1, 2, 3), 2, #{padding: 1}).shape]",
         "[[1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0, 6.0], [1, 4, 12]]",

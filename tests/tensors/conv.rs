@@ -8,6 +8,7 @@ use common::device_test;
 use serde_json::Value;
 use torchlet_core::device::Device;
 use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::conv_transpose::ConvTransposeOptions;
 use torchlet_core::tensor::pool::{PoolOptions, Running};
 use torchlet_core::tensor::{DType, Scalar, Tensor, TensorOptions};
 
@@ -491,4 +492,130 @@ fn a_convolution_torchlet_has_no_recording_of_says_its_workspace_is_estimated() 
         text.contains("input [3, 5, 17, 17] weight [6, 5, 3, 3]"),
         "{text}"
     );
+}
+
+/// A transposed convolution in f64 from its definition: each input element spreads over the
+/// output through the weight (`w` [C, K/g, R, S]).
+fn reference_conv_transpose(
+    x: &[f64],
+    [n, c, h, w]: [usize; 4],
+    wt: &[f64],
+    [_, kg, r, s]: [usize; 4],
+    o: &ConvTransposeOptions,
+) -> (Vec<f64>, [usize; 4]) {
+    let g = o.conv.groups;
+    let (cg, k) = (c / g, kg * g);
+    let size = |a: usize, i: usize, kk: usize| {
+        (i - 1) * o.conv.stride[a] + o.conv.dilation[a] * (kk - 1) + o.output_padding[a] + 1
+            - 2 * o.conv.padding[a]
+    };
+    let (ho, wo) = (size(0, h, r), size(1, w, s));
+    let mut out = vec![0.0; n * k * ho * wo];
+    for b in 0..n {
+        for ch in 0..c {
+            let group = ch / cg;
+            for i in 0..h {
+                for j in 0..w {
+                    let v = x[((b * c + ch) * h + i) * w + j];
+                    for kk in 0..kg {
+                        for a in 0..r {
+                            for bb in 0..s {
+                                let oh = (i * o.conv.stride[0] + a * o.conv.dilation[0]) as isize
+                                    - o.conv.padding[0] as isize;
+                                let ow = (j * o.conv.stride[1] + bb * o.conv.dilation[1]) as isize
+                                    - o.conv.padding[1] as isize;
+                                if oh < 0 || ow < 0 || oh as usize >= ho || ow as usize >= wo {
+                                    continue;
+                                }
+                                let ko = group * kg + kk;
+                                out[((b * k + ko) * ho + oh as usize) * wo + ow as usize] +=
+                                    v * wt[((ch * kg + kk) * r + a) * s + bb];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (out, [n, k, ho, wo])
+}
+
+fn transposed_geometries() -> Vec<([usize; 4], [usize; 4], ConvTransposeOptions)> {
+    let o =
+        |stride: usize, padding: usize, output_padding: usize, dilation: usize, groups: usize| {
+            ConvTransposeOptions {
+                conv: ConvOptions {
+                    stride: [stride, stride],
+                    padding: [padding, padding],
+                    dilation: [dilation, dilation],
+                    groups,
+                },
+                output_padding: [output_padding, output_padding],
+            }
+        };
+    vec![
+        ([2, 3, 4, 5], [3, 2, 3, 3], o(1, 0, 0, 1, 1)),
+        ([1, 4, 3, 3], [4, 3, 4, 4], o(2, 1, 0, 1, 1)),
+        ([2, 4, 3, 4], [4, 1, 3, 3], o(2, 1, 1, 1, 2)),
+        ([1, 2, 3, 3], [2, 2, 2, 2], o(1, 0, 0, 2, 1)),
+    ]
+}
+
+device_test!(
+    fn conv_transpose2d_computes_the_definition(device: Device) {
+        for (xs, ws, o) in transposed_geometries() {
+            let x = values(&xs, 1, DType::F32, device, false);
+            let w = values(&ws, 2, DType::F32, device, false);
+            let channels = ws[1] * o.conv.groups;
+            let b = values(&[channels], 3, DType::F32, device, false);
+            let y = x.conv_transpose2d(&w, Some(&b), &o).unwrap();
+            let (mut want, shape) = reference_conv_transpose(&vec_of(&x), xs, &vec_of(&w), ws, &o);
+            let per = shape[2] * shape[3];
+            let bias = vec_of(&b);
+            for (i, v) in want.iter_mut().enumerate() {
+                *v += bias[i / per % channels];
+            }
+            assert_eq!(y.shape(), shape.to_vec(), "{o:?}");
+            assert_close(&vec_of(&y), &want, 1e-5, "conv_transpose2d");
+        }
+    }
+);
+
+device_test!(
+    fn conv_transpose2d_gradients_match_finite_differences(device: Device) {
+        for (xs, ws, o) in transposed_geometries().into_iter().take(3) {
+            let channels = ws[1] * o.conv.groups;
+            check_gradients(device, &[&xs, &ws, &[channels]], |t| {
+                t[0].conv_transpose2d(&t[1], Some(&t[2]), &o).unwrap()
+            });
+        }
+        let o = ConvTransposeOptions {
+            conv: ConvOptions {
+                stride: [1, 2],
+                padding: [0, 1],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        check_gradients(device, &[&[2, 3, 5], &[3, 2, 4]], |t| {
+            t[0].conv_transpose1d(&t[1], None, &o).unwrap()
+        });
+    }
+);
+
+#[test]
+fn bad_transposed_convolutions_are_pytorchs_errors() {
+    let x = values(&[1, 4, 3, 3], 1, DType::F32, Device::Cpu, false);
+    let w = values(&[3, 2, 3, 3], 2, DType::F32, Device::Cpu, false);
+    let e = |r: torchlet_core::tensor::Result<Tensor>| r.unwrap_err().to_string();
+    let o = ConvTransposeOptions::default();
+    assert!(e(x.conv_transpose2d(&w, None, &o))
+        .contains("expected input[1, 4, 3, 3] to have 3 channels"));
+    let bad = ConvTransposeOptions {
+        output_padding: [1, 1],
+        ..ConvTransposeOptions::default()
+    };
+    let w4 = values(&[4, 2, 3, 3], 2, DType::F32, Device::Cpu, false);
+    assert!(e(x.conv_transpose2d(&w4, None, &bad))
+        .contains("output padding must be smaller than either stride or dilation"));
 }

@@ -228,7 +228,7 @@ impl Tensor {
 }
 
 /// A workspace of `bytes` from the device's allocator (none for 0), freed when dropped.
-fn workspace(like: &Tensor, bytes: usize) -> Result<Option<Tensor>> {
+pub(super) fn workspace(like: &Tensor, bytes: usize) -> Result<Option<Tensor>> {
     if bytes == 0 {
         return Ok(None);
     }
@@ -238,7 +238,7 @@ fn workspace(like: &Tensor, bytes: usize) -> Result<Option<Tensor>> {
 }
 
 /// The backend's view of a convolution of `x` by `w`.
-fn conv<'a>(x: &'a Tensor, w: &'a Tensor, o: &ConvOptions) -> Conv<'a> {
+pub(super) fn conv<'a>(x: &'a Tensor, w: &'a Tensor, o: &ConvOptions) -> Conv<'a> {
     Conv {
         x: x.operand(),
         w: w.operand(),

@@ -129,6 +129,14 @@ pub fn estimated_workspaces() -> Vec<String> {
         .collect()
 }
 
+/// Remember that a convolution's workspaces were estimated (`described` as PyTorch's shapes).
+pub(crate) fn note_estimated(described: String) {
+    ESTIMATED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(described);
+}
+
 /// The workspaces of `case`: recorded, PyTorch's depthwise kernels' none, or estimated.
 pub fn workspaces(case: &ConvCase) -> Workspaces {
     if let Some(r) = RECORDED.iter().find(|r| case.matches(r)) {
@@ -146,13 +154,10 @@ pub fn workspaces(case: &ConvCase) -> Workspaces {
             ..Default::default()
         };
     }
-    ESTIMATED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(format!(
-            "{:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
-            case.dtype, case.input, case.weight, case.stride, case.padding, case.groups
-        ));
+    note_estimated(format!(
+        "{:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
+        case.dtype, case.input, case.weight, case.stride, case.padding, case.groups
+    ));
     let numel = case.output_numel() as f64;
     let distance = |r: &&Recorded| (numel / ConvCase::recorded_numel(r) as f64).ln().abs();
     let nearest = RECORDED

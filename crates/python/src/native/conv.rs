@@ -4,6 +4,7 @@
 
 use rustpython_vm::PyResult;
 use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::conv_transpose::ConvTransposeOptions;
 use torchlet_core::tensor::fold::Window;
 use torchlet_core::tensor::pool::{PoolOptions, Running};
 
@@ -49,6 +50,33 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
             g? as usize,
         );
         Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    // (input, weight, bias, stride, padding, output_padding, groups, dilation), pairs as 2-tuples.
+    ("_conv_transpose2d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let o = transpose_options(a, 3)?;
+        Ok(wrap(
+            a.vm,
+            x.conv_transpose2d(&w, b.as_ref(), &o).or_raise(a.vm)?,
+        ))
+    }),
+    // The same with one int each, as F.conv_transpose1d takes them.
+    ("_conv_transpose1d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let [s, p, op, g, d] = [3, 4, 5, 6, 7].map(|i| a.int(i).map(|v| v.max(0) as usize));
+        let o = ConvTransposeOptions {
+            conv: ConvOptions {
+                stride: [1, s?],
+                padding: [0, p?],
+                dilation: [1, d?],
+                groups: g?,
+            },
+            output_padding: [0, op?],
+        };
+        Ok(wrap(
+            a.vm,
+            x.conv_transpose1d(&w, b.as_ref(), &o).or_raise(a.vm)?,
+        ))
     }),
     // (input, kernel_size, dilation, padding, stride), each pair a 2-tuple: F.unfold.
     ("_im2col", |a| {
@@ -116,6 +144,19 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
 fn pair(a: &Args, i: usize) -> PyResult<[usize; 2]> {
     let v = a.ints(i)?;
     Ok([v[0].max(0) as usize, v[1].max(0) as usize])
+}
+
+/// A transposed convolution's (stride, padding, output_padding, groups, dilation) from argument `i` on.
+fn transpose_options(a: &Args, i: usize) -> PyResult<ConvTransposeOptions> {
+    Ok(ConvTransposeOptions {
+        conv: ConvOptions {
+            stride: pair(a, i)?,
+            padding: pair(a, i + 1)?,
+            dilation: pair(a, i + 4)?,
+            groups: a.int(i + 3)?.max(0) as usize,
+        },
+        output_padding: pair(a, i + 2)?,
+    })
 }
 
 /// Unfold's (kernel_size, dilation, padding, stride) from argument `i` on, as `F.unfold` orders them.

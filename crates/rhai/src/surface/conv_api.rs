@@ -1,4 +1,4 @@
-//! Convolution-network ops in scripts: `conv2d`, `unfold`, `fold`, `max_pool2d`, `avg_pool2d`,
+//! Convolution-network ops in scripts: `conv2d`, `conv_transpose2d`, `unfold`, `fold`, `max_pool2d`, `avg_pool2d`,
 //! `adaptive_avg_pool2d`, `batch_norm`, `nll_loss` and `scaled_dot_product_attention`, as
 //! functions with PyTorch's keyword arguments in an options map.
 use rhai::{Engine, Map};
@@ -8,6 +8,7 @@ use super::documented::Documented;
 use super::errors::type_error;
 use torchlet_core::tensor::attention::SdpaOptions;
 use torchlet_core::tensor::conv::ConvOptions;
+use torchlet_core::tensor::conv_transpose::ConvTransposeOptions;
 use torchlet_core::tensor::fold::Window;
 use torchlet_core::tensor::pool::{PoolOptions, Running};
 use torchlet_core::tensor::Tensor;
@@ -28,6 +29,12 @@ pub(crate) fn register(engine: &mut Engine) {
             pool(x, k, &Map::new(), "max_pool2d")
         })
         .register_fn("max_pool2d", |x: &mut Tensor, k: rhai::INT, o: Map| pool(x, k, &o, "max_pool2d"))
+        .register_doc("conv_transpose2d", &["conv_transpose2d(x, w[, b][, #{stride, padding, output_padding, groups, dilation}]) — transposed 2-D convolution (w [in, out/groups, kh, kw]), as F.conv_transpose2d"], |x: &mut Tensor, w: Tensor| {
+            conv_transpose2d(x, &w, None, &Map::new())
+        })
+        .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, b: Tensor| conv_transpose2d(x, &w, Some(&b), &Map::new()))
+        .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, o: Map| conv_transpose2d(x, &w, None, &o))
+        .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, b: Tensor, o: Map| conv_transpose2d(x, &w, Some(&b), &o))
         .register_doc("unfold", &["unfold(x, k[, #{dilation, padding, stride}]) — each k×k block of [N, C, H, W] as a column of [N, C·k·k, blocks], as F.unfold (im2col)"], |x: &mut Tensor, k: rhai::INT| {
             unfold(x, k, &Map::new())
         })
@@ -131,17 +138,35 @@ pub(crate) fn tensor(o: &Map, key: &str, what: &str) -> Res<Option<Tensor>> {
 
 fn conv2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
     check_keys(o, &["stride", "padding", "dilation", "groups"], "conv2d")?;
+    x.conv2d(w, b, &conv_options(o, "conv2d")?).or_raise()
+}
+
+/// A convolution's stride, padding, dilation and groups from `o`.
+fn conv_options(o: &Map, what: &str) -> Res<ConvOptions> {
     let groups = o.get("groups").map_or(Ok(1), |g| {
         g.as_int()
-            .map_err(|t| type_error(format!("conv2d(): groups must be an int, not {t}")))
+            .map_err(|t| type_error(format!("{what}(): groups must be an int, not {t}")))
     })?;
-    let opts = ConvOptions {
-        stride: pair(o, "stride", [1, 1], "conv2d")?,
-        padding: pair(o, "padding", [0, 0], "conv2d")?,
-        dilation: pair(o, "dilation", [1, 1], "conv2d")?,
-        groups: non_negative(groups, "conv2d(): groups")?,
+    Ok(ConvOptions {
+        stride: pair(o, "stride", [1, 1], what)?,
+        padding: pair(o, "padding", [0, 0], what)?,
+        dilation: pair(o, "dilation", [1, 1], what)?,
+        groups: non_negative(groups, &format!("{what}(): groups"))?,
+    })
+}
+
+fn conv_transpose2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
+    const WHAT: &str = "conv_transpose2d";
+    check_keys(
+        o,
+        &["stride", "padding", "output_padding", "groups", "dilation"],
+        WHAT,
+    )?;
+    let opts = ConvTransposeOptions {
+        conv: conv_options(o, WHAT)?,
+        output_padding: pair(o, "output_padding", [0, 0], WHAT)?,
     };
-    x.conv2d(w, b, &opts).or_raise()
+    x.conv_transpose2d(w, b, &opts).or_raise()
 }
 
 fn pool(x: &Tensor, k: rhai::INT, o: &Map, what: &str) -> Res<Tensor> {

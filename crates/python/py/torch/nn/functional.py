@@ -329,6 +329,30 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _C._conv1d(input, weight, bias, one(stride), one(padding), one(dilation), int(groups))
 
 
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _C._conv_transpose2d(input, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"),
+                                _pair(output_padding, "output_padding"), int(groups), _pair(dilation, "dilation"))
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
+    return _C._conv_transpose1d(input, weight, bias, one(stride), one(padding), one(output_padding), int(groups),
+                                one(dilation))
+
+
+def _refused_3d(name):
+    def refused(*args, **kwargs):
+        raise NotImplementedError(
+            f"torchlet: {name} is not supported yet (its cuDNN workspaces are not recorded); "
+            "1-D and 2-D convolutions and their transposed forms run")
+    refused.__name__ = name
+    return refused
+
+
+conv3d = _refused_3d("conv3d")
+conv_transpose3d = _refused_3d("conv_transpose3d")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return _C._im2col(input, _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
                       _pair(padding, "padding"), _pair(stride, "stride"))

@@ -539,13 +539,15 @@ def _tuple(v, n):
 
 
 class _ConvNd(Module):
-    """Conv1d/Conv2d: PyTorch's parameters (weight [out, in/groups, *kernel], bias [out]) and
-    initialisation (kaiming-uniform weight, uniform bias)."""
+    """Conv1d/Conv2d and their transposed forms: PyTorch's parameters (weight [out, in/groups,
+    *kernel], transposed [in, out/groups, *kernel]; bias [out]) and initialisation
+    (kaiming-uniform weight, uniform bias)."""
 
     _dims = 2
+    _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
+                 bias=True, padding_mode="zeros", device=None, dtype=None, output_padding=0):
         super().__init__()
         n = self._dims
         if in_channels % groups:
@@ -560,12 +562,12 @@ class _ConvNd(Module):
         self.stride = _tuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation = _tuple(dilation, n)
-        self.transposed = False
-        self.output_padding = (0,) * n
+        self.transposed = self._transposed
+        self.output_padding = _tuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(torch.empty((out_channels, in_channels // groups, *self.kernel_size),
-                                            device=device, dtype=dtype))
+        channels = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(torch.empty((*channels, *self.kernel_size), device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(torch.empty(out_channels, device=device, dtype=dtype))
         else:
@@ -585,6 +587,8 @@ class _ConvNd(Module):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
         if self.padding != (0,) * n:
             s += ", padding={padding}"
+        if self.output_padding != (0,) * n:
+            s += ", output_padding={output_padding}"
         if self.dilation != (1,) * n:
             s += ", dilation={dilation}"
         if self.groups != 1:
@@ -604,6 +608,66 @@ class Conv1d(_ConvNd):
 class Conv2d(_ConvNd):
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype, output_padding=output_padding)
+
+    def _output_padding(self, input, output_size):
+        """PyTorch's: the output_padding that makes the output `output_size` (the last dims)."""
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        output_size = list(output_size)[-n:]
+        extra = []
+        for d in range(n):
+            size = input.shape[d - n]
+            smallest = ((size - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            if not smallest <= output_size[d] < smallest + self.stride[d]:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from {smallest} to "
+                    f"{smallest + self.stride[d] - 1} (for an input of {list(input.shape)[-n:]})")
+            extra.append(output_size[d] - smallest)
+        return tuple(extra)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
+
+
+class _Refused3d(Module):
+    """A 3-D convolution, refused by name where it is made."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"torchlet: nn.{type(self).__name__} is not supported yet (its cuDNN workspaces are not "
+            "recorded); 1-D and 2-D convolutions and their transposed forms run")
+
+
+class Conv3d(_Refused3d):
+    pass
+
+
+class ConvTranspose3d(_Refused3d):
+    pass
 
 
 class MaxPool2d(Module):
