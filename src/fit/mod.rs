@@ -199,9 +199,17 @@ fn fits(report: &Value) -> bool {
     report["error"].is_null()
 }
 
-/// Where a peak was reached: `FILE:LINE:COL: statement`.
+/// Where a peak was reached: `FILE:LINE:COL: statement`, then, inside functions, the calls that
+/// led there as a traceback lists them.
 fn site(m: &Value) -> String {
-    m["site"].as_str().unwrap_or("(no statement)").to_string()
+    let mut out = m["site"].as_str().unwrap_or("(no statement)").to_string();
+    if let Some(calls) = m["stack"].as_array() {
+        out += "\n    the calls that led there, innermost last:";
+        for call in calls.iter().filter_map(|c| c.as_str()) {
+            out += &format!("\n      {call}");
+        }
+    }
+    out
 }
 
 /// The report of one run, as a person reads it: per device its peaks, then how the run ended.

@@ -503,6 +503,67 @@ fn a_python_program_fits_shapes_only_as_it_runs_with_values_and_names_its_line()
     );
 }
 
+/// Layers applied by functions: the peak is reached two calls deep.
+const NESTED_PY: &str = r#"import torch
+
+def block(x, w):
+    h = x @ w
+    return torch.relu(h) @ w
+
+def model(x, ws):
+    for w in ws:
+        x = block(x, w)
+    return x
+
+ws = [torch.randn(1024, 1024, device="cuda") for _ in range(3)]
+y = model(torch.randn(2048, 1024, device="cuda"), ws)
+"#;
+
+#[test]
+fn a_peak_inside_functions_names_the_calls_that_led_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_script(dir.path(), "nested.py", NESTED_PY);
+    let (ok, report, err) = output(
+        torchlet()
+            .arg("fit")
+            .arg(&path)
+            .args(["--gpu", "1GiB", "--json"]),
+    );
+    assert!(ok, "fits: {report}{err}");
+    let json: serde_json::Value = serde_json::from_str(&report).expect("--json prints JSON");
+    let peak = &json["verdicts"][0]["peaks"][0]["peak_allocated"];
+    let site = peak["site"].as_str().expect("a site");
+    assert!(
+        site.ends_with("nested.py:5:12: return torch.relu(h) @ w"),
+        "{site}"
+    );
+    let stack: Vec<&str> = peak["stack"]
+        .as_array()
+        .expect("a stack")
+        .iter()
+        .filter_map(|c| c.as_str())
+        .collect();
+    assert_eq!(stack.len(), 3, "{stack:?}");
+    assert!(
+        stack[0].contains("line 13, in <module>: y = model("),
+        "{stack:?}"
+    );
+    assert!(
+        stack[1].contains("line 9, in model: x = block(x, w)"),
+        "{stack:?}"
+    );
+    assert!(
+        stack[2].contains("line 5, in block: return torch.relu(h) @ w"),
+        "{stack:?}"
+    );
+    let (ok, text, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
+    assert!(ok);
+    assert!(
+        text.contains("the calls that led there, innermost last:"),
+        "{text}"
+    );
+}
+
 /// nanoGPT's `model.py`, unchanged, trained three steps by `train3.py`: `torchlet fit` (shapes
 /// only) gives the peaks PyTorch 2.11 printed for the same two files on sm90
 /// (`tests/data/nanogpt/torch_peaks.jsonl`, from `record_peaks.sh`), in float32 (the

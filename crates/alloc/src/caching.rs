@@ -423,6 +423,7 @@ impl<M: RawMemory> Inner<M> {
             reserved: s.reserved_bytes.all().current as u64,
             segments: s.segment.all().current as u64,
             site,
+            stack: crate::site::stack(),
             breakdown: self.roles.breakdown(s.allocated_bytes.all().current as u64),
         }
     }

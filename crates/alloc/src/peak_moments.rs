@@ -17,6 +17,8 @@ pub struct PeakMoment {
     pub segments: u64,
     /// The statement that made the request (`FILE:LINE:COL: text`), when a script named one.
     pub site: Option<Arc<str>>,
+    /// The calls that led to that statement, as a traceback lists them ([`crate::site::stack`]).
+    pub stack: Option<Arc<str>>,
     /// What the allocated bytes were, by role (Note [roles]).
     pub breakdown: Breakdown,
 }

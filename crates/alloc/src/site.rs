@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    static STACK: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
     static RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -22,8 +23,20 @@ pub fn current() -> Option<Arc<str>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// The calls that led to the running statement, as a traceback lists them (outermost first, one
+/// `File "F", line L, in NAME: text` a line, the statement's own last), when the language gave them.
+pub fn stack() -> Option<Arc<str>> {
+    STACK.with(|s| s.borrow().clone())
+}
+
 /// Name the statement now running (`None` once no script runs).
 pub fn set(site: Option<Arc<str>>) {
+    set_with_stack(site, None);
+}
+
+/// Name the statement now running and the calls that led to it (see [`stack`]).
+pub fn set_with_stack(site: Option<Arc<str>>, stack: Option<Arc<str>>) {
     RUN.with(|r| r.set(r.get() + 1));
     CURRENT.with(|c| *c.borrow_mut() = site);
+    STACK.with(|s| *s.borrow_mut() = stack);
 }

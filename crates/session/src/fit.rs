@@ -175,6 +175,7 @@ fn moment(m: &PeakMoment) -> Value {
         "segments": m.segments,
         "fragmentation": m.fragmentation(),
         "site": m.site.as_deref(),
+        "stack": m.stack.as_deref().map(|s| s.lines().collect::<Vec<_>>()),
         "breakdown": breakdown(m),
     })
 }

@@ -42,35 +42,69 @@ struct File {
     lines: Vec<String>,
 }
 
-/// Name the statement of the innermost program frame for what the running call allocates.
+/// Name the statement of the innermost program frame for what the running call allocates, with
+/// the program's calls that led to it when it runs inside a function.
 pub(crate) fn name_statement(vm: &VirtualMachine) {
     let frames = vm.frames.borrow();
-    for pointer in frames.iter().rev() {
+    let mut program = frames.iter().rev().filter_map(|pointer| {
         // SAFETY: the interpreter keeps every frame on its stack alive while it is there, and
-        // the stack is borrowed for this loop.
+        // the stack is borrowed for this walk.
         let frame = unsafe { pointer.as_ref() };
         let path = frame.code.source_path();
-        if is_torchlets_own(vm, path.as_str()) || frame.lasti() == 0 {
-            continue;
-        }
-        let location = frame.current_location();
-        let (line, col) = (location.line.get(), location.character_offset.get());
-        let place = (frame as *const _ as usize, path as *const _ as usize, line);
-        if LAST.with(|l| *l.borrow() == Some(place)) {
-            return;
-        }
-        LAST.with(|l| *l.borrow_mut() = Some(place));
-        let name = NAMES.with(|names| {
-            let key = (place.1, line, col);
-            let mut names = names.borrow_mut();
-            names
-                .entry(key)
-                .or_insert_with(|| statement_name(place.1, path.as_str(), line, col))
-                .clone()
-        });
-        torchlet_alloc::site::set(Some(name));
+        (!is_torchlets_own(vm, path.as_str()) && frame.lasti() != 0).then_some(frame)
+    });
+    let Some(frame) = program.next() else { return };
+    let path = frame.code.source_path();
+    let location = frame.current_location();
+    let (line, col) = (location.line.get(), location.character_offset.get());
+    let place = (frame as *const _ as usize, path as *const _ as usize, line);
+    if LAST.with(|l| *l.borrow() == Some(place)) {
         return;
     }
+    LAST.with(|l| *l.borrow_mut() = Some(place));
+    let name = NAMES.with(|names| {
+        let key = (place.1, line, col);
+        let mut names = names.borrow_mut();
+        names
+            .entry(key)
+            .or_insert_with(|| statement_name(place.1, path.as_str(), line, col))
+            .clone()
+    });
+    let callers: Vec<String> = program
+        .map(|f| {
+            let p = f.code.source_path();
+            call_line(
+                p as *const _ as usize,
+                p.as_str(),
+                f.current_location().line.get(),
+                f.code.obj_name.as_str(),
+            )
+        })
+        .collect();
+    let stack = (!callers.is_empty()).then(|| {
+        let own = call_line(place.1, path.as_str(), line, frame.code.obj_name.as_str());
+        let lines: Vec<&str> = callers
+            .iter()
+            .rev()
+            .map(String::as_str)
+            .chain([own.as_str()])
+            .collect();
+        Arc::from(lines.join("\n"))
+    });
+    torchlet_alloc::site::set_with_stack(Some(name), stack);
+}
+
+/// One line of a traceback-like stack: `File "F", line L, in NAME: text`.
+fn call_line(key: usize, path: &str, line: usize, function: &str) -> String {
+    let file = file(key, path);
+    let text = file
+        .lines
+        .get(line.saturating_sub(1))
+        .map_or("", |l| l.trim());
+    format!(
+        "File \"{}\", line {line}, in {function}: {text}",
+        file.shown
+    )
 }
 
 /// A program has stopped running: what is allocated now belongs to no statement.
@@ -91,12 +125,16 @@ pub(crate) fn in_callback() -> bool {
 /// checkpointed function), and name the outer statement again afterwards: what the outer call
 /// allocates after the callback returns is the outer statement's.
 pub(crate) fn around_callback<T>(f: impl FnOnce() -> T) -> T {
-    let (last, site) = (LAST.with(|l| *l.borrow()), torchlet_alloc::site::current());
+    let last = LAST.with(|l| *l.borrow());
+    let (site, stack) = (
+        torchlet_alloc::site::current(),
+        torchlet_alloc::site::stack(),
+    );
     CALLBACKS.with(|c| c.set(c.get() + 1));
     let result = f();
     CALLBACKS.with(|c| c.set(c.get() - 1));
     LAST.with(|l| *l.borrow_mut() = last);
-    torchlet_alloc::site::set(site);
+    torchlet_alloc::site::set_with_stack(site, stack);
     result
 }
 
@@ -128,18 +166,23 @@ pub(crate) fn is_torchlets_own(vm: &VirtualMachine, path: &str) -> bool {
 }
 
 fn statement_name(key: usize, path: &str, line: usize, col: usize) -> Arc<str> {
-    let file = FILES.with(|files| {
-        files
-            .borrow_mut()
-            .entry(key)
-            .or_insert_with(|| Arc::new(read(path)))
-            .clone()
-    });
+    let file = file(key, path);
     let text = file
         .lines
         .get(line.saturating_sub(1))
         .map_or("", |l| l.trim());
     Arc::from(format!("{}:{line}:{col}: {text}", file.shown))
+}
+
+/// The program file at `path` (interned as `key`), read once.
+fn file(key: usize, path: &str) -> Arc<File> {
+    FILES.with(|files| {
+        files
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Arc::new(read(path)))
+            .clone()
+    })
 }
 
 /// The lines of the program file `path`: a remembered cell's or input's, else the file's on disk.
