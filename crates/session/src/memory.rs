@@ -24,6 +24,10 @@ pub struct DeviceMemory {
     pub segments_released: i64,
     /// The cuBLAS workspaces inside `allocated` (no variable holds them).
     pub workspaces: Vec<Workspace>,
+    /// The statement running when `peak_allocated` was reached, if a program named one.
+    pub peak_site: Option<Arc<str>>,
+    /// The calls that led to that statement, as a traceback lists them (inside functions).
+    pub peak_stack: Option<Arc<str>>,
 }
 
 /// The figures of every CUDA device, or why there are none.
@@ -38,6 +42,7 @@ pub fn sample() -> Result<Vec<DeviceMemory>, String> {
         .map(|(index, a)| {
             let stats = a.memory_stats();
             let stat = |key: &str| stats.get(key).copied().unwrap_or(0);
+            let peak = a.peak_moments().allocated;
             Ok(DeviceMemory {
                 index,
                 allocated: a.memory_allocated(),
@@ -51,6 +56,8 @@ pub fn sample() -> Result<Vec<DeviceMemory>, String> {
                     .find(|(i, _)| *i == index)
                     .map(|(_, w)| w.clone())
                     .unwrap_or_default(),
+                peak_site: peak.site,
+                peak_stack: peak.stack,
             })
         })
         .collect()
@@ -121,8 +128,10 @@ pub fn workspace_note(index: usize, workspaces: &[Workspace]) -> Option<String> 
     }
 }
 
-/// The `:mem` table: allocated, reserved and their peaks per device, then the cuBLAS workspaces
-/// inside `allocated`, since they otherwise look like tensors nobody holds.
+/// The `:mem` table: allocated, reserved and their peaks per device, then where each device's
+/// allocated peak was reached (the innermost statement, and inside functions the calls that led
+/// there), then the cuBLAS workspaces inside `allocated`, since they otherwise look like tensors
+/// nobody holds.
 pub fn table(devices: &[DeviceMemory]) -> String {
     let mut out = format!(
         "{:<8} {:>12} {:>12} {:>16} {:>15}\n",
@@ -137,6 +146,16 @@ pub fn table(devices: &[DeviceMemory]) -> String {
             human(d.peak_allocated),
             human(d.peak_reserved)
         );
+    }
+    for d in devices {
+        let Some(site) = &d.peak_site else { continue };
+        out += &format!("peak allocated on cuda:{} reached at {site}\n", d.index);
+        if let Some(stack) = &d.peak_stack {
+            out += "  the calls that led there, innermost last:\n";
+            for call in stack.lines() {
+                out += &format!("    {call}\n");
+            }
+        }
     }
     for d in devices {
         if let Some(note) = workspace_note(d.index, &d.workspaces) {
@@ -166,10 +185,24 @@ mod tests {
             reserved: 20_971_520,
             ..Default::default()
         };
-        let text = table(&[d]);
+        let text = table(std::slice::from_ref(&d));
         assert_eq!(text.lines().count(), 2);
         assert!(
             text.contains("cuda:1") && text.contains("20.00 MiB"),
+            "{text}"
+        );
+        let at_peak = DeviceMemory {
+            peak_site: Some(Arc::from("m.py:5:12: return h @ w")),
+            peak_stack: Some(Arc::from("File \"m.py\", line 9, in <module>: y = f(x)\nFile \"m.py\", line 5, in f: return h @ w")),
+            ..d
+        };
+        let text = table(&[at_peak]);
+        assert!(
+            text.contains("peak allocated on cuda:1 reached at m.py:5:12: return h @ w"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n    File \"m.py\", line 9, in <module>: y = f(x)\n"),
             "{text}"
         );
     }
