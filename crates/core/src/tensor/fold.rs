@@ -159,7 +159,7 @@ impl Tensor {
         }
         let per_block = w.kernel[0] * w.kernel[1];
         let rows = d[d.len() - 2];
-        if rows % per_block != 0 {
+        if !rows.is_multiple_of(per_block) {
             return Err(TensorError::runtime(format!(
                 "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={}",
                 pair(w.kernel)
