@@ -1,7 +1,7 @@
 //! Adagrad as PyTorch 2.11's `_multi_tensor_adagrad` and `_single_tensor_adagrad` compute,
 //! allocate and free; its sums are made with the optimizer, as `Adagrad.__init__` makes them.
 
-use super::rmsprop::gradient_temporaries;
+use super::rmsprop::{gradient_temporaries, single_gradient};
 use super::undo::Undo;
 use super::{drop_list, groups, use_foreach, AdagradOptions, ParamState};
 use crate::device::BinaryOp;
@@ -111,16 +111,14 @@ fn single_tensor(
     steps: &[f64],
 ) -> Result<()> {
     let (mut grad, mut std): (Option<Tensor>, Option<Tensor>) = (None, None);
-    let wd = o.weight_decay.value;
     for (i, param) in params.iter().enumerate() {
-        drop(grad.take());
-        if o.maximize {
-            grad = Some(grads[i].neg()?);
-        }
-        if wd != 0.0 {
-            let g = grad.as_ref().unwrap_or(&grads[i]).add_scaled(param, wd)?;
-            drop(grad.replace(g));
-        }
+        single_gradient(
+            &mut grad,
+            &grads[i],
+            param,
+            o.maximize,
+            o.weight_decay.value,
+        )?;
         let g = grad.as_ref().unwrap_or(&grads[i]);
         sums[i].addcmul_same_(g, 1.0)?;
         let root = sums[i].sqrt()?;

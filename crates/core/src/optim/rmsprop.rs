@@ -176,6 +176,30 @@ pub(super) fn gradient_temporaries(
     Ok(temp)
 }
 
+/// A single-tensor step's local `grad` for one parameter: the last one's temporary freed first
+/// (`grad = grads[i]`), then `-grad` when maximizing, then `grad.add(param, alpha=weight_decay)`
+/// (the negation freed once the sum is made), as RMSprop's and Adagrad's loops rebind it.
+pub(super) fn single_gradient(
+    grad: &mut Option<Tensor>,
+    own: &Tensor,
+    param: &Tensor,
+    maximize: bool,
+    weight_decay: f64,
+) -> Result<()> {
+    drop(grad.take());
+    if maximize {
+        *grad = Some(own.neg()?);
+    }
+    if weight_decay != 0.0 {
+        let g = grad
+            .as_ref()
+            .unwrap_or(own)
+            .add_scaled(param, weight_decay)?;
+        drop(grad.replace(g));
+    }
+    Ok(())
+}
+
 /// The parameters' update from `grads / avg`: through the momentum buffers when there is
 /// momentum, else directly. `avg` is a temporary and takes the quotient.
 fn update(
@@ -212,16 +236,14 @@ fn single_tensor(
     lists: &Lists,
 ) -> Result<()> {
     let (mut grad, mut avg): (Option<Tensor>, Option<Tensor>) = (None, None);
-    let wd = o.weight_decay.value;
     for (i, param) in params.iter().enumerate() {
-        drop(grad.take());
-        if o.maximize {
-            grad = Some(grads[i].neg()?);
-        }
-        if wd != 0.0 {
-            let g = grad.as_ref().unwrap_or(&grads[i]).add_scaled(param, wd)?;
-            drop(grad.replace(g));
-        }
+        single_gradient(
+            &mut grad,
+            &grads[i],
+            param,
+            o.maximize,
+            o.weight_decay.value,
+        )?;
         let g = grad.as_ref().unwrap_or(&grads[i]);
         let square_avg = &lists.square_avgs[i];
         square_avg.scalar_update_(BinaryOp::Mul, o.alpha.value)?;
