@@ -1,6 +1,8 @@
-"""Write torchlet's table of cuDNN workspaces from tests/data/torch_conv.json.
+"""Write torchlet's tables of cuDNN workspaces from tests/data/torch_conv.json (2-D) and
+tests/data/torch_conv3d.json (3-D, plain and transposed).
 
     python3 scripts/conv_workspace_table.py > crates/core/src/tensor/conv_workspace_table.rs
+    python3 scripts/conv_workspace_table.py 3d > crates/core/src/tensor/conv_workspace_table_3d.rs
 
 For every recorded conv2d case: the workspace of the forward, of the input's gradient and of the
 weight's gradient (bytes; 0 where the algorithm took none), and whether the weight's gradient was
@@ -8,7 +10,9 @@ allocated first (the depthwise kernels). tests/tensors/conv.rs checks the table 
 """
 
 import json
+import math
 import pathlib
+import sys
 
 DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
 
@@ -39,8 +43,53 @@ def workspaces(events, grads):
     return found
 
 
+def triple(v):
+    return list(v) if isinstance(v, list) else [v, v, v]
+
+
+def main_3d(here):
+    doc = json.loads((here / "torch_conv3d.json").read_text())
+    rows = []
+    for r in doc["records"]:
+        c = r["case"]
+        if "error" in r:
+            continue
+        name, size = DTYPES[c["dtype"]]
+        n, ch, d, h, w, k, kernel, stride, pad, extra, groups = c["shape"]
+        transposed = c["op"] == "conv_transpose3d"
+        weight = [ch, k // groups] if transposed else [k, ch // groups]
+        weight += triple(kernel)
+        out = math.prod(r["out"]["shape"])
+        fwd = workspaces(r["forward"], [out * size])[0][1]
+        dx, dw = math.prod([n, ch, d, h, w]) * size, math.prod(weight) * size
+        bwd = workspaces(r["backward"], [dx, dw])
+        dx_ws = next(s for g, s in bwd if g == dx) if dx != dw else bwd[0][1]
+        dw_ws = next(s for g, s in bwd if g == dw) if dx != dw else bwd[1][1]
+        rows.append(
+            f"    RecordedNd {{ dtype: DType::{name}, transposed: {str(transposed).lower()}, "
+            f"input: &{[n, ch, d, h, w]}, weight: &{weight}, stride: &{triple(stride)}, "
+            f"padding: &{triple(pad)}, extra: &{triple(extra)}, groups: {groups}, "
+            f"workspaces: [{fwd}, {dx_ws}, {dw_ws}], out_numel: {out} }},"
+        )
+    env = doc["recorded_with"]
+    print(f"""//! cuDNN's workspaces for the 3-D convolutions recorded with PyTorch {env['torch']} (cuDNN
+//! {env['cudnn']}) on an {env['device']}: written by scripts/conv_workspace_table.py from
+//! tests/data/torch_conv3d.json.
+
+use super::conv_workspace::RecordedNd;
+use super::DType;
+
+/// Every recorded 3-D case, plain and transposed.
+pub(super) const RECORDED_3D: &[RecordedNd] = &[""")
+    for row in rows:
+        print(row)
+    print("];")
+
+
 def main():
     here = pathlib.Path(__file__).parent.parent / "tests" / "data"
+    if sys.argv[1:] == ["3d"]:
+        return main_3d(here)
     doc = json.loads((here / "torch_conv.json").read_text())
     rows = []
     for r in doc["records"]:

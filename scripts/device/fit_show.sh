@@ -3,7 +3,7 @@
 # --sweep batch=…` (GPT-2 medium, AdamW, batch x 1024 tokens) on the H200: the largest batch that
 # fits the whole GPU, and an RTX 4090 emulated with set_per_process_memory_fraction at the memory
 # fit says its allocator gets (24705024655 B), each probe a fresh process; and the batches fit
-# predicted, when its answers (h200_batch, rtx4090_batch) lie beside this file.
+# predicted, when its answers (whole_gpu_batch, rtx4090_batch) lie beside this file.
 D=$(dirname "$0")
 O="$OUT/fit"
 mkdir -p "$O"

@@ -1,7 +1,7 @@
 """Find, in PyTorch on this GPU, the largest batch of fit_show.py's GPT-2 medium step that fits:
 on the whole GPU, and limited to LIMIT bytes with set_per_process_memory_fraction (an RTX 4090's
 usable memory as `torchlet fit` counts it). Each probe is a fresh process. The batches `fit`
-predicted (files h200_batch, rtx4090_batch beside this one, when present) and the next ones are
+predicted (files whole_gpu_batch, rtx4090_batch beside this one, when present) and the next ones are
 run too. Writes one JSON document of every probe.
 
     python3 fit_show_search.py OUT.json RTX4090_USABLE_BYTES
@@ -14,7 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STARTED = time.time()
-BUDGET_S = 120
+BUDGET_S = 300
 
 
 def probe(batch, limit, seen):
@@ -67,13 +67,13 @@ def main():
     out, rtx_limit = sys.argv[1], int(sys.argv[2])
     seen = {}
     doc = {"rtx4090_limit": rtx_limit}
-    for name, limit in (("h200_batch", 0), ("rtx4090_batch", rtx_limit)):
+    for name, limit in (("whole_gpu_batch", 0), ("rtx4090_batch", rtx_limit)):
         b = predicted(name)
         if b:
             doc[name + "_fit"] = b
             probe(b, limit, seen)
             probe(b + 1, limit, seen)
-    doc["h200_largest_torch"] = largest(0, 1, 64, seen)
+    doc["whole_gpu_largest_torch"] = largest(0, 1, 64, seen)
     doc["rtx4090_largest_torch"] = largest(rtx_limit, 1, 16, seen)
     doc["probes"] = list(seen.values())
     with open(out, "w") as f:

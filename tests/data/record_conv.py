@@ -6,8 +6,9 @@ For each case it runs forward then backward (with a gradient made beforehand) un
 (cudnn.benchmark=False, deterministic=False) and writes the allocator's trace entries of each phase as
 [action, size]: the output, cuDNN's workspaces, the saved indices and statistics, the gradients. The
 first convolution's cuDNN start-up is made before any case, so every case sees a warm library.
-tests/data/torch_conv.json is its output. With a list of ops (conv2d, max_pool2d, …) it records
-those only: tests/tensors/conv.rs runs this file under torchlet for the ops torchlet has.
+tests/data/torch_conv.json is its output, and tests/data/torch_conv3d.json that of the ops
+`conv3d,conv_transpose3d`. With a list of ops (conv2d, max_pool2d, …) it records those only:
+tests/tensors/conv.rs runs this file under torchlet for the ops torchlet has.
 """
 
 import json
@@ -136,6 +137,85 @@ def conv_cases():
     return out
 
 
+def conv3d_cases():
+    """3-d convolutions (`conv3d`) and transposed ones (`conv_transpose3d`): the parity programs',
+    a 3-d UNet's and a video ResNet's (R3D-18 at 16 frames of 112x112), in each dtype."""
+    # (N, C, D, H, W, K, kernel, stride, padding, dilation, groups); kernel etc. per axis or one int
+    plain = [
+        (2, 1, 32, 32, 32, 16, 3, 1, 1, 1, 1),  # tests/parity/py_conv3d.py
+        (2, 16, 32, 32, 32, 32, 2, 2, 0, 1, 1),
+        (2, 32, 32, 32, 32, 2, 1, 1, 0, 1, 1),
+        (2, 3, 8, 56, 56, 64, (3, 7, 7), (1, 2, 2), (1, 3, 3), 1, 1),
+        (1, 8, 12, 12, 12, 8, 3, 1, 2, 2, 2),
+        (2, 4, 16, 32, 32, 16, 3, 1, 1, 1, 1),  # tests/parity/pending/py_conv_more.py
+        (1, 1, 64, 64, 64, 32, 3, 1, 1, 1, 1),  # a 3-d UNet
+        (1, 32, 64, 64, 64, 32, 3, 1, 1, 1, 1),
+        (1, 32, 64, 64, 64, 64, 2, 2, 0, 1, 1),
+        (1, 64, 32, 32, 32, 64, 3, 1, 1, 1, 1),
+        (1, 64, 32, 32, 32, 128, 3, 1, 1, 1, 1),
+        (1, 128, 16, 16, 16, 128, 3, 1, 1, 1, 1),
+        (1, 128, 16, 16, 16, 256, 3, 1, 1, 1, 1),
+        (8, 3, 16, 112, 112, 64, (3, 7, 7), (1, 2, 2), (1, 3, 3), 1, 1),  # R3D-18
+        (8, 64, 16, 56, 56, 64, 3, 1, 1, 1, 1),
+        (8, 64, 16, 56, 56, 128, 3, 2, 1, 1, 1),
+        (8, 64, 16, 56, 56, 128, 1, 2, 0, 1, 1),
+        (8, 128, 8, 28, 28, 128, 3, 1, 1, 1, 1),
+        (8, 128, 8, 28, 28, 256, 3, 2, 1, 1, 1),
+        (8, 256, 4, 14, 14, 256, 3, 1, 1, 1, 1),
+    ]
+    # (N, C, D, H, W, K, kernel, stride, padding, output_padding, groups): the weight is [C, K, ...]
+    transposed = [
+        (2, 32, 16, 16, 16, 16, 2, 2, 0, 0, 1),  # tests/parity/py_conv3d.py
+        (1, 256, 8, 8, 8, 128, 2, 2, 0, 0, 1),  # a 3-d UNet's up-sampling
+        (1, 128, 16, 16, 16, 64, 2, 2, 0, 0, 1),
+        (1, 64, 16, 16, 16, 32, 3, 2, 1, 1, 1),
+    ]
+    out = []
+    for dtype in DTYPES:
+        if wanted("conv3d"):
+            out += [dict(op="conv3d", dtype=dtype, shape=s) for s in plain]
+        if wanted("conv_transpose3d"):
+            out += [dict(op="conv_transpose3d", dtype=dtype, shape=s) for s in transposed]
+    return out
+
+
+def triple(v):
+    return tuple(v) if isinstance(v, tuple) else (v, v, v)
+
+
+def run_conv3d(c):
+    dt = DTYPES[c["dtype"]]
+    N, C, D, H, W, K, kernel, stride, pad, extra, groups = c["shape"]
+    x = torch.randn(N, C, D, H, W, device="cuda", dtype=dt, requires_grad=True)
+    if c["op"] == "conv3d":
+        w = torch.randn(K, C // groups, *triple(kernel), device="cuda", dtype=dt, requires_grad=True)
+        run = lambda b: F.conv3d(x, w, b, stride=stride, padding=pad, dilation=extra, groups=groups)
+    else:
+        w = torch.randn(C, K // groups, *triple(kernel), device="cuda", dtype=dt, requires_grad=True)
+        run = lambda b: F.conv_transpose3d(x, w, b, stride=stride, padding=pad, output_padding=extra,
+                                           groups=groups)
+    b = torch.randn(K, device="cuda", dtype=dt, requires_grad=True)
+    torch.cuda.synchronize()
+    return forward_backward(c, lambda: run(b))
+
+
+def forward_backward(case, fn):
+    """The trace entries of `fn()` and of its backward (from a gradient made in between)."""
+    rec = {"case": case}
+    start = trace_len()
+    y = fn()
+    torch.cuda.synchronize()
+    rec["forward"] = trace_since(start)
+    rec["out"] = {"shape": list(y.shape), "stride": list(y.stride())}
+    g = torch.randn_like(y)
+    torch.cuda.synchronize()
+    start = trace_len()
+    y.backward(g)
+    torch.cuda.synchronize()
+    rec["backward"] = trace_since(start)
+    return rec
+
+
 def run_conv(c):
     dt = DTYPES[c["dtype"]]
     N, C, H, W, K, R, stride, pad, groups = c["shape"]
@@ -146,19 +226,7 @@ def run_conv(c):
         x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
         w = w.detach().to(memory_format=torch.channels_last).requires_grad_()
     torch.cuda.synchronize()
-    rec = {"case": c}
-    start = trace_len()
-    y = F.conv2d(x, w, b, stride=stride, padding=pad, groups=groups)
-    torch.cuda.synchronize()
-    rec["forward"] = trace_since(start)
-    rec["out"] = {"shape": list(y.shape), "stride": list(y.stride())}
-    g = torch.randn_like(y)
-    torch.cuda.synchronize()
-    start = trace_len()
-    y.backward(g)
-    torch.cuda.synchronize()
-    rec["backward"] = trace_since(start)
-    return rec
+    return forward_backward(c, lambda: F.conv2d(x, w, b, stride=stride, padding=pad, groups=groups))
 
 
 def run_other(name, fn, *shape_dtype):
@@ -167,19 +235,7 @@ def run_other(name, fn, *shape_dtype):
     shape, dtype = shape_dtype
     x = torch.randn(*shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True)
     torch.cuda.synchronize()
-    rec = {"case": {"op": name, "shape": list(shape), "dtype": dtype}}
-    start = trace_len()
-    y = fn(x)
-    torch.cuda.synchronize()
-    rec["forward"] = trace_since(start)
-    rec["out"] = {"shape": list(y.shape), "stride": list(y.stride())}
-    g = torch.randn_like(y)
-    torch.cuda.synchronize()
-    start = trace_len()
-    y.backward(g)
-    torch.cuda.synchronize()
-    rec["backward"] = trace_since(start)
-    return rec
+    return forward_backward({"op": name, "shape": list(shape), "dtype": dtype}, lambda: fn(x))
 
 
 def other_cases():
@@ -214,9 +270,9 @@ def main():
     del x, w
     torch.cuda.memory._record_memory_history(max_entries=2_000_000, context=None, stacks="python")
     records = []
-    for c in conv_cases():
+    for c in conv_cases() + conv3d_cases():
         try:
-            records.append(run_conv(c))
+            records.append(run_conv3d(c) if c["op"] != "conv2d" else run_conv(c))
         except Exception as e:
             records.append({"case": c, "error": f"{type(e).__name__}: {e}"})
         torch.cuda.empty_cache()

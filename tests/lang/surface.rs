@@ -471,9 +471,19 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("conv2d", "vals(conv2d(m.view(1, 1, 2, 3), m.view(1, 1, 2, 3)))", "[91.0]"),
     (
+        "conv3d",
+        "[vals(conv3d(m.view(1, 1, 1, 2, 3), m.view(1, 1, 1, 2, 3))), conv3d(ones([1, 2, 4, 4, 4], dev), ones([3, 2, 3, 3, 3], dev), #{padding: 1, stride: [2, 1, 1]}).shape]",
+        "[[91.0], [1, 3, 2, 4, 4]]",
+    ),
+    (
         "conv_transpose2d",
         "[vals(conv_transpose2d(m.view(1, 1, 2, 3), ones([1, 1, 1, 1], dev))), conv_transpose2d(m.view(1, 1, 2, 3), ones([1, 2, 2, 2], dev), #{stride: 2, output_padding: 1}).shape]",
         "[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 2, 5, 7]]",
+    ),
+    (
+        "conv_transpose3d",
+        "[vals(conv_transpose3d(m.view(1, 1, 1, 2, 3), ones([1, 1, 1, 1, 1], dev))), conv_transpose3d(m.view(1, 1, 1, 2, 3), ones([1, 2, 2, 2, 2], dev), #{stride: 2, output_padding: 1}).shape]",
+        "[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 2, 3, 5, 7]]",
     ),
     (
         "unfold",

@@ -55,6 +55,7 @@ python_parity!(
     py_amp_gradscaler,
     py_autograd_grad,
     py_checkpoint_reentrant,
+    py_conv_more,
     py_ddp_bucket_view,
     py_ddp_mlp,
     py_ddp_no_sync,

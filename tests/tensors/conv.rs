@@ -427,7 +427,7 @@ fn pytorchs_recording_script_records_pytorchs_events_under_torchlet() {
 
 /// Run `code` as a `.py` file with `torchlet` and `args` before it, on the test's GPU (real or
 /// simulated); (success, stdout + stderr).
-fn torchlet_py(args: &[&str], code: &str) -> (bool, String) {
+pub(crate) fn torchlet_py(args: &[&str], code: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.py");
     std::fs::write(&file, code).unwrap();
@@ -489,7 +489,7 @@ fn a_convolution_torchlet_has_no_recording_of_says_its_workspace_is_estimated() 
         "{text}"
     );
     assert!(
-        text.contains("input [3, 5, 17, 17] weight [6, 5, 3, 3]"),
+        text.contains("conv2d F32 input [3, 5, 17, 17] weight [6, 5, 3, 3]"),
         "{text}"
     );
 }

@@ -8,6 +8,7 @@ mod attention;
 mod autocast;
 mod autograd;
 mod conv;
+mod conv3d;
 mod elementwise_more;
 mod fold_scatter;
 mod hooks;

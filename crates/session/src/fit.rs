@@ -121,7 +121,7 @@ pub fn estimate_note(cases: &Value) -> String {
         cases.len()
     );
     for c in cases.iter().take(5) {
-        out += &format!("  conv2d {c}\n");
+        out += &format!("  {c}\n");
     }
     if cases.len() > 5 {
         out += &format!("  … and {} more\n", cases.len() - 5);

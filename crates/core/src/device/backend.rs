@@ -109,20 +109,21 @@ pub struct AttentionGrads<'a> {
     pub dv: Operand<'a>,
 }
 
-/// The operands of a 2-D convolution (cross-correlation, as PyTorch's): input [N, C, H, W] and
-/// weight [K, C / groups, R, S], any strides.
+/// The operands of a convolution (cross-correlation, as PyTorch's) over depth, height and width:
+/// input [N, C, D, H, W] and weight [K, C / groups, T, R, S], any strides. A 2-D convolution is
+/// one of depth 1 (and a 1-D one of height 1 too), so one kernel serves all three.
 #[derive(Clone, Copy, Debug)]
 pub struct Conv<'a> {
-    /// The input [N, C, H, W].
+    /// The input [N, C, D, H, W].
     pub x: Operand<'a>,
-    /// The weight [K, C / groups, R, S].
+    /// The weight [K, C / groups, T, R, S].
     pub w: Operand<'a>,
-    /// Step of the window, (height, width).
-    pub stride: [usize; 2],
-    /// Implicit zeros on each side, (height, width).
-    pub padding: [usize; 2],
-    /// Spacing of the window's taps, (height, width).
-    pub dilation: [usize; 2],
+    /// Step of the window, (depth, height, width).
+    pub stride: [usize; 3],
+    /// Implicit zeros on each side, (depth, height, width).
+    pub padding: [usize; 3],
+    /// Spacing of the window's taps, (depth, height, width).
+    pub dilation: [usize; 3],
     /// Channel groups: group `g` of the output reads only group `g` of the input.
     pub groups: usize,
 }
@@ -408,11 +409,11 @@ pub trait Backend: Send + Sync {
     /// `dst[p with dim replaced by index[p]] += src[p]`; `index` (int64, in range) has `src`'s
     /// shape; repeated indices add up (index_add, scatter_add, embedding's backward).
     fn scatter_add(&self, src: Operand, index: Operand, dim: usize, dst: Operand) -> Result<()>;
-    /// A 2-D convolution into `out` [N, K, Ho, Wo], plus `bias` [K] per output channel.
-    fn conv2d(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()>;
-    /// A convolution's gradients from `dout` [N, K, Ho, Wo]: the input's into `dx`, the weight's
-    /// into `dw` (each only when given; both are overwritten).
-    fn conv2d_backward(
+    /// A convolution into `out` [N, K, Do, Ho, Wo], plus `bias` [K] per output channel.
+    fn conv(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()>;
+    /// A convolution's gradients from `dout` [N, K, Do, Ho, Wo]: the input's into `dx`, the
+    /// weight's into `dw` (each only when given; both are overwritten).
+    fn conv_backward(
         &self,
         c: &Conv,
         dout: Operand,

@@ -126,10 +126,10 @@ impl Backend for ShapesBackend {
     ) -> Result<()> {
         Ok(())
     }
-    fn conv2d(&self, _c: &Conv, _bias: Option<Operand>, _out: Operand) -> Result<()> {
+    fn conv(&self, _c: &Conv, _bias: Option<Operand>, _out: Operand) -> Result<()> {
         Ok(())
     }
-    fn conv2d_backward(
+    fn conv_backward(
         &self,
         _c: &Conv,
         _dout: Operand,

@@ -43,6 +43,9 @@ const LISTS: &[(&str, Option<Policy>, Option<Policy>)] = &[
     ("baddbmm", Some(Policy::Lower), Some(Policy::Lower)),
     ("linear", Some(Policy::Lower), Some(Policy::Lower)),
     ("conv2d", Some(Policy::Lower), Some(Policy::Lower)),
+    ("conv3d", Some(Policy::Lower), Some(Policy::Lower)),
+    ("conv_transpose2d", Some(Policy::Lower), Some(Policy::Lower)),
+    ("conv_transpose3d", Some(Policy::Lower), Some(Policy::Lower)),
     (
         "scaled_dot_product_attention",
         Some(Policy::Lower),

@@ -1,34 +1,92 @@
-//! `conv2d` and `conv1d` (through a 4-D view, as PyTorch's cuDNN path does): PyTorch's checks and
-//! messages, the output in the input's memory format, cuDNN's workspaces on CUDA devices
-//! (`conv_workspace`), and `ConvolutionBackward0` with the gradients in PyTorch's order.
+//! `conv1d`, `conv2d` and `conv3d` (a 1-D convolution through a 4-D view, as PyTorch's cuDNN
+//! path runs it): PyTorch's checks and messages, the output in the input's memory format, cuDNN's
+//! workspaces on CUDA devices (`conv_workspace`), and `ConvolutionBackward0` with the gradients in
+//! PyTorch's order. The backends see every convolution over (depth, height, width).
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::device::backend::Conv;
 
-use super::conv_workspace::{workspaces, ConvCase, Workspaces};
+use super::conv_workspace::{workspaces, workspaces_nd, ConvCase, Workspaces};
 use super::memory_format::{empty_in, in_format, is_channels_last};
 use super::{DType, Result, Tensor, TensorError};
 
-/// The geometry of a 2-D convolution: (height, width) each.
+/// The geometry of a convolution over `N` spatial dims ((height, width) for 2-D, (depth, height,
+/// width) for 3-D), each per axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvOptions {
+pub struct ConvOptions<const N: usize = 2> {
     /// Step of the window.
-    pub stride: [usize; 2],
+    pub stride: [usize; N],
     /// Implicit zeros on each side.
-    pub padding: [usize; 2],
+    pub padding: [usize; N],
     /// Spacing of the window's taps.
-    pub dilation: [usize; 2],
+    pub dilation: [usize; N],
     /// Channel groups.
     pub groups: usize,
 }
 
-impl Default for ConvOptions {
+impl<const N: usize> Default for ConvOptions<N> {
     fn default() -> Self {
         ConvOptions {
-            stride: [1, 1],
-            padding: [0, 0],
-            dilation: [1, 1],
+            stride: [1; N],
+            padding: [0; N],
+            dilation: [1; N],
             groups: 1,
+        }
+    }
+}
+
+/// Per-axis values over (depth, height, width): a 2-D geometry's `v` after a depth of `fill`.
+pub(super) fn over_volume<const N: usize>(v: [usize; N], fill: usize) -> [usize; 3] {
+    let mut out = [fill; 3];
+    out[3 - N..].copy_from_slice(&v);
+    out
+}
+
+/// `t` [N, C, H, W] seen as [N, C, 1, H, W] (a 5-D tensor is itself): what the backends take.
+pub(super) fn volume(t: &Tensor) -> Tensor {
+    if t.dim() != 4 {
+        return t.clone();
+    }
+    let mut layout = t.layout().clone();
+    layout.shape.insert(2, 1);
+    layout
+        .strides
+        .insert(2, layout.strides[2] * layout.shape[3]);
+    t.view_as_layout(layout)
+}
+
+/// A convolution's input and weight seen over (depth, height, width), with its geometry.
+pub(super) struct Volumes {
+    x: Tensor,
+    w: Tensor,
+    stride: [usize; 3],
+    padding: [usize; 3],
+    dilation: [usize; 3],
+    groups: usize,
+}
+
+impl Volumes {
+    /// The convolution of `x` by `w` (4-D or 5-D alike) under `o`.
+    pub(super) fn new<const N: usize>(x: &Tensor, w: &Tensor, o: &ConvOptions<N>) -> Volumes {
+        Volumes {
+            x: volume(x),
+            w: volume(w),
+            stride: over_volume(o.stride, 1),
+            padding: over_volume(o.padding, 0),
+            dilation: over_volume(o.dilation, 1),
+            groups: o.groups,
+        }
+    }
+
+    /// The backend's view of it.
+    pub(super) fn conv(&self) -> Conv<'_> {
+        Conv {
+            x: self.x.operand(),
+            w: self.w.operand(),
+            stride: self.stride,
+            padding: self.padding,
+            dilation: self.dilation,
+            groups: self.groups,
         }
     }
 }
@@ -38,8 +96,20 @@ fn shape_str(shape: &[usize]) -> String {
     format!("[{}]", v.join(", "))
 }
 
-/// PyTorch's `check_shape_forward` and type checks; the output's [Ho, Wo].
-fn check(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, o: &ConvOptions) -> Result<[usize; 2]> {
+/// Sizes as PyTorch's messages print them: `(3 x 3)`.
+fn by(v: &[usize]) -> String {
+    let v: Vec<String> = v.iter().map(|d| d.to_string()).collect();
+    format!("({})", v.join(" x "))
+}
+
+/// PyTorch's `check_shape_forward` and type checks for `op`; the output's spatial sizes.
+fn check<const N: usize>(
+    op: &str,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    o: &ConvOptions<N>,
+) -> Result<[usize; N]> {
     let err = |m: String| Err(TensorError::runtime(m));
     if o.stride.contains(&0) {
         return err("non-positive stride is not supported".into());
@@ -51,11 +121,14 @@ fn check(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, o: &ConvOptions) -> Resu
         return err("non-positive groups is not supported".into());
     }
     let (xd, wd) = (x.dims(), w.dims());
-    if wd.len() != 4 {
+    if wd.len() < 3 {
         return err(format!(
             "weight should have at least three dimensions, got a weight of size {}",
             shape_str(wd)
         ));
+    }
+    if wd.len() != N + 2 {
+        return err(format!("Expected {}-dimensional input for {}-dimensional weight {}, but got {}-dimensional input of size {} instead", wd.len(), wd.len(), shape_str(wd), xd.len(), shape_str(xd)));
     }
     if wd[0] % o.groups != 0 {
         return err(format!("Given groups={}, expected weight to be divisible by {} at dimension 0, but got weight of size {} instead", o.groups, o.groups, shape_str(wd)));
@@ -80,22 +153,18 @@ fn check(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, o: &ConvOptions) -> Resu
     }
     if !x.dtype().is_float() {
         return err(format!(
-            "\"conv2d\" not implemented for '{}'",
+            "\"{op}\" not implemented for '{}'",
             x.dtype().scalar_type_name()
         ));
     }
-    let padded = [xd[2] + 2 * o.padding[0], xd[3] + 2 * o.padding[1]];
-    let span = [
-        o.dilation[0] * (wd[2] - 1) + 1,
-        o.dilation[1] * (wd[3] - 1) + 1,
-    ];
-    if padded[0] < span[0] || padded[1] < span[1] {
-        return err(format!("Calculated padded input size per channel: ({} x {}). Kernel size: ({} x {}). Kernel size can't be greater than actual input size", padded[0], padded[1], span[0], span[1]));
+    let padded: [usize; N] = std::array::from_fn(|a| xd[2 + a] + 2 * o.padding[a]);
+    let span: [usize; N] = std::array::from_fn(|a| o.dilation[a] * (wd[2 + a] - 1) + 1);
+    if (0..N).any(|a| padded[a] < span[a]) {
+        return err(format!("Calculated padded input size per channel: {}. Kernel size: {}. Kernel size can't be greater than actual input size", by(&padded), by(&span)));
     }
-    Ok([
-        (padded[0] - span[0]) / o.stride[0] + 1,
-        (padded[1] - span[1]) / o.stride[1] + 1,
-    ])
+    Ok(std::array::from_fn(|a| {
+        (padded[a] - span[a]) / o.stride[a] + 1
+    }))
 }
 
 impl Tensor {
@@ -107,17 +176,44 @@ impl Tensor {
         bias: Option<&Tensor>,
         o: &ConvOptions,
     ) -> Result<Tensor> {
+        self.conv_nd("conv2d", weight, bias, o)
+    }
+
+    /// `F.conv3d(self, weight, bias, stride, padding, dilation, groups)`; `self` [N, C, D, H, W]
+    /// or unbatched [C, D, H, W].
+    pub fn conv3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        o: &ConvOptions<3>,
+    ) -> Result<Tensor> {
+        self.conv_nd("conv3d", weight, bias, o)
+    }
+
+    /// A convolution over `N` spatial dims, batched or not, under autocast's casts for `op`.
+    fn conv_nd<const N: usize>(
+        &self,
+        op: &'static str,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        o: &ConvOptions<N>,
+    ) -> Result<Tensor> {
         super::check_interrupt()?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        if let Some((cast, _off)) = super::autocast::cast_inputs("conv2d", &inputs)? {
-            return cast[0].conv2d(&cast[1], cast.get(2), o);
+        if let Some((cast, _off)) = super::autocast::cast_inputs(op, &inputs)? {
+            return cast[0].conv_nd(op, &cast[1], cast.get(2), o);
         }
         match self.dim() {
-            4 => self.conv2d_batched(weight, bias, o),
-            3 => self.unsqueeze(0)?.conv2d_batched(weight, bias, o)?.squeeze(Some(0)),
+            d if d == N + 2 => self.conv_batched(op, weight, bias, o),
+            d if d == N + 1 => self
+                .unsqueeze(0)?
+                .conv_batched(op, weight, bias, o)?
+                .squeeze(Some(0)),
             _ => Err(TensorError::runtime(format!(
-                "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {}",
+                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
+                N + 1,
+                N + 2,
                 shape_str(self.dims())
             ))),
         }
@@ -166,23 +262,26 @@ impl Tensor {
         Ok(y)
     }
 
-    fn conv2d_batched(
+    fn conv_batched<const N: usize>(
         &self,
+        op: &str,
         weight: &Tensor,
         bias: Option<&Tensor>,
-        o: &ConvOptions,
+        o: &ConvOptions<N>,
     ) -> Result<Tensor> {
-        let [ho, wo] = check(self, weight, bias, o)?;
+        let spatial = check(op, self, weight, bias, o)?;
         let cl = is_channels_last(self) || is_channels_last(weight);
-        let ws = self.conv_workspaces(weight, o, cl);
+        let ws = conv_workspaces(self, weight, o, cl);
         let x = in_format(self, cl)?;
         let w = in_format(weight, cl)?;
-        let shape = [self.dims()[0], weight.dims()[0], ho, wo];
+        let mut shape = vec![self.dims()[0], weight.dims()[0]];
+        shape.extend(spatial);
         let y = empty_in(self, &shape, self.dtype(), cl)?;
         if y.numel() > 0 {
             let scratch = workspace(self, ws.forward)?;
+            let v = Volumes::new(&x, &w, o);
             self.backend()
-                .conv2d(&conv(&x, &w, o), bias.map(|b| b.operand()), y.operand())?;
+                .conv(&v.conv(), bias.map(|b| b.operand()), volume(&y).operand())?;
             drop(scratch);
         }
         drop((w, x));
@@ -207,24 +306,33 @@ impl Tensor {
         }
         Ok(y)
     }
+}
 
-    /// cuDNN's workspaces for this convolution on a CUDA device; none on the CPU.
-    fn conv_workspaces(&self, w: &Tensor, o: &ConvOptions, channels_last: bool) -> Workspaces {
-        if self.backend().props().is_none() {
-            return Workspaces::default();
-        }
-        let four = |d: &[usize]| [d[0], d[1], d[2], d[3]];
-        workspaces(&ConvCase {
-            dtype: self.dtype(),
-            input: four(self.dims()),
-            weight: four(w.dims()),
-            stride: o.stride,
-            padding: o.padding,
-            dilation: o.dilation,
-            groups: o.groups,
-            channels_last,
-        })
+/// cuDNN's workspaces for a convolution of `x` by `w` on a CUDA device; none on the CPU.
+fn conv_workspaces<const N: usize>(
+    x: &Tensor,
+    w: &Tensor,
+    o: &ConvOptions<N>,
+    channels_last: bool,
+) -> Workspaces {
+    if x.backend().props().is_none() {
+        return Workspaces::default();
     }
+    if N != 2 {
+        return workspaces_nd(x.dtype(), x.dims(), w.dims(), o);
+    }
+    let four = |d: &[usize]| [d[0], d[1], d[2], d[3]];
+    let two = |v: [usize; N]| [v[0], v[1]];
+    workspaces(&ConvCase {
+        dtype: x.dtype(),
+        input: four(x.dims()),
+        weight: four(w.dims()),
+        stride: two(o.stride),
+        padding: two(o.padding),
+        dilation: two(o.dilation),
+        groups: o.groups,
+        channels_last,
+    })
 }
 
 /// A workspace of `bytes` from the device's allocator (none for 0), freed when dropped.
@@ -237,29 +345,18 @@ pub(super) fn workspace(like: &Tensor, bytes: usize) -> Result<Option<Tensor>> {
     Ok(Some(ws))
 }
 
-/// The backend's view of a convolution of `x` by `w`.
-pub(super) fn conv<'a>(x: &'a Tensor, w: &'a Tensor, o: &ConvOptions) -> Conv<'a> {
-    Conv {
-        x: x.operand(),
-        w: w.operand(),
-        stride: o.stride,
-        padding: o.padding,
-        dilation: o.dilation,
-        groups: o.groups,
-    }
-}
-
 /// What `ConvolutionBackward0` keeps, fields in the order PyTorch's node releases them.
-struct ConvSaved {
+struct ConvSaved<const N: usize> {
     x: SavedTensor,
     weight: SavedTensor,
-    options: ConvOptions,
+    options: ConvOptions<N>,
     has_bias: bool,
 }
 
-impl ConvSaved {
+impl<const N: usize> ConvSaved<N> {
     /// PyTorch's `convolution_backward`: the input's and the weight's gradients (in the order and
-    /// with the workspaces of the backend's kernels), then the bias's, `grad.sum([0, 2, 3])`.
+    /// with the workspaces of the backend's kernels), then the bias's, `grad.sum([0, 2, 3])`
+    /// (and dim 4 in 3-D).
     ///
     /// Note [conv backward grad copies]: cuDNN's `backward_input` allocates the input's gradient
     /// and then makes its own contiguous copy of a gradient that is not dense in the format;
@@ -271,7 +368,7 @@ impl ConvSaved {
     fn backward(&self, grad: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let (input, weight) = (self.x.get()?, self.weight.get()?);
         let cl = is_channels_last(input) || is_channels_last(weight);
-        let ws = input.conv_workspaces(weight, &self.options, cl);
+        let ws = conv_workspaces(input, weight, &self.options, cl);
         let permuted = super::convert::is_dense(grad) && !grad.is_contiguous();
         let upfront = if ws.weight_grad_first || !permuted || cl {
             grad.clone()
@@ -281,7 +378,8 @@ impl ConvSaved {
         let g = &upfront;
         let (x, w) = (in_format(input, cl)?, in_format(weight, cl)?);
         let shared = ws.weight_grad_first.then(|| in_format(g, cl)).transpose()?;
-        let c = conv(&x, &w, &self.options);
+        let v = Volumes::new(&x, &w, &self.options);
+        let c = v.conv();
         let grad_of =
             |t: &Tensor, want: bool, bytes: usize, input_grad: bool| -> Result<Option<Tensor>> {
                 if !want {
@@ -298,12 +396,13 @@ impl ConvSaved {
                         (None, None) => in_format(g, cl)?,
                     };
                     let scratch = workspace(t, bytes)?;
+                    let (dout, d5) = (volume(&dout), volume(&d));
                     let (dx, dw) = if input_grad {
-                        (Some(d.operand()), None)
+                        (Some(d5.operand()), None)
                     } else {
-                        (None, Some(d.operand()))
+                        (None, Some(d5.operand()))
                     };
-                    t.backend().conv2d_backward(&c, dout.operand(), dx, dw)?;
+                    t.backend().conv_backward(&c, dout.operand(), dx, dw)?;
                     drop(scratch);
                 } else {
                     t.backend().fill(d.operand(), super::Scalar::Float(0.0))?;
@@ -317,12 +416,12 @@ impl ConvSaved {
             let dx = grad_of(input, mask[0], ws.input_grad, true)?;
             (dx, grad_of(weight, mask[1], ws.weight_grad, false)?)
         };
-        drop((shared, w, x, upfront));
+        drop((shared, v, w, x, upfront));
         let mut out = vec![dx, dw];
         if self.has_bias {
             let db = match mask[2] {
                 true => Some(
-                    grad.reduce_raw(crate::device::ReduceOp::Sum, &[0, 2, 3], grad.dtype())?
+                    grad.reduce_raw(crate::device::ReduceOp::Sum, &bias_dims(N), grad.dtype())?
                         .result_as_shape(&[grad.dims()[1]]),
                 ),
                 false => None,
@@ -331,4 +430,9 @@ impl ConvSaved {
         }
         Ok(out)
     }
+}
+
+/// The dims a bias's gradient sums over: the batch and every spatial dim of `n`.
+pub(super) fn bias_dims(n: usize) -> Vec<usize> {
+    std::iter::once(0).chain(2..n + 2).collect()
 }

@@ -1,10 +1,12 @@
-//! `conv_transpose2d` and `conv_transpose1d` (through a 4-D view, as PyTorch's cuDNN path runs
-//! them): the output as a convolution's input gradient, cuDNN's workspaces by recorded case, and
-//! `ConvolutionBackward0` with the gradient copied once for both of its gradients.
+//! `conv_transpose1d`, `conv_transpose2d` and `conv_transpose3d` (1-D through a 4-D view, as
+//! PyTorch's cuDNN path runs it): the output as a convolution's input gradient, cuDNN's
+//! workspaces by recorded case, and `ConvolutionBackward0` with the gradient copied once for both
+//! of its gradients.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 
-use super::conv::{conv, workspace, ConvOptions};
+use super::conv::{bias_dims, volume, workspace, ConvOptions, Volumes};
+use super::conv_workspace::{workspaces_of, CaseNd, RecordedNd, Workspaces};
 use super::memory_format::{empty_in, in_format, is_channels_last};
 use super::{DType, Result, Tensor, TensorError};
 
@@ -18,149 +20,151 @@ use super::{DType, Result, Tensor, TensorError};
 // gradient (that algorithm's workspace), allocates the weight's gradient, runs the
 // backward-filter algorithm (its workspace), and frees the copy at return; the bias's gradient
 // is `grad.sum([0, 2, 3])` after. Which algorithm cuDNN picks, and so each workspace, is known
-// only for the recorded cases (`tests/parity/py_conv_more.py` on an H100); elsewhere the nearest
+// only for the recorded cases (`tests/parity/py_conv_more.py` and, in 3-D,
+// `tests/data/torch_conv3d.json`, on an H100); elsewhere the nearest
 // recorded case with the same kernel and stride is scaled by the output's size, and the front
 // ends say that it was estimated.
 
-/// A transposed convolution's geometry: a convolution's, and the rows and columns added at the
-/// far end of the output (`output_padding`, less than the stride or the dilation).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConvTransposeOptions {
+/// A transposed convolution's geometry over `N` spatial dims: a convolution's, and the rows and
+/// columns added at the far end of the output (`output_padding`, less than the stride or the
+/// dilation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvTransposeOptions<const N: usize = 2> {
     /// Stride, padding, dilation and groups of the convolution it transposes.
-    pub conv: ConvOptions,
-    /// Extra output size on the bottom and right.
-    pub output_padding: [usize; 2],
+    pub conv: ConvOptions<N>,
+    /// Extra output size on the far side of each spatial dim.
+    pub output_padding: [usize; N],
 }
 
-/// One recorded case: (dtype, input [N, C, H, W], weight [C, K/g, R, S], stride, padding,
-/// output_padding, groups) and its (forward, input gradient, weight gradient) workspaces.
-type Recorded = (
-    DType,
-    [usize; 4],
-    [usize; 4],
-    [usize; 2],
-    [usize; 2],
-    [usize; 2],
-    usize,
-    [usize; 3],
-);
+impl<const N: usize> Default for ConvTransposeOptions<N> {
+    fn default() -> Self {
+        ConvTransposeOptions {
+            conv: ConvOptions::default(),
+            output_padding: [0; N],
+        }
+    }
+}
 
-/// cuDNN's workspaces for PyTorch 2.11's transposed convolutions, as recorded on an H100.
-const RECORDED: &[Recorded] = &[
-    (
-        DType::F32,
-        [8, 64, 32, 32],
-        [64, 32, 4, 4],
-        [2, 2],
-        [1, 1],
-        [0, 0],
-        1,
-        [6422675, 0, 7078032],
-    ),
-    (
-        DType::F32,
-        [8, 64, 32, 32],
-        [64, 16, 3, 3],
-        [2, 2],
-        [1, 1],
-        [1, 1],
-        1,
-        [0, 0, 4931728],
-    ),
-    (
-        DType::F32,
-        [8, 32, 1, 256],
-        [32, 16, 1, 4],
-        [1, 2],
-        [0, 1],
-        [0, 0],
-        1,
-        [0, 532496, 0],
-    ),
+/// cuDNN's workspaces for PyTorch 2.11's 2-D transposed convolutions, as recorded on an H100
+/// (the 3-D ones are in `conv_workspace_table_3d`).
+const TRANSPOSED_2D: &[RecordedNd] = &[
+    RecordedNd {
+        dtype: DType::F32,
+        transposed: true,
+        input: &[8, 64, 32, 32],
+        weight: &[64, 32, 4, 4],
+        stride: &[2, 2],
+        padding: &[1, 1],
+        extra: &[0, 0],
+        groups: 1,
+        workspaces: [6422675, 0, 7078032],
+        out_numel: 8 * 32 * 64 * 64,
+    },
+    RecordedNd {
+        dtype: DType::F32,
+        transposed: true,
+        input: &[8, 64, 32, 32],
+        weight: &[64, 16, 3, 3],
+        stride: &[2, 2],
+        padding: &[1, 1],
+        extra: &[1, 1],
+        groups: 1,
+        workspaces: [0, 0, 4931728],
+        out_numel: 8 * 16 * 64 * 64,
+    },
+    RecordedNd {
+        dtype: DType::F32,
+        transposed: true,
+        input: &[8, 32, 1, 256],
+        weight: &[32, 16, 1, 4],
+        stride: &[1, 2],
+        padding: &[0, 1],
+        extra: &[0, 0],
+        groups: 1,
+        workspaces: [0, 532496, 0],
+        out_numel: 8 * 16 * 512,
+    },
 ];
 
-/// The workspaces of a transposed convolution of `x` by `w` producing `out` elements, and
-/// whether they are estimated (Note [transposed convolutions]).
-fn workspaces(x: &Tensor, w: &Tensor, o: &ConvTransposeOptions, out: usize) -> ([usize; 3], bool) {
+/// The workspaces of a transposed convolution of `x` by `w` producing `out` elements
+/// (Note [transposed convolutions]); none on the CPU.
+fn workspaces<const N: usize>(
+    x: &Tensor,
+    w: &Tensor,
+    o: &ConvTransposeOptions<N>,
+    out: usize,
+) -> Workspaces {
     if x.backend().props().is_none() {
-        return ([0; 3], false);
+        return Workspaces::default();
     }
-    let four = |d: &[usize]| [d[0], d[1], d[2], d[3]];
-    let (xd, wd) = (four(x.dims()), four(w.dims()));
-    let key = (
-        x.dtype(),
-        xd,
-        wd,
-        o.conv.stride,
-        o.conv.padding,
-        o.output_padding,
-        o.conv.groups,
-    );
-    if let Some(r) = RECORDED
-        .iter()
-        .find(|r| (r.0, r.1, r.2, r.3, r.4, r.5, r.6) == key)
-    {
-        return (r.7, false);
-    }
-    let numel = |r: &Recorded| {
-        let o = transposed_size(&ConvTransposeOptions::default(), r.1, r.2);
-        o.iter().product::<usize>() as f64
+    let case = CaseNd {
+        dtype: x.dtype(),
+        transposed: true,
+        input: x.dims(),
+        weight: w.dims(),
+        stride: &o.conv.stride,
+        padding: &o.conv.padding,
+        extra: &o.output_padding,
+        groups: o.conv.groups,
+        out_numel: out,
     };
-    let nearest = RECORDED
-        .iter()
-        .filter(|r| r.0 == x.dtype() && [r.2[2], r.2[3]] == [wd[2], wd[3]] && r.3 == o.conv.stride)
-        .min_by(|a, b| {
-            let d = |r: &Recorded| (out as f64 / numel(r)).ln().abs();
-            d(a).total_cmp(&d(b))
-        });
-    let scaled = nearest.map_or([0; 3], |r| {
-        r.7.map(|b| (b as f64 * out as f64 / numel(r)).ceil() as usize)
-    });
-    super::conv_workspace::note_estimated(format!(
-        "transposed {:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
-        x.dtype(),
-        xd,
-        wd,
-        o.conv.stride,
-        o.conv.padding,
-        o.conv.groups
-    ));
-    (scaled, true)
+    workspaces_of(&case, TRANSPOSED_2D)
 }
 
-/// The output's [N, K, Ho, Wo] of input `x` [N, C, H, W] and weight `w` [C, K/g, R, S]
-/// (recorded cases are measured with output padding; the estimate only needs the scale).
-fn transposed_size(o: &ConvTransposeOptions, x: [usize; 4], w: [usize; 4]) -> [usize; 4] {
+/// The output's shape [N, K, …] of input `x` [N, C, …] and weight `w` [C, K/g, …].
+fn transposed_size<const N: usize>(
+    o: &ConvTransposeOptions<N>,
+    x: &[usize],
+    w: &[usize],
+) -> Vec<usize> {
     let c = &o.conv;
     let size = |a: usize| {
         ((x[2 + a] - 1) * c.stride[a] + c.dilation[a] * (w[2 + a] - 1) + o.output_padding[a] + 1)
             .saturating_sub(2 * c.padding[a])
     };
-    [x[0], w[1] * c.groups.max(1), size(0), size(1)]
+    [x[0], w[1] * c.groups.max(1)]
+        .into_iter()
+        .chain((0..N).map(size))
+        .collect()
 }
 
-/// PyTorch's checks of a transposed convolution; the output's shape.
-fn check(
+/// The names PyTorch's messages give the spatial dims of an `N`-D convolution.
+fn axis_names<const N: usize>() -> &'static [&'static str] {
+    &["depth", "height", "width"][3 - N..]
+}
+
+/// PyTorch's checks of a transposed convolution (`op`); the output's shape.
+fn check<const N: usize>(
+    op: &str,
     x: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
-    o: &ConvTransposeOptions,
-) -> Result<[usize; 4]> {
+    o: &ConvTransposeOptions<N>,
+) -> Result<Vec<usize>> {
     let err = |m: String| Err(TensorError::runtime(m));
     let c = &o.conv;
     if c.stride.contains(&0) || c.dilation.contains(&0) || c.groups == 0 {
         return err("non-positive stride, dilation or groups is not supported".into());
     }
-    for a in 0..2 {
-        if o.output_padding[a] >= c.stride[a] && o.output_padding[a] >= c.dilation[a] {
-            return err(format!(
-                "output padding must be smaller than either stride or dilation, but got output_padding_height: {} output_padding_width: {} stride_height: {} stride_width: {} dilation_height: {} dilation_width: {}",
-                o.output_padding[0], o.output_padding[1], c.stride[0], c.stride[1], c.dilation[0], c.dilation[1]
-            ));
-        }
+    if (0..N).any(|a| o.output_padding[a] >= c.stride[a] && o.output_padding[a] >= c.dilation[a]) {
+        let names = axis_names::<N>();
+        let list = |what: &str, v: &[usize]| {
+            let parts: Vec<String> = names
+                .iter()
+                .zip(v)
+                .map(|(n, v)| format!("{what}_{n}: {v}"))
+                .collect();
+            parts.join(" ")
+        };
+        return err(format!(
+            "output padding must be smaller than either stride or dilation, but got {} {} {}",
+            list("output_padding", &o.output_padding),
+            list("stride", &c.stride),
+            list("dilation", &c.dilation)
+        ));
     }
     let (xd, wd) = (x.dims(), w.dims());
-    if wd.len() != 4 || xd[1] != wd[0] || wd[0] % c.groups != 0 {
+    if wd.len() != N + 2 || xd[1] != wd[0] || wd[0] % c.groups != 0 {
         return err(format!(
             "Given transposed=1, weight of size {:?}, expected input{:?} to have {} channels, but got {} channels instead",
             wd, xd, wd.first().copied().unwrap_or(0), xd[1]
@@ -186,14 +190,17 @@ fn check(
     }
     if !x.dtype().is_float() {
         return err(format!(
-            "\"conv_transpose2d\" not implemented for '{}'",
+            "\"{op}\" not implemented for '{}'",
             x.dtype().scalar_type_name()
         ));
     }
-    let four = |d: &[usize]| [d[0], d[1], d[2], d[3]];
-    let out = transposed_size(o, four(xd), four(wd));
-    if out[2] == 0 || out[3] == 0 {
-        return err(format!("Given input size per channel: ({} x {}). Calculated output size per channel: ({} x {}). Output size is too small", xd[2], xd[3], out[2], out[3]));
+    let out = transposed_size(o, xd, wd);
+    if out[2..].contains(&0) {
+        let by = |v: &[usize]| {
+            let v: Vec<String> = v.iter().map(|d| d.to_string()).collect();
+            v.join(" x ")
+        };
+        return err(format!("Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small", by(&xd[2..]), by(&out[2..])));
     }
     Ok(out)
 }
@@ -207,17 +214,44 @@ impl Tensor {
         bias: Option<&Tensor>,
         o: &ConvTransposeOptions,
     ) -> Result<Tensor> {
+        self.conv_transpose_nd("conv_transpose2d", weight, bias, o)
+    }
+
+    /// `F.conv_transpose3d(…)`: `self` [N, C, D, H, W] or unbatched [C, D, H, W], `weight`
+    /// [C, K/groups, T, R, S].
+    pub fn conv_transpose3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        o: &ConvTransposeOptions<3>,
+    ) -> Result<Tensor> {
+        self.conv_transpose_nd("conv_transpose3d", weight, bias, o)
+    }
+
+    /// A transposed convolution over `N` spatial dims, batched or not, under autocast.
+    fn conv_transpose_nd<const N: usize>(
+        &self,
+        op: &'static str,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        o: &ConvTransposeOptions<N>,
+    ) -> Result<Tensor> {
         super::check_interrupt()?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        if let Some((cast, _off)) = super::autocast::cast_inputs("conv_transpose2d", &inputs)? {
-            return cast[0].conv_transpose2d(&cast[1], cast.get(2), o);
+        if let Some((cast, _off)) = super::autocast::cast_inputs(op, &inputs)? {
+            return cast[0].conv_transpose_nd(op, &cast[1], cast.get(2), o);
         }
         match self.dim() {
-            4 => self.conv_transpose2d_batched(weight, bias, o),
-            3 => self.unsqueeze(0)?.conv_transpose2d_batched(weight, bias, o)?.squeeze(Some(0)),
+            d if d == N + 2 => self.conv_transpose_batched(op, weight, bias, o),
+            d if d == N + 1 => self
+                .unsqueeze(0)?
+                .conv_transpose_batched(op, weight, bias, o)?
+                .squeeze(Some(0)),
             _ => Err(TensorError::runtime(format!(
-                "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: {:?}",
+                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}",
+                N + 1,
+                N + 2,
                 self.dims()
             ))),
         }
@@ -256,24 +290,27 @@ impl Tensor {
         }
     }
 
-    fn conv_transpose2d_batched(
+    fn conv_transpose_batched<const N: usize>(
         &self,
+        op: &str,
         weight: &Tensor,
         bias: Option<&Tensor>,
-        o: &ConvTransposeOptions,
+        o: &ConvTransposeOptions<N>,
     ) -> Result<Tensor> {
-        let shape = check(self, weight, bias, o)?;
+        let shape = check(op, self, weight, bias, o)?;
         let cl = is_channels_last(self) || is_channels_last(weight);
-        let (ws, _) = workspaces(self, weight, o, shape.iter().product());
+        let out = shape.iter().product();
+        let ws = workspaces(self, weight, o, out);
         let (x, w) = (in_format(self, cl)?, in_format(weight, cl)?);
         let y = empty_in(self, &shape, self.dtype(), cl)?;
         if y.numel() > 0 {
-            let scratch = workspace(self, ws[0])?;
+            let scratch = workspace(self, ws.forward)?;
             if x.numel() > 0 {
-                self.backend().conv2d_backward(
-                    &conv(&y, &w, &o.conv),
-                    x.operand(),
-                    Some(y.operand()),
+                let v = Volumes::new(&y, &w, &o.conv);
+                self.backend().conv_backward(
+                    &v.conv(),
+                    volume(&x).operand(),
+                    Some(volume(&y).operand()),
                     None,
                 )?;
             } else {
@@ -282,7 +319,9 @@ impl Tensor {
             }
             drop(scratch);
             if let Some(b) = bias {
-                let b = b.detach()?.reshape(&[1, shape[1] as isize, 1, 1])?;
+                let mut dims = vec![1isize; N + 2];
+                dims[1] = shape[1] as isize;
+                let b = b.detach()?.reshape(&dims)?;
                 y.add_scaled_(&b, 1.0)?;
             }
         }
@@ -297,7 +336,7 @@ impl Tensor {
                 weight: SavedTensor::new(weight)?,
                 options: *o,
                 has_bias: bias.is_some(),
-                out: shape.iter().product(),
+                out,
             };
             record(
                 &y,
@@ -312,30 +351,31 @@ impl Tensor {
 }
 
 /// What the transposed convolution's `ConvolutionBackward0` keeps.
-struct TransposeSaved {
+struct TransposeSaved<const N: usize> {
     x: SavedTensor,
     weight: SavedTensor,
-    options: ConvTransposeOptions,
+    options: ConvTransposeOptions<N>,
     has_bias: bool,
     out: usize,
 }
 
-impl TransposeSaved {
+impl<const N: usize> TransposeSaved<N> {
     /// Note [transposed convolutions]: the gradient made contiguous once, the input's gradient
     /// (a convolution of it), the weight's, the copy freed, then the bias's.
     fn backward(&self, grad: &Tensor, mask: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let (input, weight) = (self.x.get()?, self.weight.get()?);
         let cl = is_channels_last(input) || is_channels_last(weight);
-        let (ws, _) = workspaces(input, weight, &self.options, self.out);
+        let ws = workspaces(input, weight, &self.options, self.out);
         let g = in_format(grad, cl)?;
         let (x, w) = (in_format(input, cl)?, in_format(weight, cl)?);
-        let c = conv(&g, &w, &self.options.conv);
+        let v = Volumes::new(&g, &w, &self.options.conv);
+        let c = v.conv();
         let dx = match mask[0] {
             true => {
                 let d = empty_in(input, input.dims(), input.dtype(), cl)?;
-                let scratch = workspace(input, ws[1])?;
+                let scratch = workspace(input, ws.input_grad)?;
                 if d.numel() > 0 {
-                    input.backend().conv2d(&c, None, d.operand())?;
+                    input.backend().conv(&c, None, volume(&d).operand())?;
                 }
                 drop(scratch);
                 Some(d)
@@ -345,13 +385,13 @@ impl TransposeSaved {
         let dw = match mask[1] {
             true => {
                 let d = empty_in(weight, weight.dims(), weight.dtype(), cl)?;
-                let scratch = workspace(weight, ws[2])?;
+                let scratch = workspace(weight, ws.weight_grad)?;
                 match d.numel() > 0 && g.numel() > 0 {
-                    true => weight.backend().conv2d_backward(
+                    true => weight.backend().conv_backward(
                         &c,
-                        x.operand(),
+                        volume(&x).operand(),
                         None,
-                        Some(d.operand()),
+                        Some(volume(&d).operand()),
                     )?,
                     false => weight
                         .backend()
@@ -362,12 +402,12 @@ impl TransposeSaved {
             }
             false => None,
         };
-        drop((w, x, g));
+        drop((v, w, x, g));
         let mut out = vec![dx, dw];
         if self.has_bias {
             out.push(match mask[2] {
                 true => Some(
-                    grad.reduce_raw(crate::device::ReduceOp::Sum, &[0, 2, 3], grad.dtype())?
+                    grad.reduce_raw(crate::device::ReduceOp::Sum, &bias_dims(N), grad.dtype())?
                         .result_as_shape(&[grad.dims()[1]]),
                 ),
                 false => None,

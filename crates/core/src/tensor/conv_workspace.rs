@@ -8,11 +8,15 @@
 //! (dtype, kernel size, stride, groups, layout) nearest in output size by the output's size, and
 //! says that it did (`estimated`). PyTorch's own depthwise kernels (float32 and bfloat16, where
 //! groups equal the input channels) take no workspace and allocate the weight's gradient first.
+//! 3-D and transposed convolutions are keyed by every size (`RecordedNd`), with the same
+//! estimate elsewhere: the nearest recorded case of the same dtype, kernel and stride, scaled.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use super::conv::ConvOptions;
 use super::conv_workspace_table::{Recorded, RECORDED};
+use super::conv_workspace_table_3d::RECORDED_3D;
 use super::DType;
 
 /// The workspaces (bytes) of a convolution's forward and of its two gradients.
@@ -155,7 +159,7 @@ pub fn workspaces(case: &ConvCase) -> Workspaces {
         };
     }
     note_estimated(format!(
-        "{:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
+        "conv2d {:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
         case.dtype, case.input, case.weight, case.stride, case.padding, case.groups
     ));
     let numel = case.output_numel() as f64;
@@ -179,4 +183,135 @@ pub fn workspaces(case: &ConvCase) -> Workspaces {
         weight_grad_first: r.weight_grad_first,
         estimated: true,
     }
+}
+
+/// A 3-D or transposed convolution as recorded: its sizes, the workspaces (bytes) of its forward,
+/// input gradient and weight gradient, and its output's element count.
+pub(super) struct RecordedNd {
+    pub dtype: DType,
+    pub transposed: bool,
+    /// [N, C, (D,) H, W].
+    pub input: &'static [usize],
+    /// [K, C / groups, …] (a transposed one's [C, K / groups, …]).
+    pub weight: &'static [usize],
+    pub stride: &'static [usize],
+    pub padding: &'static [usize],
+    /// A convolution's dilation; a transposed one's output padding.
+    pub extra: &'static [usize],
+    pub groups: usize,
+    pub workspaces: [usize; 3],
+    pub out_numel: usize,
+}
+
+/// A 3-D or transposed convolution to look up: the recorded fields and the output's size.
+pub(super) struct CaseNd<'a> {
+    pub dtype: DType,
+    pub transposed: bool,
+    pub input: &'a [usize],
+    pub weight: &'a [usize],
+    pub stride: &'a [usize],
+    pub padding: &'a [usize],
+    pub extra: &'a [usize],
+    pub groups: usize,
+    pub out_numel: usize,
+}
+
+impl CaseNd<'_> {
+    fn matches(&self, r: &RecordedNd) -> bool {
+        (
+            r.dtype,
+            r.transposed,
+            r.input,
+            r.weight,
+            r.stride,
+            r.padding,
+            r.extra,
+            r.groups,
+        ) == (
+            self.dtype,
+            self.transposed,
+            self.input,
+            self.weight,
+            self.stride,
+            self.padding,
+            self.extra,
+            self.groups,
+        )
+    }
+
+    fn same_kind(&self, r: &RecordedNd) -> bool {
+        (r.dtype, r.transposed, &r.weight[2..], r.stride)
+            == (self.dtype, self.transposed, &self.weight[2..], self.stride)
+    }
+}
+
+/// The workspaces of a 3-D or transposed convolution, from `extra` rows and the 3-D table:
+/// recorded, or scaled from the nearest of the same kind and said to be estimated.
+pub(super) fn workspaces_of(case: &CaseNd, extra: &[RecordedNd]) -> Workspaces {
+    let rows = || RECORDED_3D.iter().chain(extra);
+    let [forward, input_grad, weight_grad] = match rows().find(|r| case.matches(r)) {
+        Some(r) => r.workspaces,
+        None => {
+            let op = if case.transposed {
+                "conv_transpose"
+            } else {
+                "conv"
+            };
+            note_estimated(format!(
+                "{op}{}d {:?} input {:?} weight {:?} stride {:?} padding {:?} groups {}",
+                case.input.len() - 2,
+                case.dtype,
+                case.input,
+                case.weight,
+                case.stride,
+                case.padding,
+                case.groups
+            ));
+            let ratio = |r: &RecordedNd| case.out_numel as f64 / r.out_numel.max(1) as f64;
+            let nearest = rows()
+                .filter(|r| case.same_kind(r))
+                .min_by(|a, b| ratio(a).ln().abs().total_cmp(&ratio(b).ln().abs()));
+            let scaled =
+                nearest.map(|r| r.workspaces.map(|b| (b as f64 * ratio(r)).ceil() as usize));
+            return Workspaces {
+                estimated: true,
+                ..workspaces_from(scaled.unwrap_or_default())
+            };
+        }
+    };
+    workspaces_from([forward, input_grad, weight_grad])
+}
+
+fn workspaces_from([forward, input_grad, weight_grad]: [usize; 3]) -> Workspaces {
+    Workspaces {
+        forward,
+        input_grad,
+        weight_grad,
+        ..Default::default()
+    }
+}
+
+/// The workspaces of a 3-D convolution of an `input` by a `weight` under `o`.
+pub(super) fn workspaces_nd<const N: usize>(
+    dtype: DType,
+    input: &[usize],
+    weight: &[usize],
+    o: &ConvOptions<N>,
+) -> Workspaces {
+    let span = |a: usize| o.dilation[a] * (weight[2 + a] - 1) + 1;
+    let out =
+        |a: usize| (input[2 + a] + 2 * o.padding[a]).saturating_sub(span(a)) / o.stride[a] + 1;
+    let out_numel = input[0] * weight[0] * (0..N).map(out).product::<usize>();
+    let case = CaseNd {
+        dtype,
+        transposed: false,
+        input,
+        weight,
+        stride: &o.stride,
+        padding: &o.padding,
+        extra: &o.dilation,
+        groups: o.groups,
+        out_numel,
+    };
+    workspaces_of(&case, &[])
 }

@@ -10,8 +10,8 @@
 //! and `loss_pointwise` (the elementwise losses with a reduction), `nn`
 //! (`layer_norm`, `dropout`), `rms_norm`, `group_norm`, `pad` (constant padding), `upsample`
 //! (nearest and bilinear `interpolate`), `vector_norm` (the norms of gradient clipping),
-//! `amp_scale` (GradScaler's unscale and scale update), `conv` (conv1d/conv2d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
-//! are `conv_workspace_table`), `conv_transpose` (conv_transpose1d/2d),
+//! `amp_scale` (GradScaler's unscale and scale update), `conv` (conv1d/2d/3d, with cuDNN's workspaces from `conv_workspace`, whose recorded cases
+//! are `conv_workspace_table` and `conv_workspace_table_3d`), `conv_transpose` (conv_transpose1d/2d/3d),
 //! `pool` (max/avg/adaptive pooling, batch norm; `memory_format` for channels-last), `attention` (`scaled_dot_product_attention`: the backend choice, the
 //! bool mask; `attention_fused` the cuDNN, flash and memory-efficient buffers, `attention_math`
 //! the composite), `shape_ops` (cat, stack, split/chunk, repeat) and `index_ops`
@@ -47,6 +47,7 @@ pub mod conv;
 pub mod conv_transpose;
 pub mod conv_workspace;
 mod conv_workspace_table;
+mod conv_workspace_table_3d;
 pub(crate) mod convert;
 mod creation;
 mod elementwise_more;

@@ -1,6 +1,7 @@
 //! Convolutions, pooling, batch norm (`torch.nn.functional.conv2d`, `max_pool2d`, …) and the
 //! channels-last memory format over
-//! core's ops; the Python side (`torch/nn/functional.py`) turns ints and tuples into pairs.
+//! core's ops; the Python side (`torch/nn/functional.py`) turns ints and tuples into pairs (and
+//! triples, in 3-D).
 
 use rustpython_vm::PyResult;
 use torchlet_core::tensor::conv::ConvOptions;
@@ -30,13 +31,14 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     // (input, weight, bias, stride, padding, dilation, groups), each pair as a 2-tuple.
     ("_conv2d", |a| {
         let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
-        let o = ConvOptions {
-            stride: pair(a, 3)?,
-            padding: pair(a, 4)?,
-            dilation: pair(a, 5)?,
-            groups: a.int(6)? as usize,
-        };
-        Ok(wrap(a.vm, x.conv2d(&w, b.as_ref(), &o).or_raise(a.vm)?))
+        let y = x.conv2d(&w, b.as_ref(), &conv_options(a, 3)?);
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
+    }),
+    // The same with 3-tuples.
+    ("_conv3d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let y = x.conv3d(&w, b.as_ref(), &conv_options(a, 3)?);
+        Ok(wrap(a.vm, y.or_raise(a.vm)?))
     }),
     ("_conv1d", |a| {
         let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
@@ -58,6 +60,15 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
         Ok(wrap(
             a.vm,
             x.conv_transpose2d(&w, b.as_ref(), &o).or_raise(a.vm)?,
+        ))
+    }),
+    // The same with 3-tuples.
+    ("_conv_transpose3d", |a| {
+        let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
+        let o = transpose_options(a, 3)?;
+        Ok(wrap(
+            a.vm,
+            x.conv_transpose3d(&w, b.as_ref(), &o).or_raise(a.vm)?,
         ))
     }),
     // The same with one int each, as F.conv_transpose1d takes them.
@@ -140,22 +151,41 @@ pub(crate) const FUNCTIONS: &[(&str, Native)] = &[
     }),
 ];
 
+/// Argument `i`, an `N`-tuple of ints (negative ones as 0).
+fn ints_n<const N: usize>(a: &Args, i: usize) -> PyResult<[usize; N]> {
+    let v = a.ints(i)?;
+    if v.len() != N {
+        let msg = format!("expected {N} ints, got {}", v.len());
+        return Err(a.vm.new_value_error(msg));
+    }
+    Ok(std::array::from_fn(|d| v[d].max(0) as usize))
+}
+
 /// Argument `i`, a 2-tuple of non-negative ints.
 fn pair(a: &Args, i: usize) -> PyResult<[usize; 2]> {
-    let v = a.ints(i)?;
-    Ok([v[0].max(0) as usize, v[1].max(0) as usize])
+    ints_n(a, i)
+}
+
+/// A convolution's (stride, padding, dilation, groups) from argument `i` on.
+fn conv_options<const N: usize>(a: &Args, i: usize) -> PyResult<ConvOptions<N>> {
+    Ok(ConvOptions {
+        stride: ints_n(a, i)?,
+        padding: ints_n(a, i + 1)?,
+        dilation: ints_n(a, i + 2)?,
+        groups: a.int(i + 3)?.max(0) as usize,
+    })
 }
 
 /// A transposed convolution's (stride, padding, output_padding, groups, dilation) from argument `i` on.
-fn transpose_options(a: &Args, i: usize) -> PyResult<ConvTransposeOptions> {
+fn transpose_options<const N: usize>(a: &Args, i: usize) -> PyResult<ConvTransposeOptions<N>> {
     Ok(ConvTransposeOptions {
         conv: ConvOptions {
-            stride: pair(a, i)?,
-            padding: pair(a, i + 1)?,
-            dilation: pair(a, i + 4)?,
+            stride: ints_n(a, i)?,
+            padding: ints_n(a, i + 1)?,
+            dilation: ints_n(a, i + 4)?,
             groups: a.int(i + 3)?.max(0) as usize,
         },
-        output_padding: pair(a, i + 2)?,
+        output_padding: ints_n(a, i + 2)?,
     })
 }
 

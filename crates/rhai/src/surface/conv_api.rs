@@ -1,4 +1,5 @@
-//! Convolution-network ops in scripts: `conv2d`, `conv_transpose2d`, `unfold`, `fold`, `max_pool2d`, `avg_pool2d`,
+//! Convolution-network ops in scripts: `conv2d`, `conv3d`, `conv_transpose2d`,
+//! `conv_transpose3d`, `unfold`, `fold`, `max_pool2d`, `avg_pool2d`,
 //! `adaptive_avg_pool2d`, `batch_norm`, `nll_loss` and `scaled_dot_product_attention`, as
 //! functions with PyTorch's keyword arguments in an options map.
 use rhai::{Engine, Map};
@@ -25,6 +26,12 @@ pub(crate) fn register(engine: &mut Engine) {
         .register_fn("conv2d", |x: &mut Tensor, w: Tensor, b: Tensor| x.conv2d(&w, Some(&b), &ConvOptions::default()).or_raise())
         .register_fn("conv2d", |x: &mut Tensor, w: Tensor, o: Map| conv2d(x, &w, None, &o))
         .register_fn("conv2d", |x: &mut Tensor, w: Tensor, b: Tensor, o: Map| conv2d(x, &w, Some(&b), &o))
+        .register_doc("conv3d", &["conv3d(x, w[, b][, #{stride, padding, dilation, groups}]) — 3-D convolution of [N, C, D, H, W], as F.conv3d (cuDNN's workspaces on a GPU)"], |x: &mut Tensor, w: Tensor| {
+            conv3d(x, &w, None, &Map::new())
+        })
+        .register_fn("conv3d", |x: &mut Tensor, w: Tensor, b: Tensor| conv3d(x, &w, Some(&b), &Map::new()))
+        .register_fn("conv3d", |x: &mut Tensor, w: Tensor, o: Map| conv3d(x, &w, None, &o))
+        .register_fn("conv3d", |x: &mut Tensor, w: Tensor, b: Tensor, o: Map| conv3d(x, &w, Some(&b), &o))
         .register_doc("max_pool2d", &["max_pool2d(x, k[, #{stride, padding, dilation, ceil_mode}]) — max over k×k windows, as F.max_pool2d (keeps the int64 indices for backward)"], |x: &mut Tensor, k: rhai::INT| {
             pool(x, k, &Map::new(), "max_pool2d")
         })
@@ -35,6 +42,12 @@ pub(crate) fn register(engine: &mut Engine) {
         .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, b: Tensor| conv_transpose2d(x, &w, Some(&b), &Map::new()))
         .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, o: Map| conv_transpose2d(x, &w, None, &o))
         .register_fn("conv_transpose2d", |x: &mut Tensor, w: Tensor, b: Tensor, o: Map| conv_transpose2d(x, &w, Some(&b), &o))
+        .register_doc("conv_transpose3d", &["conv_transpose3d(x, w[, b][, #{stride, padding, output_padding, groups, dilation}]) — transposed 3-D convolution (w [in, out/groups, kd, kh, kw]), as F.conv_transpose3d"], |x: &mut Tensor, w: Tensor| {
+            conv_transpose3d(x, &w, None, &Map::new())
+        })
+        .register_fn("conv_transpose3d", |x: &mut Tensor, w: Tensor, b: Tensor| conv_transpose3d(x, &w, Some(&b), &Map::new()))
+        .register_fn("conv_transpose3d", |x: &mut Tensor, w: Tensor, o: Map| conv_transpose3d(x, &w, None, &o))
+        .register_fn("conv_transpose3d", |x: &mut Tensor, w: Tensor, b: Tensor, o: Map| conv_transpose3d(x, &w, Some(&b), &o))
         .register_doc("unfold", &["unfold(x, k[, #{dilation, padding, stride}]) — each k×k block of [N, C, H, W] as a column of [N, C·k·k, blocks], as F.unfold (im2col)"], |x: &mut Tensor, k: rhai::INT| {
             unfold(x, k, &Map::new())
         })
@@ -82,16 +95,22 @@ fn non_negative(v: rhai::INT, what: &str) -> Res<usize> {
 
 /// Option `key` as a (height, width) pair: an int or an array of two ints.
 fn pair(o: &Map, key: &str, default: [usize; 2], what: &str) -> Res<[usize; 2]> {
+    ints_n(o, key, default, what)
+}
+
+/// Option `key` of `o` as `N` non-negative ints: one int for all, or an array of `N`.
+fn ints_n<const N: usize>(o: &Map, key: &str, default: [usize; N], what: &str) -> Res<[usize; N]> {
     let Some(v) = o.get(key) else {
         return Ok(default);
     };
     if let Ok(i) = v.as_int() {
         let i = non_negative(i, &format!("{what}(): {key}"))?;
-        return Ok([i, i]);
+        return Ok([i; N]);
     }
+    let count = ["", "one", "two", "three"][N];
     let bad = || {
         type_error(format!(
-            "{what}(): {key} must be an int or an array of two ints, not {}",
+            "{what}(): {key} must be an int or an array of {count} ints, not {}",
             v.type_name()
         ))
     };
@@ -101,10 +120,14 @@ fn pair(o: &Map, key: &str, default: [usize; 2], what: &str) -> Res<[usize; 2]> 
         .map(|d| d.as_int())
         .collect::<Result<_, _>>()
         .map_err(|_| bad())?;
-    match ints.as_slice() {
-        [h, w] => Ok([non_negative(*h, key)?, non_negative(*w, key)?]),
-        _ => Err(bad()),
+    if ints.len() != N {
+        return Err(bad());
     }
+    let mut out = [0; N];
+    for (o, &i) in out.iter_mut().zip(&ints) {
+        *o = non_negative(i, key)?;
+    }
+    Ok(out)
 }
 
 pub(crate) fn flag(o: &Map, key: &str, default: bool, what: &str) -> Res<bool> {
@@ -141,32 +164,46 @@ fn conv2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
     x.conv2d(w, b, &conv_options(o, "conv2d")?).or_raise()
 }
 
+fn conv3d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
+    check_keys(o, &["stride", "padding", "dilation", "groups"], "conv3d")?;
+    x.conv3d(w, b, &conv_options(o, "conv3d")?).or_raise()
+}
+
 /// A convolution's stride, padding, dilation and groups from `o`.
-fn conv_options(o: &Map, what: &str) -> Res<ConvOptions> {
+fn conv_options<const N: usize>(o: &Map, what: &str) -> Res<ConvOptions<N>> {
     let groups = o.get("groups").map_or(Ok(1), |g| {
         g.as_int()
             .map_err(|t| type_error(format!("{what}(): groups must be an int, not {t}")))
     })?;
     Ok(ConvOptions {
-        stride: pair(o, "stride", [1, 1], what)?,
-        padding: pair(o, "padding", [0, 0], what)?,
-        dilation: pair(o, "dilation", [1, 1], what)?,
+        stride: ints_n(o, "stride", [1; N], what)?,
+        padding: ints_n(o, "padding", [0; N], what)?,
+        dilation: ints_n(o, "dilation", [1; N], what)?,
         groups: non_negative(groups, &format!("{what}(): groups"))?,
     })
 }
 
 fn conv_transpose2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
-    const WHAT: &str = "conv_transpose2d";
+    x.conv_transpose2d(w, b, &transpose_options(o, "conv_transpose2d")?)
+        .or_raise()
+}
+
+fn conv_transpose3d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, o: &Map) -> Res<Tensor> {
+    x.conv_transpose3d(w, b, &transpose_options(o, "conv_transpose3d")?)
+        .or_raise()
+}
+
+/// A transposed convolution's options from `o`.
+fn transpose_options<const N: usize>(o: &Map, what: &str) -> Res<ConvTransposeOptions<N>> {
     check_keys(
         o,
         &["stride", "padding", "output_padding", "groups", "dilation"],
-        WHAT,
+        what,
     )?;
-    let opts = ConvTransposeOptions {
-        conv: conv_options(o, WHAT)?,
-        output_padding: pair(o, "output_padding", [0, 0], WHAT)?,
-    };
-    x.conv_transpose2d(w, b, &opts).or_raise()
+    Ok(ConvTransposeOptions {
+        conv: conv_options(o, what)?,
+        output_padding: ints_n(o, "output_padding", [0; N], what)?,
+    })
 }
 
 fn pool(x: &Tensor, k: rhai::INT, o: &Map, what: &str) -> Res<Tensor> {

@@ -1,4 +1,5 @@
-//! Host kernels for 2-D convolution: forward, and the input's and weight's gradients, in f64.
+//! Host kernels for convolution over depth, height and width (a 2-D one has depth 1): forward,
+//! and the input's and weight's gradients, in f64.
 
 use rayon::prelude::*;
 
@@ -6,20 +7,18 @@ use super::strided::{get, put};
 use crate::device::backend::{Conv, Operand};
 use torchlet_alloc::types::Result;
 
-/// The sizes of one convolution: input [n, c, h, w], weight [k, cg, r, s], output [n, k, ho, wo].
+/// The sizes of one convolution: input [n, c, d, h, w], weight [k, cg, t, r, s], output
+/// [n, k, do, ho, wo]; `input`, `kernel` and `output` are (depth, height, width).
 #[derive(Clone, Copy)]
 struct Geometry {
     n: usize,
     c: usize,
-    h: usize,
-    w: usize,
     k: usize,
     cg: usize,
     kg: usize,
-    r: usize,
-    s: usize,
-    ho: usize,
-    wo: usize,
+    input: [usize; 3],
+    kernel: [usize; 3],
+    output: [usize; 3],
 }
 
 impl Geometry {
@@ -28,17 +27,20 @@ impl Geometry {
         Geometry {
             n: x[0],
             c: x[1],
-            h: x[2],
-            w: x[3],
             k: w[0],
             cg: w[1],
             kg: w[0] / c.groups,
-            r: w[2],
-            s: w[3],
-            ho: out[2],
-            wo: out[3],
+            input: [x[2], x[3], x[4]],
+            kernel: [w[2], w[3], w[4]],
+            output: [out[2], out[3], out[4]],
         }
     }
+}
+
+/// Every index of a box of `size`, the last axis fastest.
+fn cells(size: [usize; 3]) -> impl Iterator<Item = [usize; 3]> {
+    (0..size[0])
+        .flat_map(move |a| (0..size[1]).flat_map(move |b| (0..size[2]).map(move |c| [a, b, c])))
 }
 
 /// The input coordinate output `o` reads at tap `t` along one axis (`None` in the padding).
@@ -54,31 +56,46 @@ fn tapped_by(c: &Conv, axis: usize, i: usize, t: usize, outs: usize) -> Option<u
     (num % stride == 0 && num / stride < outs).then_some(num / stride)
 }
 
-/// `out[n, k, oh, ow] = bias[k] + Σ x[n, c, ih, iw] · w[k, c', r, s]` over the group's channels.
-pub fn conv2d(c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
+/// The input cell output cell `o` reads at kernel tap `t`, if inside the input.
+fn reads(c: &Conv, g: &Geometry, o: [usize; 3], t: [usize; 3]) -> Option<[usize; 3]> {
+    Some([
+        tap(c, 0, o[0], t[0], g.input[0])?,
+        tap(c, 1, o[1], t[1], g.input[1])?,
+        tap(c, 2, o[2], t[2], g.input[2])?,
+    ])
+}
+
+/// The output cell whose tap `t` reads input cell `i`, if any.
+fn read_by(c: &Conv, g: &Geometry, i: [usize; 3], t: [usize; 3]) -> Option<[usize; 3]> {
+    Some([
+        tapped_by(c, 0, i[0], t[0], g.output[0])?,
+        tapped_by(c, 1, i[1], t[1], g.output[1])?,
+        tapped_by(c, 2, i[2], t[2], g.output[2])?,
+    ])
+}
+
+/// `[a, b]` followed by a cell's three coordinates: a 5-D index.
+fn at(a: usize, b: usize, cell: [usize; 3]) -> [usize; 5] {
+    [a, b, cell[0], cell[1], cell[2]]
+}
+
+/// `out[n, k, o] = bias[k] + Σ x[n, c, i] · w[k, c', t]` over the group's channels and taps.
+pub fn conv(c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
     let g = Geometry::of(c, &out.layout.shape);
     (0..g.n * g.k).into_par_iter().for_each(|nk| {
         let (n, k) = (nk / g.k, nk % g.k);
         let first = k / g.kg * g.cg;
         let b = bias.as_ref().map_or(0.0, |b| get(b, &[k]));
-        for oh in 0..g.ho {
-            for ow in 0..g.wo {
-                let mut acc = b;
-                for ci in 0..g.cg {
-                    for r in 0..g.r {
-                        let Some(ih) = tap(c, 0, oh, r, g.h) else {
-                            continue;
-                        };
-                        for s in 0..g.s {
-                            let Some(iw) = tap(c, 1, ow, s, g.w) else {
-                                continue;
-                            };
-                            acc += get(&c.x, &[n, first + ci, ih, iw]) * get(&c.w, &[k, ci, r, s]);
-                        }
+        for o in cells(g.output) {
+            let mut acc = b;
+            for ci in 0..g.cg {
+                for t in cells(g.kernel) {
+                    if let Some(i) = reads(c, &g, o, t) {
+                        acc += get(&c.x, &at(n, first + ci, i)) * get(&c.w, &at(k, ci, t));
                     }
                 }
-                put(&out, &[n, k, oh, ow], acc);
             }
+            put(&out, &at(n, k, o), acc);
         }
     });
     Ok(())
@@ -89,57 +106,42 @@ fn input_grad(c: &Conv, g: &Geometry, dout: &Operand, dx: &Operand) {
     (0..g.n * g.c).into_par_iter().for_each(|nc| {
         let (n, ch) = (nc / g.c, nc % g.c);
         let (group, ci) = (ch / g.cg, ch % g.cg);
-        for ih in 0..g.h {
-            for iw in 0..g.w {
-                let mut acc = 0.0;
-                for r in 0..g.r {
-                    let Some(oh) = tapped_by(c, 0, ih, r, g.ho) else {
-                        continue;
-                    };
-                    for s in 0..g.s {
-                        let Some(ow) = tapped_by(c, 1, iw, s, g.wo) else {
-                            continue;
-                        };
-                        for k in group * g.kg..(group + 1) * g.kg {
-                            acc += get(dout, &[n, k, oh, ow]) * get(&c.w, &[k, ci, r, s]);
-                        }
-                    }
+        for i in cells(g.input) {
+            let mut acc = 0.0;
+            for t in cells(g.kernel) {
+                let Some(o) = read_by(c, g, i, t) else {
+                    continue;
+                };
+                for k in group * g.kg..(group + 1) * g.kg {
+                    acc += get(dout, &at(n, k, o)) * get(&c.w, &at(k, ci, t));
                 }
-                put(dx, &[n, ch, ih, iw], acc);
             }
+            put(dx, &at(n, ch, i), acc);
         }
     });
 }
 
-/// The weight's gradient: each tap sums `dout · x` over the batch and the output plane.
+/// The weight's gradient: each tap sums `dout · x` over the batch and the output cells.
 fn weight_grad(c: &Conv, g: &Geometry, dout: &Operand, dw: &Operand) {
     (0..g.k * g.cg).into_par_iter().for_each(|kc| {
         let (k, ci) = (kc / g.cg, kc % g.cg);
         let ch = k / g.kg * g.cg + ci;
-        for r in 0..g.r {
-            for s in 0..g.s {
-                let mut acc = 0.0;
-                for n in 0..g.n {
-                    for oh in 0..g.ho {
-                        let Some(ih) = tap(c, 0, oh, r, g.h) else {
-                            continue;
-                        };
-                        for ow in 0..g.wo {
-                            let Some(iw) = tap(c, 1, ow, s, g.w) else {
-                                continue;
-                            };
-                            acc += get(dout, &[n, k, oh, ow]) * get(&c.x, &[n, ch, ih, iw]);
-                        }
+        for t in cells(g.kernel) {
+            let mut acc = 0.0;
+            for n in 0..g.n {
+                for o in cells(g.output) {
+                    if let Some(i) = reads(c, g, o, t) {
+                        acc += get(dout, &at(n, k, o)) * get(&c.x, &at(n, ch, i));
                     }
                 }
-                put(dw, &[k, ci, r, s], acc);
             }
+            put(dw, &at(k, ci, t), acc);
         }
     });
 }
 
-/// The gradients of `conv2d` from `dout`, each into its destination when given.
-pub fn conv2d_backward(
+/// The gradients of `conv` from `dout`, each into its destination when given.
+pub fn conv_backward(
     c: &Conv,
     dout: Operand,
     dx: Option<Operand>,

@@ -89,7 +89,7 @@ pub(crate) fn host_free(ptr: DevicePtr, bytes: usize) {
 pub mod kernels {
     pub use super::attention::{attention, attention_backward};
     pub use super::batch_norm::{batch_norm, batch_norm_backward};
-    pub use super::conv::{conv2d, conv2d_backward};
+    pub use super::conv::{conv, conv_backward};
     pub use super::elementwise::{arange, binary, binary_scalar, copy, fill, unary};
     pub use super::group_norm::{group_norm, group_norm_backward};
     pub use super::indexing::{gather, masked_fill, scatter_add, triangle, where_select};
@@ -209,22 +209,22 @@ macro_rules! host_kernel_methods {
         ) -> Result<()> {
             $crate::device::cpu::kernels::attention_backward(a, out, lse, grads)
         }
-        fn conv2d(
+        fn conv(
             &self,
             c: &$crate::device::backend::Conv,
             bias: Option<Operand>,
             out: Operand,
         ) -> Result<()> {
-            $crate::device::cpu::kernels::conv2d(c, bias, out)
+            $crate::device::cpu::kernels::conv(c, bias, out)
         }
-        fn conv2d_backward(
+        fn conv_backward(
             &self,
             c: &$crate::device::backend::Conv,
             dout: Operand,
             dx: Option<Operand>,
             dw: Option<Operand>,
         ) -> Result<()> {
-            $crate::device::cpu::kernels::conv2d_backward(c, dout, dx, dw)
+            $crate::device::cpu::kernels::conv_backward(c, dout, dx, dw)
         }
         fn pool2d(
             &self,

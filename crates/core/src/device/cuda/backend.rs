@@ -304,10 +304,10 @@ impl Backend for CudaBackend {
             &grads,
         )?)
     }
-    fn conv2d(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
-        Ok(self.dev.gpu().conv2d(c, bias.as_ref(), &out)?)
+    fn conv(&self, c: &Conv, bias: Option<Operand>, out: Operand) -> Result<()> {
+        Ok(self.dev.gpu().conv(c, bias.as_ref(), &out)?)
     }
-    fn conv2d_backward(
+    fn conv_backward(
         &self,
         c: &Conv,
         dout: Operand,
@@ -317,7 +317,7 @@ impl Backend for CudaBackend {
         Ok(self
             .dev
             .gpu()
-            .conv2d_backward(c, &dout, dx.as_ref(), dw.as_ref())?)
+            .conv_backward(c, &dout, dx.as_ref(), dw.as_ref())?)
     }
     fn pool2d(&self, p: &Pool, out: Operand, indices: Option<Operand>) -> Result<()> {
         Ok(self.dev.gpu().pool2d(p, &out, indices.as_ref())?)

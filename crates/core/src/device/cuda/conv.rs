@@ -27,27 +27,30 @@ fn strides<const N: usize>(v: Option<&Operand>) -> [i64; N] {
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct ConvArgs {
-    sizes: [i64; 11],
-    sx: [i64; 4],
-    sw: [i64; 4],
-    so: [i64; 4],
-    sdx: [i64; 4],
-    sdw: [i64; 4],
-    stride: [i64; 2],
-    pad: [i64; 2],
-    dil: [i64; 2],
+    sizes: [i64; 5],
+    input: [i64; 3],
+    kernel: [i64; 3],
+    output: [i64; 3],
+    sx: [i64; 5],
+    sw: [i64; 5],
+    so: [i64; 5],
+    sdx: [i64; 5],
+    sdw: [i64; 5],
+    stride: [i64; 3],
+    pad: [i64; 3],
+    dil: [i64; 3],
     sb: i64,
 }
 
 impl ConvArgs {
     fn new(c: &Conv, out: &Operand) -> Self {
         let (x, w, o) = (&c.x.layout.shape, &c.w.layout.shape, &out.layout.shape);
-        let kg = w[0] / c.groups;
+        let spatial = |d: &[usize]| [d[2], d[3], d[4]].map(|v| v as i64);
         ConvArgs {
-            sizes: [
-                x[0], x[1], x[2], x[3], w[0], w[1], kg, w[2], w[3], o[2], o[3],
-            ]
-            .map(|d| d as i64),
+            sizes: [x[0], x[1], w[0], w[1], w[0] / c.groups].map(|d| d as i64),
+            input: spatial(x),
+            kernel: spatial(w),
+            output: spatial(o),
             sx: strides(Some(&c.x)),
             sw: strides(Some(&c.w)),
             so: strides(Some(out)),
@@ -193,7 +196,7 @@ impl Gpu<'_> {
     }
 
     /// A convolution's output, with its bias.
-    pub fn conv2d(&self, c: &Conv, bias: Option<&Operand>, out: &Operand) -> CudaResult<()> {
+    pub fn conv(&self, c: &Conv, bias: Option<&Operand>, out: &Operand) -> CudaResult<()> {
         let mut a = ConvArgs::new(c, out);
         a.sb = bias.map_or(0, |b| b.layout.strides[0] as i64);
         let (mut o, mut x, mut w, mut b) = (out.addr(), c.x.addr(), c.w.addr(), addr(bias));
@@ -201,7 +204,7 @@ impl Gpu<'_> {
     }
 
     /// A convolution's input and weight gradients, each when given.
-    pub fn conv2d_backward(
+    pub fn conv_backward(
         &self,
         c: &Conv,
         dout: &Operand,

@@ -288,15 +288,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                     None if scale is None else float(scale), bool(enable_gqa))
 
 
-def _pair(v, name):
+def _ntuple(v, name, n):
     if isinstance(v, int):
-        return (v, v)
+        return (v,) * n
     v = tuple(v)
     if len(v) == 1:
-        return (v[0], v[0])
-    if len(v) != 2 or not all(isinstance(i, int) for i in v):
-        raise TypeError(f"{name} must be an int or a tuple of two ints, got {v!r}")
+        return (v[0],) * n
+    if len(v) != n or not all(isinstance(i, int) for i in v):
+        raise TypeError(f"{name} must be an int or a tuple of {('two', 'three')[n - 2]} ints, got {v!r}")
     return v
+
+
+def _pair(v, name):
+    return _ntuple(v, name, 2)
+
+
+def _triple(v, name):
+    return _ntuple(v, name, 3)
 
 
 def _conv_padding(padding, weight, dilation, dims):
@@ -323,6 +331,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                       _pair(dilation, "dilation"), int(groups))
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    padding = _conv_padding(padding, weight, dilation, 3)
+    return _C._conv3d(input, weight, bias, _triple(stride, "stride"), _triple(padding, "padding"),
+                      _triple(dilation, "dilation"), int(groups))
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     padding = _conv_padding(padding, weight, dilation, 1)
     one = lambda v: v if isinstance(v, int) else tuple(v)[0]
@@ -340,17 +354,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                 one(dilation))
 
 
-def _refused_3d(name):
-    def refused(*args, **kwargs):
-        raise NotImplementedError(
-            f"torchlet: {name} is not supported yet (its cuDNN workspaces are not recorded); "
-            "1-D and 2-D convolutions and their transposed forms run")
-    refused.__name__ = name
-    return refused
-
-
-conv3d = _refused_3d("conv3d")
-conv_transpose3d = _refused_3d("conv_transpose3d")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _C._conv_transpose3d(input, weight, bias, _triple(stride, "stride"), _triple(padding, "padding"),
+                                _triple(output_padding, "output_padding"), int(groups),
+                                _triple(dilation, "dilation"))
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

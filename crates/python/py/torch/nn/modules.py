@@ -539,7 +539,7 @@ def _tuple(v, n):
 
 
 class _ConvNd(Module):
-    """Conv1d/Conv2d and their transposed forms: PyTorch's parameters (weight [out, in/groups,
+    """Conv1d/2d/3d and their transposed forms: PyTorch's parameters (weight [out, in/groups,
     *kernel], transposed [in, out/groups, *kernel]; bias [out]) and initialisation
     (kaiming-uniform weight, uniform bias)."""
 
@@ -653,21 +653,20 @@ class ConvTranspose2d(_ConvTransposeNd):
                                   self.groups, self.dilation)
 
 
-class _Refused3d(Module):
-    """A 3-D convolution, refused by name where it is made."""
+class Conv3d(_ConvNd):
+    _dims = 3
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"torchlet: nn.{type(self).__name__} is not supported yet (its cuDNN workspaces are not "
-            "recorded); 1-D and 2-D convolutions and their transposed forms run")
+    def forward(self, input):
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class Conv3d(_Refused3d):
-    pass
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims = 3
 
-
-class ConvTranspose3d(_Refused3d):
-    pass
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
 
 
 class MaxPool2d(Module):

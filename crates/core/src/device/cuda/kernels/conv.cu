@@ -3,12 +3,14 @@
 // buffers are the ones the tensor layer allocated as PyTorch's kernels do, so memory is exact.
 #if IS_FP
 
-// A 2-D convolution: input [N, C, H, W], weight [K, C/G, R, S], output [N, K, Ho, Wo]; strides in
-// elements of x, w, the output (or its gradient), and the input's and weight's gradients.
+// A convolution over depth, height and width (a 2-D one has depth 1): input [N, C, D, H, W],
+// weight [K, C/G, T, R, S], output [N, K, Do, Ho, Wo]; strides in elements of x, w, the output
+// (or its gradient), and the input's and weight's gradients.
 struct Cnv {
-  i64 N, C, H, W, K, Cg, Kg, R, S, Ho, Wo;
-  i64 sx[4], sw[4], so[4], sdx[4], sdw[4];
-  i64 stride[2], pad[2], dil[2];
+  i64 N, C, K, Cg, Kg;
+  i64 in[3], ker[3], out[3];
+  i64 sx[5], sw[5], so[5], sdx[5], sdw[5];
+  i64 stride[3], pad[3], dil[3];
   i64 sb;
 };
 
@@ -16,61 +18,86 @@ __device__ __forceinline__ i64 at4(const i64* s, i64 a, i64 b, i64 c, i64 d) {
   return a * s[0] + b * s[1] + c * s[2] + d * s[3];
 }
 
+__device__ __forceinline__ i64 at5(const i64* s, i64 a, i64 b, const i64* c) {
+  return a * s[0] + b * s[1] + c[0] * s[2] + c[1] * s[3] + c[2] * s[4];
+}
+
+// The cell of a box of `size` at flat index e (last axis fastest).
+__device__ __forceinline__ void cell(i64 e, const i64* size, i64* c) {
+  c[2] = e % size[2];
+  c[1] = (e / size[2]) % size[1];
+  c[0] = e / (size[2] * size[1]);
+}
+
+// The input cell output o reads at tap t; false in the padding.
+__device__ __forceinline__ bool reads(const Cnv& p, const i64* o, const i64* t, i64* i) {
+  for (int a = 0; a < 3; a++) {
+    i[a] = o[a] * p.stride[a] + t[a] * p.dil[a] - p.pad[a];
+    if (i[a] < 0 || i[a] >= p.in[a]) return false;
+  }
+  return true;
+}
+
+// The output cell whose tap t reads input cell i; false when none does.
+__device__ __forceinline__ bool read_by(const Cnv& p, const i64* i, const i64* t, i64* o) {
+  for (int a = 0; a < 3; a++) {
+    i64 num = i[a] + p.pad[a] - t[a] * p.dil[a];
+    if (num < 0 || num % p.stride[a] || num / p.stride[a] >= p.out[a]) return false;
+    o[a] = num / p.stride[a];
+  }
+  return true;
+}
+
 extern "C" __global__ void KNAME(conv_fwd_)(Cnv p, T* out, const T* x, const T* w, const T* bias) {
+  i64 cells = p.out[0] * p.out[1] * p.out[2], taps = p.ker[0] * p.ker[1] * p.ker[2];
   i64 e = gtid();
-  if (e >= p.N * p.K * p.Ho * p.Wo) return;
-  i64 ow = e % p.Wo, oh = (e / p.Wo) % p.Ho, k = (e / (p.Wo * p.Ho)) % p.K, n = e / (p.Wo * p.Ho * p.K);
+  if (e >= p.N * p.K * cells) return;
+  i64 o[3], t[3], i[3];
+  cell(e % cells, p.out, o);
+  i64 k = (e / cells) % p.K, n = e / (cells * p.K);
   i64 first = k / p.Kg * p.Cg;
   A acc = bias ? (A)ld(bias[k * p.sb]) : (A)0;
   for (i64 c = 0; c < p.Cg; c++)
-    for (i64 r = 0; r < p.R; r++) {
-      i64 ih = oh * p.stride[0] + r * p.dil[0] - p.pad[0];
-      if (ih < 0 || ih >= p.H) continue;
-      for (i64 s = 0; s < p.S; s++) {
-        i64 iw = ow * p.stride[1] + s * p.dil[1] - p.pad[1];
-        if (iw < 0 || iw >= p.W) continue;
-        acc += (A)ld(x[at4(p.sx, n, first + c, ih, iw)]) * (A)ld(w[at4(p.sw, k, c, r, s)]);
-      }
+    for (i64 f = 0; f < taps; f++) {
+      cell(f, p.ker, t);
+      if (reads(p, o, t, i)) acc += (A)ld(x[at5(p.sx, n, first + c, i)]) * (A)ld(w[at5(p.sw, k, c, t)]);
     }
-  out[at4(p.so, n, k, oh, ow)] = Cv<T>::from(acc);
+  out[at5(p.so, n, k, o)] = Cv<T>::from(acc);
 }
 
 extern "C" __global__ void KNAME(conv_dx_)(Cnv p, T* dx, const T* dout, const T* w) {
+  i64 cells = p.in[0] * p.in[1] * p.in[2], taps = p.ker[0] * p.ker[1] * p.ker[2];
   i64 e = gtid();
-  if (e >= p.N * p.C * p.H * p.W) return;
-  i64 iw = e % p.W, ih = (e / p.W) % p.H, ch = (e / (p.W * p.H)) % p.C, n = e / (p.W * p.H * p.C);
+  if (e >= p.N * p.C * cells) return;
+  i64 i[3], t[3], o[3];
+  cell(e % cells, p.in, i);
+  i64 ch = (e / cells) % p.C, n = e / (cells * p.C);
   i64 g = ch / p.Cg, c = ch % p.Cg;
   A acc = 0;
-  for (i64 r = 0; r < p.R; r++) {
-    i64 nh = ih + p.pad[0] - r * p.dil[0];
-    if (nh < 0 || nh % p.stride[0] || nh / p.stride[0] >= p.Ho) continue;
-    for (i64 s = 0; s < p.S; s++) {
-      i64 nw = iw + p.pad[1] - s * p.dil[1];
-      if (nw < 0 || nw % p.stride[1] || nw / p.stride[1] >= p.Wo) continue;
-      for (i64 k = g * p.Kg; k < (g + 1) * p.Kg; k++)
-        acc += (A)ld(dout[at4(p.so, n, k, nh / p.stride[0], nw / p.stride[1])]) * (A)ld(w[at4(p.sw, k, c, r, s)]);
-    }
+  for (i64 f = 0; f < taps; f++) {
+    cell(f, p.ker, t);
+    if (!read_by(p, i, t, o)) continue;
+    for (i64 k = g * p.Kg; k < (g + 1) * p.Kg; k++)
+      acc += (A)ld(dout[at5(p.so, n, k, o)]) * (A)ld(w[at5(p.sw, k, c, t)]);
   }
-  dx[at4(p.sdx, n, ch, ih, iw)] = Cv<T>::from(acc);
+  dx[at5(p.sdx, n, ch, i)] = Cv<T>::from(acc);
 }
 
 extern "C" __global__ void KNAME(conv_dw_)(Cnv p, T* dw, const T* dout, const T* x) {
+  i64 taps = p.ker[0] * p.ker[1] * p.ker[2], cells = p.out[0] * p.out[1] * p.out[2];
   i64 e = gtid();
-  if (e >= p.K * p.Cg * p.R * p.S) return;
-  i64 s = e % p.S, r = (e / p.S) % p.R, c = (e / (p.S * p.R)) % p.Cg, k = e / (p.S * p.R * p.Cg);
+  if (e >= p.K * p.Cg * taps) return;
+  i64 t[3], o[3], i[3];
+  cell(e % taps, p.ker, t);
+  i64 c = (e / taps) % p.Cg, k = e / (taps * p.Cg);
   i64 ch = k / p.Kg * p.Cg + c;
   A acc = 0;
   for (i64 n = 0; n < p.N; n++)
-    for (i64 oh = 0; oh < p.Ho; oh++) {
-      i64 ih = oh * p.stride[0] + r * p.dil[0] - p.pad[0];
-      if (ih < 0 || ih >= p.H) continue;
-      for (i64 ow = 0; ow < p.Wo; ow++) {
-        i64 iw = ow * p.stride[1] + s * p.dil[1] - p.pad[1];
-        if (iw < 0 || iw >= p.W) continue;
-        acc += (A)ld(dout[at4(p.so, n, k, oh, ow)]) * (A)ld(x[at4(p.sx, n, ch, ih, iw)]);
-      }
+    for (i64 f = 0; f < cells; f++) {
+      cell(f, p.out, o);
+      if (reads(p, o, t, i)) acc += (A)ld(dout[at5(p.so, n, k, o)]) * (A)ld(x[at5(p.sx, n, ch, i)]);
     }
-  dw[at4(p.sdw, k, c, r, s)] = Cv<T>::from(acc);
+  dw[at5(p.sdw, k, c, t)] = Cv<T>::from(acc);
 }
 
 // A 2-D pooling of input [N, C, H, W] into [N, C, Ho, Wo]. kind: 0 max, 1 average, 2 adaptive
