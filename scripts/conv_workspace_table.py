@@ -43,6 +43,19 @@ def workspaces(events, grads):
     return found
 
 
+def grad_workspaces(events, dx, dw):
+    """The input gradient's workspace, the weight gradient's, and whether the weight's came first.
+
+    With equal sizes the order cannot tell the grads apart: the input's comes first but for the
+    depthwise kernels, whose sizes differ.
+    """
+    bwd = workspaces(events, [dx, dw])
+    if dx == dw:
+        return bwd[0][1], bwd[1][1], False
+    of = lambda size: next(w for g, w in bwd if g == size)  # noqa: E731
+    return of(dx), of(dw), bwd[0][0] == dw
+
+
 def triple(v):
     return list(v) if isinstance(v, list) else [v, v, v]
 
@@ -62,9 +75,7 @@ def main_3d(here):
         out = math.prod(r["out"]["shape"])
         fwd = workspaces(r["forward"], [out * size])[0][1]
         dx, dw = math.prod([n, ch, d, h, w]) * size, math.prod(weight) * size
-        bwd = workspaces(r["backward"], [dx, dw])
-        dx_ws = next(s for g, s in bwd if g == dx) if dx != dw else bwd[0][1]
-        dw_ws = next(s for g, s in bwd if g == dw) if dx != dw else bwd[1][1]
+        dx_ws, dw_ws, _ = grad_workspaces(r["backward"], dx, dw)
         rows.append(
             f"    RecordedNd {{ dtype: DType::{name}, transposed: {str(transposed).lower()}, "
             f"input: &{[n, ch, d, h, w]}, weight: &{weight}, stride: &{triple(stride)}, "
@@ -103,16 +114,11 @@ def main():
             out *= d
         fwd = workspaces(r["forward"], [out * size])[0][1]
         dx, dw = n * ch * h * w * size, k * (ch // groups) * kr * kr * size
-        bwd = workspaces(r["backward"], [dx, dw])
-        order = [g for g, _ in bwd]
-        # With equal sizes the order cannot tell the grads apart: the input's comes first but for
-        # the depthwise kernels, whose sizes differ.
-        dx_ws = next(w for g, w in bwd if g == dx) if dx != dw else bwd[0][1]
-        dw_ws = next(w for g, w in bwd if g == dw) if dx != dw else bwd[1][1]
+        dx_ws, dw_ws, weight_first = grad_workspaces(r["backward"], dx, dw)
         rows.append(
             f"    Recorded {{ dtype: DType::{name}, shape: {c['shape']}, channels_last: {str(c['channels_last']).lower()}, "
             f"forward: {fwd}, input_grad: {dx_ws}, weight_grad: {dw_ws}, "
-            f"weight_grad_first: {str(order[:1] == [dw] and dx != dw).lower()} }},"
+            f"weight_grad_first: {str(weight_first).lower()} }},"
         )
     env = doc["recorded_with"]
     print(f"""//! cuDNN's workspaces for the convolutions recorded with PyTorch {env['torch']} (cuDNN {env['cudnn']}) on

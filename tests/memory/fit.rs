@@ -519,49 +519,80 @@ ws = [torch.randn(1024, 1024, device="cuda") for _ in range(3)]
 y = model(torch.randn(2048, 1024, device="cuda"), ws)
 "#;
 
+/// The same in the Rhai language: its functions' statements are marked too.
+const NESTED_RHAI: &str = r#"fn block(x, w) {
+    let h = x.matmul(w);
+    h.relu().matmul(w)
+}
+
+fn model(x, ws) {
+    for w in ws {
+        x = block(x, w);
+    }
+    x
+}
+
+let ws = [randn([1024, 1024], #{device: "cuda"}), randn([1024, 1024], #{device: "cuda"})];
+let y = model(randn([2048, 1024], #{device: "cuda"}), ws);
+"#;
+
+/// Each language's program, the peak's statement and the calls that led there.
+const NESTED: &[(&str, &str, &str, [&str; 3])] = &[
+    (
+        "nested.py",
+        NESTED_PY,
+        "nested.py:5:12: return torch.relu(h) @ w",
+        [
+            "line 13, in <module>: y = model(",
+            "line 9, in model: x = block(x, w)",
+            "line 5, in block: return torch.relu(h) @ w",
+        ],
+    ),
+    (
+        "nested.rhai",
+        NESTED_RHAI,
+        "nested.rhai:3:5: h.relu().matmul(w)",
+        [
+            "line 14, in <module>: let y = model(",
+            "line 8, in model: x = block(x, w);",
+            "line 3, in block: h.relu().matmul(w)",
+        ],
+    ),
+];
+
 #[test]
 fn a_peak_inside_functions_names_the_calls_that_led_there() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_script(dir.path(), "nested.py", NESTED_PY);
-    let (ok, report, err) = output(
-        torchlet()
-            .arg("fit")
-            .arg(&path)
-            .args(["--gpu", "1GiB", "--json"]),
-    );
-    assert!(ok, "fits: {report}{err}");
-    let json: serde_json::Value = serde_json::from_str(&report).expect("--json prints JSON");
-    let peak = &json["verdicts"][0]["peaks"][0]["peak_allocated"];
-    let site = peak["site"].as_str().expect("a site");
-    assert!(
-        site.ends_with("nested.py:5:12: return torch.relu(h) @ w"),
-        "{site}"
-    );
-    let stack: Vec<&str> = peak["stack"]
-        .as_array()
-        .expect("a stack")
-        .iter()
-        .filter_map(|c| c.as_str())
-        .collect();
-    assert_eq!(stack.len(), 3, "{stack:?}");
-    assert!(
-        stack[0].contains("line 13, in <module>: y = model("),
-        "{stack:?}"
-    );
-    assert!(
-        stack[1].contains("line 9, in model: x = block(x, w)"),
-        "{stack:?}"
-    );
-    assert!(
-        stack[2].contains("line 5, in block: return torch.relu(h) @ w"),
-        "{stack:?}"
-    );
-    let (ok, text, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
-    assert!(ok);
-    assert!(
-        text.contains("the calls that led there, innermost last:"),
-        "{text}"
-    );
+    for (name, code, site_end, calls) in NESTED {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_script(dir.path(), name, code);
+        let (ok, report, err) = output(
+            torchlet()
+                .arg("fit")
+                .arg(&path)
+                .args(["--gpu", "1GiB", "--json"]),
+        );
+        assert!(ok, "fits: {report}{err}");
+        let json: serde_json::Value = serde_json::from_str(&report).expect("--json prints JSON");
+        let peak = &json["verdicts"][0]["peaks"][0]["peak_allocated"];
+        let site = peak["site"].as_str().expect("a site");
+        assert!(site.ends_with(site_end), "{site}");
+        let stack: Vec<&str> = peak["stack"]
+            .as_array()
+            .expect("a stack")
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        assert_eq!(stack.len(), 3, "{stack:?}");
+        for (got, want) in stack.iter().zip(calls) {
+            assert!(got.contains(want), "{name}: {want} in {stack:?}");
+        }
+        let (ok, text, _) = output(torchlet().arg("fit").arg(&path).args(["--gpu", "1GiB"]));
+        assert!(ok);
+        assert!(
+            text.contains("the calls that led there, innermost last:"),
+            "{text}"
+        );
+    }
 }
 
 /// nanoGPT's `model.py`, unchanged, trained three steps by `train3.py`: `torchlet fit` (shapes

@@ -240,6 +240,7 @@ fn bad_3d_convolutions_are_pytorchs_errors() {
 
 #[test]
 fn a_3d_convolution_torchlet_has_no_recording_of_says_its_workspace_is_estimated() {
+    // no GPU lock: `fit` runs the program shapes only, in a child process, on no real GPU.
     let code = "import torch\nimport torch.nn as nn\nnet = nn.Sequential(nn.Conv3d(4, 16, 3, padding=1), nn.ConvTranspose3d(16, 4, 2, stride=2)).cuda()\nv = torch.randn(2, 4, 16, 32, 32, device='cuda')\nnet(v).sum().backward()\nw = torch.randn(8, 4, 3, 3, 3, device='cuda')\ny = torch.nn.functional.conv3d(torch.randn(1, 4, 9, 9, 9, device='cuda'), w)\n";
     let (ok, text) = super::conv::torchlet_py(&["fit", "--gpu", "H200"], code);
     assert!(ok, "{text}");

@@ -268,6 +268,7 @@ impl Session {
             &self.state,
             source.unwrap_or("<input>"),
             shown,
+            torchlet_rhai::source::fn_marks::function_spans(&ast),
         );
         let result = self.engine.eval_ast_with_scope(&mut self.scope, &program);
         let last_statement = torchlet_rhai::runtime::provenance::end_input(&self.state);
@@ -283,6 +284,40 @@ impl Session {
     // A ScriptError carries the message, its place and hints; it is made once per failed input.
     #[allow(clippy::result_large_err)]
     fn compile_with_python_scoping(&mut self, code: &str) -> Result<rhai::AST, ScriptError> {
+        let (ast, text) = self.compile_scoped(code)?;
+        Ok(self.with_function_marks(ast, &text))
+    }
+
+    /// `ast` (compiled from `text`) with its functions' statements marked, so that what they
+    /// allocate names them and the calls that led there (Note [marks at line ends]); as it was
+    /// when none can be marked.
+    fn with_function_marks(&self, ast: rhai::AST, text: &str) -> rhai::AST {
+        use torchlet_rhai::source::fn_marks;
+        let spans = fn_marks::function_spans(&ast);
+        if spans.is_empty() {
+            return ast;
+        }
+        let id = torchlet_rhai::runtime::provenance::next_input(&self.state);
+        let Some(marked) = fn_marks::marked(&ast, text, id, &spans) else {
+            return ast;
+        };
+        match self.engine.compile_with_scope(&self.scope, &marked) {
+            Ok(with_marks) => {
+                let mut out =
+                    rhai::AST::new(ast.statements().to_vec(), with_marks.shared_lib().clone());
+                if let Some(source) = ast.source() {
+                    out.set_source(source);
+                }
+                out
+            }
+            Err(_) => ast,
+        }
+    }
+
+    /// `code` compiled with Python's scoping, and the text that was compiled.
+    // A ScriptError carries the message, its place and hints; it is made once per failed input.
+    #[allow(clippy::result_large_err)]
+    fn compile_scoped(&mut self, code: &str) -> Result<(rhai::AST, String), ScriptError> {
         let source = self.options.source_name.as_deref();
         let compile = |engine: &rhai::Engine, scope: &rhai::Scope, text: &str| {
             engine
@@ -302,12 +337,12 @@ impl Session {
             }
         }
         if !declared && plan.nested_lets.is_empty() {
-            return Ok(ast);
+            return Ok((ast, code.to_string()));
         }
         // The parser resolves variables against the scope it compiled with: compile again now
         // that the names are declared (and the nested `let`s are assignments).
         let text = torchlet_rhai::source::scoping::blank_lets(code, &plan.nested_lets);
-        compile(&self.engine, &self.scope, &text)
+        Ok((compile(&self.engine, &self.scope, &text)?, text))
     }
 
     /// Whether `code` is a whole input, needs more lines, or can never parse.

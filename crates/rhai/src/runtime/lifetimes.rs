@@ -586,7 +586,7 @@ impl Pass<'_> {
 }
 
 /// Where a statement starts (Rhai places an assignment at its `=`).
-fn start_of(stmt: &Stmt) -> Position {
+pub(crate) fn start_of(stmt: &Stmt) -> Position {
     match stmt {
         Stmt::Assignment(x) => x.1.lhs.position(),
         other => other.position(),

@@ -1,65 +1,171 @@
-//! Provenance for the script layer: `__site(LINE, COL)` before each statement names it, as
-//! `FILE:LINE:COL: text`, for the allocations it makes (see [`torchlet_alloc::site`]).
+//! Provenance for the script layer: `__site(LINE, COL)` before each top-level statement and
+//! `__fsite(INPUT, LINE, COL)` before each statement of a script function
+//! ([`crate::source::fn_marks`]) name it, as `FILE:LINE:COL: text`, for the allocations it makes
+//! (see [`torchlet_alloc::site`]), with the calls that led to it when it runs inside a function.
 //!
-//! The names are made once per statement of an input and shared after that, so a statement in a
-//! loop costs a table lookup per run, not a string.
+//! The names and the stacks are made once per statement (and per chain of calls) and shared after
+//! that, so a statement in a loop costs a table lookup per run, not a string.
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::source::fn_marks::FnSpan;
+
 use super::state::{LanguageState, State};
 
-/// The input running now: its source, its text and its statements' names.
-#[derive(Default)]
-pub struct Input {
+/// A statement: the input that holds it (its index in [`Inputs`]), its line and column.
+type Key = (usize, i64, i64);
+
+/// One input as run: its source, its text and its script functions' bodies.
+struct Text {
     source: String,
     code: String,
-    names: HashMap<(i64, i64), Arc<str>>,
-    /// The statement entered last: where an error with no position of its own happened.
+    functions: Vec<FnSpan>,
+}
+
+/// The input running now, and every input run so far (a function defined by one runs later).
+#[derive(Default)]
+pub struct Input {
+    texts: Vec<Text>,
+    /// The input running now, if any.
+    current: Option<usize>,
+    /// The statement entered last at the top level: where an error with no position of its own
+    /// happened.
     last: Option<(i64, i64)>,
+    /// The statements running now, outermost first, and the call level of each.
+    keys: Vec<Key>,
+    levels: Vec<usize>,
+    names: HashMap<Key, Arc<str>>,
+    stacks: HashMap<Vec<Key>, Arc<str>>,
 }
 
-/// Register `__site(LINE, COL)`.
+/// Register `__site(LINE, COL)` and `__fsite(INPUT, LINE, COL)`.
 pub(crate) fn register(engine: &mut rhai::Engine, state: &State) {
-    let state = state.clone();
+    let top = state.clone();
     engine.register_fn("__site", move |line: rhai::INT, col: rhai::INT| {
-        enter(&state, line, col)
+        let mut input = top.input.borrow_mut();
+        let Some(id) = input.current else { return };
+        input.last = Some((line, col));
+        enter(&mut input, 0, (id, line, col));
     });
+    let state = state.clone();
+    engine.register_fn(
+        crate::source::fn_marks::FSITE,
+        move |ctx: rhai::NativeCallContext, id: rhai::INT, line: rhai::INT, col: rhai::INT| {
+            let mut input = state.input.borrow_mut();
+            if input.current.is_some() {
+                enter(&mut input, ctx.call_level(), (id as usize, line, col));
+            }
+        },
+    );
 }
 
-/// An input starts: its statements will be named from `code`, under `source`.
-pub fn begin_input(state: &LanguageState, source: &str, code: &str) {
-    *state.input.borrow_mut() = Some(Input {
+/// The index the next input [`begin_input`] starts will have (what its function marks carry).
+pub fn next_input(state: &LanguageState) -> usize {
+    state.input.borrow().texts.len()
+}
+
+/// An input starts: its statements will be named from `code`, under `source`; `functions` are
+/// the bodies of the script functions it defines.
+pub fn begin_input(state: &LanguageState, source: &str, code: &str, functions: Vec<FnSpan>) {
+    let mut input = state.input.borrow_mut();
+    input.texts.push(Text {
         source: source.to_string(),
         code: code.to_string(),
-        names: HashMap::new(),
-        last: None,
+        functions,
     });
+    input.current = Some(input.texts.len() - 1);
+    input.last = None;
 }
 
 /// The input is done: allocations made now belong to no statement. The (line, column) of the
 /// statement that ran last, for an error Rhai gives no position (one raised in a module's
 /// function, such as `cuda::all_reduce`).
 pub fn end_input(state: &LanguageState) -> Option<(usize, usize)> {
-    let last = state.input.borrow_mut().take().and_then(|i| i.last);
+    let mut input = state.input.borrow_mut();
+    input.current = None;
+    input.keys.clear();
+    input.levels.clear();
     torchlet_alloc::site::set(None);
-    last.map(|(line, col)| (line as usize, col as usize))
+    input
+        .last
+        .take()
+        .map(|(line, col)| (line as usize, col as usize))
 }
 
-fn enter(state: &LanguageState, line: rhai::INT, col: rhai::INT) {
-    let site = (|| {
-        let mut input = state.input.borrow_mut();
-        let input = input.as_mut()?;
-        input.last = Some((line, col));
-        let name = input.names.entry((line, col)).or_insert_with(|| {
-            let text = input
-                .code
-                .lines()
-                .nth((line as usize).saturating_sub(1))
-                .unwrap_or("")
-                .trim();
-            Arc::from(format!("{}:{line}:{col}: {text}", input.source))
-        });
-        Some(name.clone())
-    })();
-    torchlet_alloc::site::set(site);
+/// The statement `key` runs at call level `level`: the calls at deeper levels have returned.
+fn enter(input: &mut Input, level: usize, key: Key) {
+    let open = input.levels.iter().take_while(|&&l| l < level).count();
+    input.keys.truncate(open);
+    input.levels.truncate(open);
+    input.keys.push(key);
+    input.levels.push(level);
+    let name = input.name(key);
+    let stack = (input.keys.len() > 1).then(|| input.stack());
+    torchlet_alloc::site::set_with_stack(Some(name), stack);
+}
+
+impl Input {
+    /// `FILE:LINE:COL: text` of a statement.
+    fn name(&mut self, key: Key) -> Arc<str> {
+        if let Some(name) = self.names.get(&key) {
+            return name.clone();
+        }
+        let (id, line, col) = key;
+        let name: Arc<str> = match self.texts.get(id) {
+            Some(t) => Arc::from(format!("{}:{line}:{col}: {}", t.source, t.line(line))),
+            None => Arc::from(format!("<input>:{line}:{col}")),
+        };
+        self.names.insert(key, name.clone());
+        name
+    }
+
+    /// The running statements as a traceback shows them, outermost first:
+    /// `File "F", line L, in NAME: text`.
+    fn stack(&mut self) -> Arc<str> {
+        if let Some(stack) = self.stacks.get(self.keys.as_slice()) {
+            return stack.clone();
+        }
+        let lines: Vec<String> = self
+            .keys
+            .iter()
+            .zip(&self.levels)
+            .map(|(&(id, line, col), &level)| match self.texts.get(id) {
+                Some(t) => format!(
+                    "File \"{}\", line {line}, in {}: {}",
+                    t.source,
+                    if level == 0 {
+                        "<module>"
+                    } else {
+                        t.function_at(line, col)
+                    },
+                    t.line(line)
+                ),
+                None => format!("line {line}"),
+            })
+            .collect();
+        let stack: Arc<str> = Arc::from(lines.join("\n"));
+        self.stacks.insert(self.keys.clone(), stack.clone());
+        stack
+    }
+}
+
+impl Text {
+    /// Line `line` (1-based) of the input, trimmed.
+    fn line(&self, line: i64) -> &str {
+        self.code
+            .lines()
+            .nth((line as usize).saturating_sub(1))
+            .unwrap_or("")
+            .trim()
+    }
+
+    /// The innermost script function whose body holds (line, col).
+    fn function_at(&self, line: i64, col: i64) -> &str {
+        let at = (line as usize, col as usize);
+        self.functions
+            .iter()
+            .filter(|f| f.start < at && at < f.end)
+            .min_by_key(|f| (f.end.0 - f.start.0, f.end.1.abs_diff(f.start.1)))
+            .map_or("<function>", |f| f.name.as_str())
+    }
 }

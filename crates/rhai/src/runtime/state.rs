@@ -15,8 +15,9 @@ use super::provenance::Input;
 /// One session's language state; see [`State`].
 #[derive(Default)]
 pub struct LanguageState {
-    /// The input running now, whose statements name the allocations they make.
-    pub(crate) input: RefCell<Option<Input>>,
+    /// The inputs run so far and the one running now, whose statements name the allocations
+    /// they make.
+    pub(crate) input: RefCell<Input>,
     /// The loops of the input running now, watched for growth.
     pub(crate) leaks: RefCell<LeakWatch>,
     /// The per-line ledger, while one is kept.

@@ -1,0 +1,82 @@
+//! Statement marks inside script functions: `__fsite(INPUT, LINE, COL);` at the end of the line
+//! before each statement of a function body that begins its own line, so that what a function
+//! allocates names its own statement and the calls that led to it.
+//!
+//! Note [marks at line ends]: Rhai gives no way to build a function around a rewritten body (the
+//! payload type of its script functions is private), so the marks go into the text, which is
+//! compiled again. Each goes after the last character of the line before its statement, where
+//! that line ends a statement or opens a block (`;`, `{`, `}`), so no character of the script
+//! moves: every line and column Rhai reports (errors, tracebacks) stays as written. A statement
+//! that shares its line with another is named with the first; a marked text that does not
+//! compile is dropped and the functions run unmarked.
+use rhai::{ASTNode, AST};
+
+use crate::runtime::lifetimes::start_of;
+
+/// The name of the statement hook the marks call.
+pub const FSITE: &str = "__fsite";
+
+/// A script function's body as the marks name it: where it starts and ends (line, column) and
+/// the function's name (`<closure>` for an anonymous one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FnSpan {
+    /// The body's opening `{`.
+    pub start: (usize, usize),
+    /// The body's closing `}`.
+    pub end: (usize, usize),
+    /// The function's name.
+    pub name: String,
+}
+
+impl FnSpan {
+    fn contains(&self, at: (usize, usize)) -> bool {
+        self.start < at && at < self.end
+    }
+}
+
+/// The bodies of `ast`'s script functions.
+pub fn function_spans(ast: &AST) -> Vec<FnSpan> {
+    let at = |p: rhai::Position| (p.line().unwrap_or(0), p.position().unwrap_or(0));
+    ast.shared_lib()
+        .iter_script_fn_info()
+        .map(|(_, _, name, _, def)| FnSpan {
+            start: at(def.body.start_position()),
+            end: at(def.body.end_position()),
+            name: match name.starts_with("anon$") {
+                true => "<closure>".into(),
+                false => name.to_string(),
+            },
+        })
+        .collect()
+}
+
+/// `code` with a mark tagged `input` before each statement of `ast`'s function bodies that
+/// begins its line (Note [marks at line ends]); `None` when no statement can be marked.
+pub fn marked(ast: &AST, code: &str, input: usize, spans: &[FnSpan]) -> Option<String> {
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    ast.walk(&mut |path: &[ASTNode]| {
+        if let Some(ASTNode::Stmt(stmt)) = path.last() {
+            let p = start_of(stmt);
+            if let (Some(line), Some(col)) = (p.line(), p.position()) {
+                starts.push((line, col));
+            }
+        }
+        true
+    });
+    let mut lines: Vec<String> = code.lines().map(str::to_string).collect();
+    starts.sort_unstable();
+    starts.dedup_by_key(|s| s.0);
+    let mut any = false;
+    for (line, col) in starts {
+        if line < 2 || line > lines.len() || !spans.iter().any(|s| s.contains((line, col))) {
+            continue;
+        }
+        let before = lines[line - 1].chars().take(col - 1).collect::<String>();
+        let after_boundary = lines[line - 2].trim_end().ends_with([';', '{', '}']);
+        if before.trim().is_empty() && after_boundary {
+            lines[line - 2] += &format!(" {FSITE}({input}, {line}, {col});");
+            any = true;
+        }
+    }
+    any.then(|| lines.join("\n"))
+}
