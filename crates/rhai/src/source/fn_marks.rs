@@ -80,3 +80,43 @@ pub fn marked(ast: &AST, code: &str, input: usize, spans: &[FnSpan]) -> Option<S
     }
     any.then(|| lines.join("\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(code: &str) -> Option<String> {
+        let ast = rhai::Engine::new().compile(code).expect("the sample compiles");
+        marked(&ast, code, 7, &function_spans(&ast))
+    }
+
+    #[test]
+    fn marks_go_at_line_ends_and_move_nothing() {
+        let code = "fn f(x) {\n    let y = x + 1;\n    if y > 1 {\n        y = 0;\n    }\n    y\n}\nlet a = f(1);\n";
+        let out = marks(code).expect("marks");
+        for (was, now) in code.lines().zip(out.lines()) {
+            assert!(now.starts_with(was), "{was:?} became {now:?}");
+        }
+        assert!(out.contains("fn f(x) { __fsite(7, 2, 5);"), "{out}");
+        assert!(out.contains("let y = x + 1; __fsite(7, 3, 5);"), "{out}");
+        assert!(out.contains("if y > 1 { __fsite(7, 4, 9);"), "{out}");
+        assert!(out.contains("    } __fsite(7, 6, 5);"), "{out}");
+        // The top level is named by the rewrite, not by these marks.
+        assert!(!out.contains("__fsite(7, 8,"), "{out}");
+        rhai::Engine::new().compile(&out).expect("the marked text compiles");
+    }
+
+    #[test]
+    fn a_statement_after_a_comment_or_on_a_shared_line_is_not_marked() {
+        let code = "fn f(x) {\n    let y = 1; let z = 2;\n    // a comment\n    y + z\n}\n";
+        let out = marks(code).expect("marks");
+        assert!(out.contains("__fsite(7, 2, 5)"), "{out}");
+        assert!(!out.contains("__fsite(7, 2, 16)"), "{out}");
+        assert!(!out.contains("__fsite(7, 4,"), "{out}");
+    }
+
+    #[test]
+    fn a_script_without_functions_has_no_marks() {
+        assert_eq!(marks("let a = 1;\nlet b = a + 1;\n"), None);
+    }
+}
