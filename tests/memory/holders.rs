@@ -340,3 +340,28 @@ fn containers_and_optimizers_print_as_pytorch_prints_them() {
     assert!(run(&mut s, "opt.state").starts_with("defaultdict(<class 'dict'>, {tensor([["));
     assert!(run(&mut s, "l1").starts_with("#{\"bias\": tensor(["));
 }
+
+#[test]
+fn memory_holders_echoes_as_the_holders_table_and_stays_a_list_of_maps() {
+    let (_guard, _) = common::gpu();
+    let mut s = fresh("let x = randn(1000, 1000).cuda();\nlet y = x * 2;");
+    let table = run(&mut s, "memory_holders()");
+    assert!(
+        table.starts_with("cuda:0: 2 live blocks, 8000512 B allocated"),
+        "{table}"
+    );
+    assert!(table.contains("held by"), "{table}");
+    assert!(
+        table.contains("made by <holders>:2:1: let y = x * 2;"),
+        "{table}"
+    );
+    assert!(!table.contains("#{"), "{table}");
+    // The value is still the maps: a list made from it echoes as one.
+    let sizes = run(&mut s, "memory_holders().map(|b| b.size)");
+    assert_eq!(sizes, "[4000256, 4000256]");
+    let names = run(&mut s, "let h = memory_holders(); h.map(|b| b.holders[0])");
+    assert!(
+        names.contains("\"x\"") && names.contains("\"y\""),
+        "{names}"
+    );
+}

@@ -86,7 +86,9 @@ mod tests {
     use super::*;
 
     fn marks(code: &str) -> Option<String> {
-        let ast = rhai::Engine::new().compile(code).expect("the sample compiles");
+        let ast = rhai::Engine::new()
+            .compile(code)
+            .expect("the sample compiles");
         marked(&ast, code, 7, &function_spans(&ast))
     }
 
@@ -103,7 +105,9 @@ mod tests {
         assert!(out.contains("    } __fsite(7, 6, 5);"), "{out}");
         // The top level is named by the rewrite, not by these marks.
         assert!(!out.contains("__fsite(7, 8,"), "{out}");
-        rhai::Engine::new().compile(&out).expect("the marked text compiles");
+        rhai::Engine::new()
+            .compile(&out)
+            .expect("the marked text compiles");
     }
 
     #[test]

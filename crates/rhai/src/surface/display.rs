@@ -72,6 +72,9 @@ fn rich(value: &rhai::Dynamic) -> Option<DisplayData> {
     if let Some(report) = value.read_lock::<FreeReport>() {
         return Some(report.display());
     }
+    if let Some(table) = super::holders_api::holders_display(value) {
+        return Some(table);
+    }
     if let Some(e) = value.read_lock::<Exception>() {
         return Some(DisplayData::text(e.to_string()));
     }

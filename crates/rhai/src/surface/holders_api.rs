@@ -7,6 +7,39 @@ use torchlet_explain::explain_free::{self, Way};
 use torchlet_explain::holders::{self, HolderMap};
 use torchlet_explain::Value;
 
+/// The tag of the array `memory_holders(device)` returns, plus the device: the echo of that very
+/// array is the holders table (`:holders`'s), while the array itself stays an array of maps for
+/// scripts (`.filter`, `.map`, `for`); an array made from it has no tag and echoes as maps.
+/// (Rhai's tag is an `i16` on 32-bit targets, so the tags stay within one.)
+const HOLDERS_TAG: i16 = 0x4800;
+
+/// The holders table of `value` when it is an array `memory_holders` returned, as it returned it.
+pub(crate) fn holders_display(value: &Dynamic) -> Option<crate::DisplayData> {
+    let device = usize::try_from(i32::from(value.tag()) - i32::from(HOLDERS_TAG)).ok()?;
+    if device > 0xff {
+        return None;
+    }
+    let rows = value.read_lock::<Array>()?;
+    let blocks: Option<Vec<holders::BlockHolders>> = rows.iter().map(block_of).collect();
+    Some(holders::table(device, &blocks?))
+}
+
+/// One row of `memory_holders` read back.
+fn block_of(row: &Dynamic) -> Option<holders::BlockHolders> {
+    let m = row.read_lock::<Map>()?;
+    let int = |k: &str| m.get(k)?.as_int().ok().map(|v| v as u64);
+    let holders = m.get("holders")?.read_lock::<Array>()?;
+    Some(holders::BlockHolders {
+        address: int("address")?,
+        size: int("size")?,
+        requested: int("requested")?,
+        segment: int("segment")?,
+        segment_size: int("segment_size")?,
+        holders: holders.iter().map(|h| h.to_string()).collect(),
+        made_by: m.get("made_by").and_then(|v| v.clone().into_string().ok()),
+    })
+}
+
 /// What `explain_free(x)` returns: prints as a table; `.ways` gives the rows as maps.
 #[derive(Clone, Debug)]
 pub struct FreeReport {
@@ -175,7 +208,11 @@ fn eval_holders(
             Dynamic::from_map(m)
         })
         .collect();
-    Ok(rows.into())
+    let mut rows = Dynamic::from_array(rows);
+    if device <= 0xff {
+        rows.set_tag((HOLDERS_TAG + device as i16).into());
+    }
+    Ok(rows)
 }
 
 fn eval_cache_report(
