@@ -166,6 +166,13 @@ fn memory_commands_report_the_simulated_gpu() {
         "{traced}"
     );
     out.clear();
+    // An input that does not parse runs nothing, so it has no trace line, only its error.
+    assert!(s.execute("let z = x *;").error.is_some());
+    assert_eq!(
+        out.stdout_text(),
+        "",
+        "no trace for an input that never ran"
+    );
     common::command_text(s.run_command(":trace off"));
     s.execute("let y = x * 2;");
     assert_eq!(out.stdout_text(), "", "no trace once it is off");

@@ -26,7 +26,9 @@ impl Session {
     pub(crate) fn after_input(&self, mark: Mark, outcome: &Outcome) {
         let emptied = self.state.take_empty_cache_called();
         super::memplot::after_input(&self.memplot, &*self.frontend);
-        if let Some(before) = mark.0 {
+        // An input that did not parse ran nothing: it has no memory change to trace.
+        let ran = !matches!(&outcome.error, Some(e) if e.kind == "SyntaxError");
+        if let (Some(before), true) = (mark.0, ran) {
             if let Ok(after) = memory::sample() {
                 self.frontend
                     .stdout(&format!("{}\n", change(&before, &after)));
