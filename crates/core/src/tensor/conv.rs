@@ -204,19 +204,7 @@ impl Tensor {
         if let Some((cast, _off)) = super::autocast::cast_inputs(op, &inputs)? {
             return cast[0].conv_nd(op, &cast[1], cast.get(2), o);
         }
-        match self.dim() {
-            d if d == N + 2 => self.conv_batched(op, weight, bias, o),
-            d if d == N + 1 => self
-                .unsqueeze(0)?
-                .conv_batched(op, weight, bias, o)?
-                .squeeze(Some(0)),
-            _ => Err(TensorError::runtime(format!(
-                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
-                N + 1,
-                N + 2,
-                shape_str(self.dims())
-            ))),
-        }
+        batched_or_not(self, N, op, |x| x.conv_batched(op, weight, bias, o))
     }
 
     /// `F.conv1d(self, weight, bias, stride, padding, dilation, groups)`: a 2-D convolution over
@@ -230,36 +218,23 @@ impl Tensor {
         dilation: usize,
         groups: usize,
     ) -> Result<Tensor> {
-        let batched = match self.dim() {
-            3 => self.clone(),
-            2 => self.unsqueeze(0)?,
-            _ => {
-                return Err(TensorError::runtime(format!(
-                    "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: {}",
-                    shape_str(self.dims())
-                )))
-            }
-        };
-        if weight.dim() != 3 {
-            return Err(TensorError::runtime(format!(
-                "weight should have at least three dimensions, got a weight of size {}",
-                shape_str(weight.dims())
-            )));
-        }
         let o = ConvOptions {
             stride: [1, stride],
             padding: [0, padding],
             dilation: [1, dilation],
             groups,
         };
-        let y = batched
-            .unsqueeze(2)?
-            .conv2d(&weight.unsqueeze(2)?, bias, &o)?
-            .squeeze(Some(2))?;
-        if self.dim() == 2 {
-            return y.squeeze(Some(0));
-        }
-        Ok(y)
+        batched_or_not(self, 1, "conv1d", |x| {
+            if weight.dim() != 3 {
+                return Err(TensorError::runtime(format!(
+                    "weight should have at least three dimensions, got a weight of size {}",
+                    shape_str(weight.dims())
+                )));
+            }
+            x.unsqueeze(2)?
+                .conv2d(&weight.unsqueeze(2)?, bias, &o)?
+                .squeeze(Some(2))
+        })
     }
 
     fn conv_batched<const N: usize>(
@@ -305,6 +280,26 @@ impl Tensor {
             );
         }
         Ok(y)
+    }
+}
+
+/// `f` of `x` with a batch dim: `x` itself when it has `n` spatial dims and a batch, else `x`
+/// with a batch of one, the result without it; any other rank is PyTorch's error for `op`.
+pub(super) fn batched_or_not(
+    x: &Tensor,
+    n: usize,
+    op: &str,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    match x.dim() {
+        d if d == n + 2 => f(x),
+        d if d == n + 1 => f(&x.unsqueeze(0)?)?.squeeze(Some(0)),
+        _ => Err(TensorError::runtime(format!(
+            "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
+            n + 1,
+            n + 2,
+            shape_str(x.dims())
+        ))),
     }
 }
 

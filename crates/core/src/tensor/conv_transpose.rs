@@ -5,7 +5,7 @@
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 
-use super::conv::{bias_dims, volume, workspace, ConvOptions, Volumes};
+use super::conv::{batched_or_not, bias_dims, volume, workspace, ConvOptions, Volumes};
 use super::conv_workspace::{workspaces_of, CaseNd, RecordedNd, Workspaces};
 use super::memory_format::{empty_in, in_format, is_channels_last};
 use super::{DType, Result, Tensor, TensorError};
@@ -242,19 +242,9 @@ impl Tensor {
         if let Some((cast, _off)) = super::autocast::cast_inputs(op, &inputs)? {
             return cast[0].conv_transpose_nd(op, &cast[1], cast.get(2), o);
         }
-        match self.dim() {
-            d if d == N + 2 => self.conv_transpose_batched(op, weight, bias, o),
-            d if d == N + 1 => self
-                .unsqueeze(0)?
-                .conv_transpose_batched(op, weight, bias, o)?
-                .squeeze(Some(0)),
-            _ => Err(TensorError::runtime(format!(
-                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}",
-                N + 1,
-                N + 2,
-                self.dims()
-            ))),
-        }
+        batched_or_not(self, N, op, |x| {
+            x.conv_transpose_batched(op, weight, bias, o)
+        })
     }
 
     /// `F.conv_transpose1d`: a 2-D transposed convolution over a height of 1.
@@ -264,30 +254,17 @@ impl Tensor {
         bias: Option<&Tensor>,
         o: &ConvTransposeOptions,
     ) -> Result<Tensor> {
-        let batched = match self.dim() {
-            3 => self.clone(),
-            2 => self.unsqueeze(0)?,
-            _ => {
+        batched_or_not(self, 1, "conv_transpose1d", |x| {
+            if weight.dim() != 3 {
                 return Err(TensorError::runtime(format!(
-                    "Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, but got input of size: {:?}",
-                    self.dims()
-                )))
+                    "weight should have at least three dimensions, got a weight of size {:?}",
+                    weight.dims()
+                )));
             }
-        };
-        if weight.dim() != 3 {
-            return Err(TensorError::runtime(format!(
-                "weight should have at least three dimensions, got a weight of size {:?}",
-                weight.dims()
-            )));
-        }
-        let y = batched
-            .unsqueeze(2)?
-            .conv_transpose2d(&weight.unsqueeze(2)?, bias, o)?
-            .squeeze(Some(2))?;
-        match self.dim() {
-            2 => y.squeeze(Some(0)),
-            _ => Ok(y),
-        }
+            x.unsqueeze(2)?
+                .conv_transpose2d(&weight.unsqueeze(2)?, bias, o)?
+                .squeeze(Some(2))
+        })
     }
 
     fn conv_transpose_batched<const N: usize>(
