@@ -1,7 +1,8 @@
 //! What a script statement costs on top of the op it runs: tensor op dispatch through the Rhai
 //! engine on a 10×10 CPU tensor, plain int arithmetic with an `if`, and `let t = empty(...); del t`
 //! on the simulated GPU (a cache hit); the tensor cases also with provenance naming each
-//! statement, as a session runs them, against the same without names.
+//! statement, as a session runs them, against the same without names; and a script function's
+//! statement with and without the mark that names it inside the function.
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,24 @@ fn per_iteration(setup: &str, body: &str, iters: u64) -> Duration {
 /// [`per_iteration`], with provenance on when `named`: each allocating statement is named
 /// `FILE:LINE:COL: text` and the name travels with its allocations, as in a session.
 fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
+    let code = format!("for i in 0..{iters} {{ {body} }}");
+    timed_code(setup, &code, named, false)
+}
+
+/// `iters` calls of a script function whose statement is `x * 2` on a 10×10 CPU tensor, with
+/// provenance; with `marked`, the function's statements are marked as a session marks them
+/// (`torchlet_rhai::source::fn_marks`), so each also names itself and the call that led there.
+fn timed_calls(iters: u64, marked: bool) -> Duration {
+    let code = format!(
+        "fn step(x) {{\n    let y = x * 2;\n    y\n}}\nfor i in 0..{iters} {{ let z = step(x); }}"
+    );
+    timed_code("let x = ones(10, 10);", &code, true, marked)
+}
+
+/// The time `code` takes after `setup`, as a session runs it (CPython's lifetimes for
+/// temporaries), with statement names when `named` and function marks when `marked`.
+fn timed_code(setup: &str, code: &str, named: bool, marked: bool) -> Duration {
+    use torchlet_rhai::source::fn_marks;
     let state = torchlet_rhai::State::default();
     let engine = torchlet_rhai::new_engine(
         Rc::new(CapturedOutput::default()),
@@ -27,27 +46,32 @@ fn timed_loop(setup: &str, body: &str, iters: u64, named: bool) -> Duration {
     engine
         .run_with_scope(&mut scope, setup)
         .expect("setup runs");
-    let timed = |code: String| {
-        let ast = engine.compile_with_scope(&scope, &code).expect("compiles");
-        // As a session runs it: with CPython's lifetimes for temporaries.
-        let ast = torchlet_rhai::Lifetimes::new(&engine).rewrite(
-            &engine,
-            &ast,
-            &rhai::AST::empty(),
-            &[],
-            false,
-        );
-        let mut scope = scope.clone();
-        if named {
-            torchlet_rhai::runtime::provenance::begin_input(&state, "<bench>", &code);
-        }
-        let start = Instant::now();
-        engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
-        let elapsed = start.elapsed();
-        torchlet_rhai::runtime::provenance::end_input(&state);
-        elapsed
-    };
-    timed(format!("for i in 0..{iters} {{ {body} }}"))
+    let mut ast = engine.compile_with_scope(&scope, code).expect("compiles");
+    let spans = fn_marks::function_spans(&ast);
+    if let Some(text) = marked
+        .then(|| fn_marks::marked(&ast, code, 0, &spans))
+        .flatten()
+    {
+        let with_marks = engine
+            .compile_with_scope(&scope, &text)
+            .expect("marks compile");
+        ast = rhai::AST::new(ast.statements().to_vec(), with_marks.shared_lib().clone());
+    }
+    let ast = torchlet_rhai::Lifetimes::new(&engine).rewrite(
+        &engine,
+        &ast,
+        &rhai::AST::empty(),
+        &[],
+        false,
+    );
+    if named {
+        torchlet_rhai::runtime::provenance::begin_input(&state, "<bench>", code, spans);
+    }
+    let start = Instant::now();
+    engine.run_ast_with_scope(&mut scope, &ast).expect("runs");
+    let elapsed = start.elapsed();
+    torchlet_rhai::runtime::provenance::end_input(&state);
+    elapsed
 }
 
 fn dispatch(c: &mut Criterion) {
@@ -91,6 +115,13 @@ fn dispatch(c: &mut Criterion) {
                 )
             })
         },
+    );
+    group.bench_function("a script function's x * 2, with provenance", |b| {
+        b.iter_custom(|iters| timed_calls(iters, false))
+    });
+    group.bench_function(
+        "a script function's x * 2, with provenance and its statement marked",
+        |b| b.iter_custom(|iters| timed_calls(iters, true)),
     );
     group.finish();
 }

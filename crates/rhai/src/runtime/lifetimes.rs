@@ -595,7 +595,7 @@ pub(crate) fn start_of(stmt: &Stmt) -> Position {
 
 /// Whether a statement may allocate, so that its allocations should name it: not `del`, not the
 /// markers, not jumps (a grad-mode block's statements name themselves).
-fn may_allocate(stmt: &Stmt) -> bool {
+pub(crate) fn may_allocate(stmt: &Stmt) -> bool {
     !matches!(
         stmt,
         Stmt::Noop(..) | Stmt::BreakLoop(None, ..) | Stmt::Return(None, ..)

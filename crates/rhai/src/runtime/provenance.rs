@@ -12,8 +12,38 @@ use crate::source::fn_marks::FnSpan;
 
 use super::state::{LanguageState, State};
 
-/// A statement: the input that holds it (its index in [`Inputs`]), its line and column.
+/// A statement: the input that holds it (its index in the inputs run), its line and column.
 type Key = (usize, i64, i64);
+
+/// Maps keyed by statements, hashed as rustc's FxHash does: SipHash's resistance to chosen keys
+/// buys nothing for line numbers and cost a marked statement most of its time.
+type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
+/// FxHash: one rotate, xor and multiply per word.
+#[derive(Default)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
 
 /// One input as run: its source, its text and its script functions' bodies.
 struct Text {
@@ -34,8 +64,8 @@ pub struct Input {
     /// The statements running now, outermost first, and the call level of each.
     keys: Vec<Key>,
     levels: Vec<usize>,
-    names: HashMap<Key, Arc<str>>,
-    stacks: HashMap<Vec<Key>, Arc<str>>,
+    names: Fast<Key, Arc<str>>,
+    stacks: Fast<Vec<Key>, Arc<str>>,
 }
 
 /// Register `__site(LINE, COL)` and `__fsite(INPUT, LINE, COL)`.

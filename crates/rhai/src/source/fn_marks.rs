@@ -9,9 +9,9 @@
 //! moves: every line and column Rhai reports (errors, tracebacks) stays as written. A statement
 //! that shares its line with another is named with the first; a marked text that does not
 //! compile is dropped and the functions run unmarked.
-use rhai::{ASTNode, AST};
+use rhai::{ASTNode, Expr, Position, Stmt, AST};
 
-use crate::runtime::lifetimes::start_of;
+use crate::runtime::lifetimes::{may_allocate, start_of};
 
 /// The name of the statement hook the marks call.
 pub const FSITE: &str = "__fsite";
@@ -32,6 +32,42 @@ impl FnSpan {
     fn contains(&self, at: (usize, usize)) -> bool {
         self.start < at && at < self.end
     }
+}
+
+/// Whether a statement may allocate, so that a mark before it names something: not a variable
+/// or a constant alone (a function's value), not a jump (as the top level's marks).
+fn worth_marking(node: &ASTNode) -> bool {
+    let ASTNode::Stmt(stmt) = node else {
+        return false;
+    };
+    let bare = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Variable(..)
+                | Expr::IntegerConstant(..)
+                | Expr::FloatConstant(..)
+                | Expr::StringConstant(..)
+                | Expr::BoolConstant(..)
+                | Expr::CharConstant(..)
+                | Expr::Unit(..)
+        )
+    };
+    may_allocate(stmt) && !matches!(stmt, Stmt::Expr(e) if bare(e))
+}
+
+/// Where a statement's first token is: the earliest position in it (Rhai places a binary
+/// expression at its operator and a method call at its dot, right of where the statement
+/// starts).
+fn first_token(stmt: &Stmt) -> Option<(usize, usize)> {
+    let at = |p: Position| Some((p.line()?, p.position()?));
+    let mut first = at(start_of(stmt));
+    stmt.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+        if let Some(p) = path.last().and_then(|n| at(n.position())) {
+            first = Some(first.map_or(p, |f| f.min(p)));
+        }
+        true
+    });
+    first
 }
 
 /// The bodies of `ast`'s script functions.
@@ -55,11 +91,8 @@ pub fn function_spans(ast: &AST) -> Vec<FnSpan> {
 pub fn marked(ast: &AST, code: &str, input: usize, spans: &[FnSpan]) -> Option<String> {
     let mut starts: Vec<(usize, usize)> = Vec::new();
     ast.walk(&mut |path: &[ASTNode]| {
-        if let Some(ASTNode::Stmt(stmt)) = path.last() {
-            let p = start_of(stmt);
-            if let (Some(line), Some(col)) = (p.line(), p.position()) {
-                starts.push((line, col));
-            }
+        if let Some(ASTNode::Stmt(stmt)) = path.last().filter(|n| worth_marking(n)) {
+            starts.extend(first_token(stmt));
         }
         true
     });
@@ -94,7 +127,7 @@ mod tests {
 
     #[test]
     fn marks_go_at_line_ends_and_move_nothing() {
-        let code = "fn f(x) {\n    let y = x + 1;\n    if y > 1 {\n        y = 0;\n    }\n    y\n}\nlet a = f(1);\n";
+        let code = "fn f(x) {\n    let y = x + 1;\n    if y > 1 {\n        y = 0;\n    }\n    y * 2\n}\nlet a = f(1);\n";
         let out = marks(code).expect("marks");
         for (was, now) in code.lines().zip(out.lines()) {
             assert!(now.starts_with(was), "{was:?} became {now:?}");
@@ -108,6 +141,26 @@ mod tests {
         rhai::Engine::new()
             .compile(&out)
             .expect("the marked text compiles");
+    }
+
+    #[test]
+    fn a_statement_is_marked_at_its_first_token_even_when_it_spans_lines() {
+        let code = "fn f(x) {\n    let a = 1;\n    x * a\n        .abs()\n}\n";
+        let out = marks(code).expect("marks");
+        assert!(out.contains("let a = 1; __fsite(7, 3, 5);"), "{out}");
+        assert!(!out.contains("__fsite(7, 4,"), "{out}");
+        rhai::Engine::new()
+            .compile(&out)
+            .expect("the marked text compiles");
+    }
+
+    #[test]
+    fn a_value_alone_is_not_marked() {
+        let out = marks("fn f(x) {\n    let y = x + 1;\n    y\n}\n").expect("marks");
+        assert!(
+            out.contains("__fsite(7, 2, 5)") && !out.contains("__fsite(7, 3,"),
+            "{out}"
+        );
     }
 
     #[test]
