@@ -194,7 +194,7 @@ impl Text {
         let at = (line as usize, col as usize);
         self.functions
             .iter()
-            .filter(|f| f.start < at && at < f.end)
+            .filter(|f| f.contains(at))
             .min_by_key(|f| (f.end.0 - f.start.0, f.end.1.abs_diff(f.start.1)))
             .map_or("<function>", |f| f.name.as_str())
     }

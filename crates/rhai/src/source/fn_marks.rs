@@ -29,7 +29,8 @@ pub struct FnSpan {
 }
 
 impl FnSpan {
-    fn contains(&self, at: (usize, usize)) -> bool {
+    /// Whether (line, column) `at` lies inside the body.
+    pub fn contains(&self, at: (usize, usize)) -> bool {
         self.start < at && at < self.end
     }
 }
